@@ -1,0 +1,356 @@
+// Package access owns accounts and API keys: creating, listing, rotating and
+// revoking keys, and resolving a presented key to its account and plan. Keys
+// are stored only as SHA-256 hashes in an embedded bbolt database; the
+// plaintext is shown once, at creation.
+package access
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Plans.
+const (
+	PlanStandard = "standard"
+	PlanTrial    = "trial"
+	PlanSandbox  = "sandbox"
+	PlanInternal = "internal"
+)
+
+// Key prefixes: a live key is "eo_live_" + 48 hex, a sandbox key
+// "eo_sandbox_" + 48 hex.
+const (
+	LivePrefix    = "eo_live_"
+	SandboxPrefix = "eo_sandbox_"
+)
+
+var keyPattern = regexp.MustCompile(`^(eo_live_|eo_sandbox_)[0-9a-f]{48}$`)
+
+// Errors.
+var (
+	ErrInvalidKey    = errors.New("access: invalid api key")
+	ErrNotFound      = errors.New("access: not found")
+	ErrSandboxExists = errors.New("access: the account already has a sandbox key")
+	ErrUnknownPlan   = errors.New("access: unknown plan")
+)
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	KeyID     string
+	AccountID string
+	Plan      string
+	// Display is the key's prefix and last four characters, safe to log.
+	Display string
+}
+
+// Account owns keys; quotas count per account.
+type Account struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	CreatedAt time.Time  `json:"created_at"`
+	TrialEnds *time.Time `json:"trial_ends,omitempty"`
+	// Subscribed ends a trial: the account is then on the standard plan.
+	SubscribedAt *time.Time `json:"subscribed_at,omitempty"`
+}
+
+// Key is a stored key record. The plaintext is never stored.
+type Key struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Plan      string     `json:"plan"`
+	Hash      string     `json:"hash"`
+	Prefix    string     `json:"prefix"`
+	Last4     string     `json:"last4"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// ExpiresAt is set on a rotated key: it keeps working until then.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// ReplacedBy is the id of the key that replaced this one.
+	ReplacedBy string `json:"replaced_by,omitempty"`
+}
+
+// Display renders the key for humans: prefix, ellipsis, last four.
+func (k Key) Display() string { return k.Prefix + "…" + k.Last4 }
+
+var (
+	bucketAccounts = []byte("accounts")
+	bucketKeys     = []byte("keys")    // hash -> Key
+	bucketKeyIDs   = []byte("key_ids") // key id -> hash
+)
+
+// Store is the account and key store.
+type Store struct {
+	db  *bolt.DB
+	now func() time.Time
+}
+
+// Open opens (creating if needed) the store at path.
+func Open(path string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("access: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketKeyIDs} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, now: now}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func hashKey(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateAccount creates an account. trialDays > 0 starts a trial.
+func (s *Store) CreateAccount(name string, trialDays int) (Account, error) {
+	now := s.now().UTC()
+	a := Account{ID: uuid.Must(uuid.NewV7()).String(), Name: name, CreatedAt: now}
+	if trialDays > 0 {
+		end := now.AddDate(0, 0, trialDays)
+		a.TrialEnds = &end
+	}
+	return a, s.putAccount(a)
+}
+
+func (s *Store) putAccount(a Account) error {
+	b, _ := json.Marshal(a)
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketAccounts).Put([]byte(a.ID), b) })
+}
+
+// GetAccount returns an account.
+func (s *Store) GetAccount(id string) (Account, error) {
+	var a Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAccounts).Get([]byte(id))
+		if b == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(b, &a)
+	})
+	return a, err
+}
+
+// Accounts lists every account.
+func (s *Store) Accounts() ([]Account, error) {
+	var out []Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAccounts).ForEach(func(_, v []byte) error {
+			var a Account
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Subscribe ends an account's trial: it moves to the standard plan at once.
+func (s *Store) Subscribe(accountID string) (Account, error) {
+	a, err := s.GetAccount(accountID)
+	if err != nil {
+		return a, err
+	}
+	now := s.now().UTC()
+	a.SubscribedAt = &now
+	if err := s.putAccount(a); err != nil {
+		return a, err
+	}
+	// Trial keys become standard keys.
+	keys, err := s.Keys(accountID)
+	if err != nil {
+		return a, err
+	}
+	for _, k := range keys {
+		if k.Plan == PlanTrial {
+			k.Plan = PlanStandard
+			if err := s.putKey(k); err != nil {
+				return a, err
+			}
+		}
+	}
+	return a, nil
+}
+
+func newSecret(prefix string) (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+// CreateKey creates a key on a plan and returns its plaintext, shown once.
+func (s *Store) CreateKey(accountID, plan string) (string, Key, error) {
+	if _, err := s.GetAccount(accountID); err != nil {
+		return "", Key{}, fmt.Errorf("access: create key: account %s: %w", accountID, err)
+	}
+	prefix := LivePrefix
+	switch plan {
+	case PlanStandard, PlanTrial, PlanInternal:
+	case PlanSandbox:
+		prefix = SandboxPrefix
+		keys, err := s.Keys(accountID)
+		if err != nil {
+			return "", Key{}, err
+		}
+		for _, k := range keys {
+			if k.Plan == PlanSandbox && k.RevokedAt == nil && k.ReplacedBy == "" {
+				return "", Key{}, ErrSandboxExists
+			}
+		}
+	default:
+		return "", Key{}, fmt.Errorf("%w %q (standard, trial, sandbox, internal)", ErrUnknownPlan, plan)
+	}
+	plain, err := newSecret(prefix)
+	if err != nil {
+		return "", Key{}, err
+	}
+	k := Key{ID: uuid.Must(uuid.NewV7()).String(), AccountID: accountID, Plan: plan, Hash: hashKey(plain),
+		Prefix: prefix, Last4: plain[len(plain)-4:], CreatedAt: s.now().UTC()}
+	if err := s.putKey(k); err != nil {
+		return "", Key{}, err
+	}
+	return plain, k, nil
+}
+
+func (s *Store) putKey(k Key) error {
+	b, _ := json.Marshal(k)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketKeys).Put([]byte(k.Hash), b); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketKeyIDs).Put([]byte(k.ID), []byte(k.Hash))
+	})
+}
+
+// GetKey returns a key record by id.
+func (s *Store) GetKey(id string) (Key, error) {
+	var k Key
+	err := s.db.View(func(tx *bolt.Tx) error {
+		h := tx.Bucket(bucketKeyIDs).Get([]byte(id))
+		if h == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(tx.Bucket(bucketKeys).Get(h), &k)
+	})
+	return k, err
+}
+
+// Keys lists an account's keys ("" = every account), oldest first.
+func (s *Store) Keys(accountID string) ([]Key, error) {
+	var out []Key
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
+			var k Key
+			if err := json.Unmarshal(v, &k); err != nil {
+				return err
+			}
+			if accountID == "" || k.AccountID == accountID {
+				out = append(out, k)
+			}
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// Revoke revokes a key at once.
+func (s *Store) Revoke(keyID string) error {
+	k, err := s.GetKey(keyID)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	k.RevokedAt = &now
+	return s.putKey(k)
+}
+
+// RotationGrace is how long a rotated key keeps working.
+const RotationGrace = 24 * time.Hour
+
+// Rotate issues a replacement key on the same plan; the old key keeps
+// working for RotationGrace, then answers 401.
+func (s *Store) Rotate(keyID string) (string, Key, error) {
+	old, err := s.GetKey(keyID)
+	if err != nil {
+		return "", Key{}, err
+	}
+	if old.RevokedAt != nil {
+		return "", Key{}, fmt.Errorf("access: rotate %s: key is revoked", keyID)
+	}
+	exp := s.now().UTC().Add(RotationGrace)
+	old.ExpiresAt = &exp
+	plain, k, err := s.createRotated(old)
+	if err != nil {
+		return "", Key{}, err
+	}
+	old.ReplacedBy = k.ID
+	return plain, k, s.putKey(old)
+}
+
+func (s *Store) createRotated(old Key) (string, Key, error) {
+	plain, err := newSecret(old.Prefix)
+	if err != nil {
+		return "", Key{}, err
+	}
+	k := Key{ID: uuid.Must(uuid.NewV7()).String(), AccountID: old.AccountID, Plan: old.Plan, Hash: hashKey(plain),
+		Prefix: old.Prefix, Last4: plain[len(plain)-4:], CreatedAt: s.now().UTC()}
+	return plain, k, s.putKey(k)
+}
+
+// Authenticate resolves a presented key. Unknown, revoked and expired keys
+// all return ErrInvalidKey.
+func (s *Store) Authenticate(_ context.Context, key string) (Principal, error) {
+	if !keyPattern.MatchString(key) {
+		return Principal{}, ErrInvalidKey
+	}
+	h := hashKey(key)
+	var k Key
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys).Get([]byte(h))
+		if b == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(b, &k)
+	})
+	if err != nil || !found || subtle.ConstantTimeCompare([]byte(k.Hash), []byte(h)) != 1 {
+		return Principal{}, ErrInvalidKey
+	}
+	now := s.now()
+	if (k.RevokedAt != nil && !now.Before(*k.RevokedAt)) || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
+		return Principal{}, ErrInvalidKey
+	}
+	return Principal{KeyID: k.ID, AccountID: k.AccountID, Plan: k.Plan, Display: k.Display()}, nil
+}

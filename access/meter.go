@@ -1,0 +1,257 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// PlanLimits are one plan's limits. Zero means "no such limit".
+type PlanLimits struct {
+	// Burst is the token bucket capacity; Rate its refill in tokens/second.
+	Burst float64 `json:"burst"`
+	Rate  float64 `json:"rate"`
+	// MonthlyQuota is requests per calendar month (UTC), per account.
+	MonthlyQuota int64 `json:"monthly_quota"`
+	// TrialTotal is the whole trial allowance, per account, from the trial
+	// start; TrialPerEndpoint the ceiling on any one endpoint.
+	TrialTotal       int64 `json:"trial_total"`
+	TrialPerEndpoint int64 `json:"trial_per_endpoint"`
+	// LifetimeQuota is requests for the key's whole life (sandbox), never reset.
+	LifetimeQuota int64 `json:"lifetime_quota"`
+	// WSConnections is the cap on concurrent WebSocket connections per key.
+	WSConnections int `json:"ws_connections"`
+}
+
+// DefaultPlans are the spec's values.
+func DefaultPlans() map[string]PlanLimits {
+	return map[string]PlanLimits{
+		PlanStandard: {Burst: 100, Rate: 20, MonthlyQuota: 20000, WSConnections: 5},
+		PlanTrial:    {Burst: 100, Rate: 20, TrialTotal: 5000, TrialPerEndpoint: 1000, WSConnections: 5},
+		PlanSandbox:  {Burst: 20, Rate: 5, LifetimeQuota: 2000},
+		// Internal keys (load tests, monitoring): generous, still metered.
+		PlanInternal: {Burst: 100000, Rate: 100000, MonthlyQuota: 1 << 40, WSConnections: 10000},
+	}
+}
+
+// Counter is one quota counter: it may be incremented while it stays at or
+// under Limit. ExpireAt (zero: never) lets a backend drop it after its window.
+type Counter struct {
+	Key      string
+	Limit    int64
+	ExpireAt time.Time
+}
+
+// TokenResult is the outcome of taking a bucket token.
+type TokenResult struct {
+	OK        bool
+	Remaining float64       // tokens left after this take
+	Wait      time.Duration // until one token is available (when !OK)
+}
+
+// ConsumeResult is the outcome of an all-or-nothing quota increment.
+type ConsumeResult struct {
+	OK     bool
+	Failed int     // index of the first counter at its limit (when !OK)
+	Values []int64 // values after the call (incremented only when OK)
+}
+
+// UsageEvent is one authenticated request, for billing analytics.
+type UsageEvent struct {
+	Time      time.Time `json:"time"`
+	KeyID     string    `json:"key_id"`
+	AccountID string    `json:"account_id"`
+	Endpoint  string    `json:"endpoint"`
+	Status    int       `json:"status"`
+	RequestID string    `json:"request_id"`
+}
+
+// Counters is the backend for buckets, quota counters and usage events.
+// Implementations: the embedded store (bbolt, the default) and Redis (for
+// several edge instances). One shared test suite runs against both.
+type Counters interface {
+	TakeToken(ctx context.Context, key string, burst, rate float64, now time.Time) (TokenResult, error)
+	Consume(ctx context.Context, now time.Time, cs []Counter) (ConsumeResult, error)
+	Get(ctx context.Context, now time.Time, keys []string) ([]int64, error)
+	Record(ctx context.Context, ev UsageEvent) error
+	// ReadUsage returns up to max events recorded after the position
+	// `after` ("" = from the start) and the position of the last one.
+	ReadUsage(ctx context.Context, after string, max int) ([]UsageEvent, string, error)
+	Close() error
+}
+
+// AccountLookup resolves an account (trial state).
+type AccountLookup interface {
+	GetAccount(id string) (Account, error)
+}
+
+// Meter applies the plans' limits to requests.
+type Meter struct {
+	C        Counters
+	Plans    map[string]PlanLimits
+	Accounts AccountLookup
+	Now      func() time.Time
+}
+
+// Decision is the metering outcome of one request.
+type Decision struct {
+	// Code is "" when allowed, else the error code: rate_limited,
+	// quota_exceeded, trial_quota_exceeded, trial_endpoint_quota_exceeded,
+	// sandbox_quota_exceeded, forbidden (trial ended).
+	Code       string
+	Message    string
+	RetryAfter int // seconds; 0 = no Retry-After
+	Headers    [][2]string
+}
+
+// NeverResets is the X-Quota-Reset value of a sandbox key, whose allowance
+// is for the key's life.
+const NeverResets = "9999-12-31T23:59:59Z"
+
+func startOfNextMonth(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// quotaPlan is the quota shape of one request.
+type quotaPlan struct {
+	counters []Counter
+	reset    string
+	limit    int64 // X-Quota-Limit
+	codes    []string
+	retry    []int // Retry-After seconds per counter (0 = none)
+}
+
+func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, quotaPlan, *Decision) {
+	pl, ok := m.Plans[p.Plan]
+	if !ok {
+		pl = m.Plans[PlanStandard]
+	}
+	var q quotaPlan
+	switch p.Plan {
+	case PlanSandbox:
+		q.counters = []Counter{{Key: "q:sandbox:" + p.KeyID, Limit: pl.LifetimeQuota}}
+		q.codes = []string{"sandbox_quota_exceeded"}
+		q.retry = []int{0}
+		q.reset = NeverResets
+		q.limit = pl.LifetimeQuota
+	case PlanTrial:
+		var acct Account
+		if m.Accounts != nil {
+			acct, _ = m.Accounts.GetAccount(p.AccountID)
+		}
+		if acct.TrialEnds != nil && !now.Before(*acct.TrialEnds) {
+			return pl, q, &Decision{Code: "forbidden", Message: "the trial has ended; subscribe to continue"}
+		}
+		end := now.AddDate(0, 0, 30)
+		if acct.TrialEnds != nil {
+			end = *acct.TrialEnds
+		}
+		exp := end.Add(24 * time.Hour)
+		q.counters = []Counter{
+			{Key: "q:trial:" + p.AccountID, Limit: pl.TrialTotal, ExpireAt: exp},
+			{Key: "q:trialep:" + p.AccountID + ":" + endpoint, Limit: pl.TrialPerEndpoint, ExpireAt: exp},
+		}
+		q.codes = []string{"trial_quota_exceeded", "trial_endpoint_quota_exceeded"}
+		q.retry = []int{0, 0}
+		q.reset = end.UTC().Format(time.RFC3339)
+		q.limit = pl.TrialPerEndpoint
+	default:
+		next := startOfNextMonth(now)
+		q.counters = []Counter{{Key: "q:month:" + p.AccountID + ":" + now.UTC().Format("2006-01"),
+			Limit: pl.MonthlyQuota, ExpireAt: next.Add(24 * time.Hour)}}
+		q.codes = []string{"quota_exceeded"}
+		q.retry = []int{int(math.Ceil(next.Sub(now).Seconds()))}
+		q.reset = next.Format(time.RFC3339)
+		q.limit = pl.MonthlyQuota
+	}
+	return pl, q, nil
+}
+
+// remaining is X-Quota-Remaining: requests left in the window (for a trial,
+// the tighter of the total and this endpoint's ceiling).
+func remaining(cs []Counter, vals []int64) int64 {
+	rem := int64(math.MaxInt64)
+	for i, c := range cs {
+		if r := c.Limit - vals[i]; r < rem {
+			rem = r
+		}
+	}
+	if rem < 0 {
+		rem = 0
+	}
+	return rem
+}
+
+// Check meters one request: a bucket token, then (when drawQuota) one unit of
+// every quota counter of the plan. Precedence: trial ended (403) → bucket
+// empty (429 rate_limited, no quota drawn) → quota counters in order (the
+// trial total before the per-endpoint ceiling).
+func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuota bool) (Decision, error) {
+	now := time.Now()
+	if m.Now != nil {
+		now = m.Now()
+	}
+	pl, q, stop := m.plan(p, endpoint, now)
+	if stop != nil {
+		return *stop, nil
+	}
+	d := Decision{}
+	tok, err := m.C.TakeToken(ctx, "b:"+p.KeyID, pl.Burst, pl.Rate, now)
+	if err != nil {
+		return d, fmt.Errorf("access: take token: %w", err)
+	}
+	d.Headers = append(d.Headers,
+		[2]string{"X-RateLimit-Limit", strconv.FormatFloat(pl.Burst, 'f', -1, 64)},
+		[2]string{"X-RateLimit-Remaining", strconv.FormatInt(int64(math.Floor(tok.Remaining)), 10)})
+	var vals []int64
+	switch {
+	case !tok.OK:
+		d.Code, d.Message = "rate_limited", "rate limit exceeded; retry after the Retry-After delay"
+		d.RetryAfter = int(math.Ceil(tok.Wait.Seconds()))
+		if d.RetryAfter < 1 {
+			d.RetryAfter = 1
+		}
+	case drawQuota:
+		res, err := m.C.Consume(ctx, now, q.counters)
+		if err != nil {
+			return d, fmt.Errorf("access: consume quota: %w", err)
+		}
+		vals = res.Values
+		if !res.OK {
+			d.Code = q.codes[res.Failed]
+			d.Message = quotaMessage(d.Code)
+			d.RetryAfter = q.retry[res.Failed]
+		}
+	}
+	if vals == nil {
+		keys := make([]string, len(q.counters))
+		for i, c := range q.counters {
+			keys[i] = c.Key
+		}
+		if vals, err = m.C.Get(ctx, now, keys); err != nil {
+			return d, fmt.Errorf("access: read quota: %w", err)
+		}
+	}
+	d.Headers = append(d.Headers,
+		[2]string{"X-Quota-Limit", strconv.FormatInt(q.limit, 10)},
+		[2]string{"X-Quota-Remaining", strconv.FormatInt(remaining(q.counters, vals), 10)},
+		[2]string{"X-Quota-Reset", q.reset})
+	return d, nil
+}
+
+func quotaMessage(code string) string {
+	switch code {
+	case "quota_exceeded":
+		return "monthly quota used up; it resets at the start of next month (UTC)"
+	case "trial_quota_exceeded":
+		return "the trial allowance is used up; subscribe to continue"
+	case "trial_endpoint_quota_exceeded":
+		return "the trial's per-endpoint ceiling is reached for this endpoint"
+	case "sandbox_quota_exceeded":
+		return "the sandbox key's allowance is used up; it never resets"
+	}
+	return code
+}

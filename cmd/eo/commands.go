@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/jobs"
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/synth"
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// common holds the flags every command shares.
+type common struct {
+	store string
+	work  string
+	json  bool
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.store, "store", env("EO_STORE", ".eo/store"), "snapshot store: a folder, or s3://bucket/prefix (EO_S3_* env for endpoint and credentials)")
+	fs.StringVar(&c.work, "work", env("EO_WORK", ".eo/work"), "local work folder (DuckDB spill, exported files, snapshot cache)")
+	fs.BoolVar(&c.json, "log-json", os.Getenv("EO_LOG_JSON") != "", "log JSON lines instead of text")
+}
+
+func (c *common) logger() *slog.Logger {
+	if c.json {
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+func (c *common) openStore(ctx context.Context) (publish.Store, error) {
+	return publish.Open(ctx, c.store)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func cmdGenerate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	seed := fs.Int64("seed", 42, "random seed: the same seed, --now and --matches give the same world")
+	matches := fs.Int("matches", 5000, "number of matches (the default spans about two years)")
+	teams := fs.Int("teams", 0, "number of teams (0: 60, or matches/80 above 5,000 matches)")
+	nowFlag := fs.String("now", "", "the world's present as RFC 3339 (default: now, to the minute)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Minute)
+	if *nowFlag != "" {
+		t, err := time.Parse(time.RFC3339, *nowFlag)
+		if err != nil {
+			return fmt.Errorf("--now: %w", err)
+		}
+		now = t.UTC()
+	}
+	return generate(ctx, c, synth.Options{Seed: *seed, Now: now, Matches: *matches, Teams: *teams})
+}
+
+func generate(ctx context.Context, c common, o synth.Options) error {
+	log := c.logger()
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.work, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	b, err := raw.NewBatch(c.work, "synth", start)
+	if err != nil {
+		return err
+	}
+	sum, err := synth.Generate(ctx, o, b)
+	if err != nil {
+		b.Discard()
+		return err
+	}
+	m, err := b.Land(ctx, st, time.Now())
+	if err != nil {
+		return err
+	}
+	log.Info("synthetic world landed", "batch", m.BatchID, "store", st.String(), "matches", sum.Matches,
+		"teams", sum.Teams, "players", sum.Players, "price_captures", sum.PriceCaptures,
+		"elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func newRunner(c common, log *slog.Logger, st publish.Store, force bool) *jobs.Runner {
+	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log}
+	if isTerminal(os.Stderr) {
+		po.Progress = func(step string, rows int64, elapsed time.Duration) {
+			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))
+		}
+	}
+	return jobs.NewRunner(jobs.Options{Pipeline: po, Force: force})
+}
+
+func cmdPipelineRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pipeline run", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := c.logger()
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := newRunner(c, log, st, !*ifNew).RunOnce(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Skipped {
+		fmt.Printf("up to date: snapshot %s\n", res.Manifest.SnapshotID)
+		return nil
+	}
+	fmt.Printf("published snapshot %s (%d tables, %d quarantined lines, %s)\n",
+		res.Manifest.SnapshotID, len(res.Manifest.Tables), res.Report.QuarantinedTotal(), res.Report.Elapsed)
+	for e, reasons := range res.Report.Quarantined {
+		for reason, n := range reasons {
+			fmt.Printf("  quarantined %s: %d × %s\n", e, n, reason)
+		}
+	}
+	return nil
+}
+
+func cmdSnapshots(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	ms, err := publish.ListSnapshots(ctx, st)
+	if err != nil {
+		return err
+	}
+	p, _ := publish.ReadPointer(ctx, st)
+	for _, m := range ms {
+		mark := " "
+		if m.SnapshotID == p.SnapshotID {
+			mark = "*"
+		}
+		var rows, bytes int64
+		for _, t := range m.Tables {
+			rows += t.Rows
+			bytes += t.Bytes
+		}
+		fmt.Printf("%s %s  %s  %d tables  %d rows  %d bytes\n", mark, m.SnapshotID, m.CreatedAt.Format(time.RFC3339), len(m.Tables), rows, bytes)
+	}
+	return nil
+}
+
+func cmdJobs(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	spec := fs.String("schedule", env("EO_SCHEDULE", "*/15 * * * *"), "cron schedule (UTC, 5 fields)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := c.logger()
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("jobs scheduled", "schedule", *spec, "store", st.String())
+	return newRunner(c, log, st, false).Schedule(ctx, *spec)
+}
+
+func cmdServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	keys, err := c.openAccess()
+	if err != nil {
+		return err
+	}
+	defer keys.Close()
+	return serve(ctx, c, *addr, keys, nil)
+}
+
+func (c *common) openAccess() (*access.Store, error) {
+	if err := os.MkdirAll(c.work, 0o755); err != nil {
+		return nil, err
+	}
+	return access.Open(filepath.Join(c.work, "access.db"), nil)
+}
+
+// cursorSecret reads EO_CURSOR_SECRET, or a secret kept in the work folder
+// (created once), so cursors survive restarts of a single instance.
+func (c *common) cursorSecret() ([]byte, error) {
+	if v := os.Getenv("EO_CURSOR_SECRET"); v != "" {
+		return []byte(v), nil
+	}
+	path := filepath.Join(c.work, "cursor.secret")
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return b, os.WriteFile(path, b, 0o600)
+}
+
+func cmdUp(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
+	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")
+	liveMatches := fs.Int("live-matches", 4, "matches the local live replay plays out (0: no replay)")
+	liveSpeed := fs.Float64("live-speed", 1, "live replay speed (1: a round every 3 seconds)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := c.logger()
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	batches, err := raw.ListBatches(ctx, st)
+	if err != nil {
+		return err
+	}
+	if len(batches) == 0 {
+		fmt.Println("no raw batch in", st.String(), "- generating the synthetic world")
+		if err := generate(ctx, c, synth.Options{Seed: 42, Now: time.Now().UTC().Truncate(time.Minute), Matches: *matches}); err != nil {
+			return err
+		}
+	}
+	res, err := newRunner(c, log, st, false).RunOnce(ctx)
+	if err != nil && !errors.Is(err, jobs.ErrBusy) {
+		return err
+	}
+	if res.Skipped {
+		fmt.Println("snapshot up to date:", res.Manifest.SnapshotID)
+	} else {
+		fmt.Printf("published snapshot %s (%d quarantined lines)\n", res.Manifest.SnapshotID, res.Report.QuarantinedTotal())
+	}
+	keys, err := c.openAccess()
+	if err != nil {
+		return err
+	}
+	defer keys.Close()
+	return serve(ctx, c, *addr, keys, func(srv *edge.Server, addr string) error {
+		// Live path: replay a few matches on an in-process feed (cmd/eo/live.go).
+		if err := startLocalLive(ctx, log, st, c.work, srv, *liveMatches, *liveSpeed); err != nil {
+			return err
+		}
+		return printReadyKeys(keys, srv, addr)
+	})
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/eodata/eo/access"
+)
+
+const keysUsage = `Usage:
+  eo keys account create --name NAME [--trial-days N]
+  eo keys account subscribe --account ID
+  eo keys create --account ID [--plan standard|trial|sandbox|internal]
+  eo keys list [--account ID]
+  eo keys rotate --key KEY_ID
+  eo keys revoke --key KEY_ID
+A key is printed once, at creation or rotation; afterwards only its prefix and last four characters.
+`
+
+func cmdKeys(args []string) error {
+	if len(args) == 0 {
+		fmt.Print(keysUsage)
+		return nil
+	}
+	sub := args[0]
+	if sub == "account" {
+		if len(args) < 2 {
+			return fmt.Errorf("%s", keysUsage)
+		}
+		sub = "account " + args[1]
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	name := fs.String("name", "", "account name")
+	trial := fs.Int("trial-days", 0, "start a trial of this many days")
+	account := fs.String("account", "", "account id")
+	plan := fs.String("plan", access.PlanStandard, "plan: standard, trial, sandbox or internal")
+	keyID := fs.String("key", "", "key id")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	st, err := c.openAccess()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "account create":
+		if *name == "" {
+			return fmt.Errorf("--name is required")
+		}
+		a, err := st.CreateAccount(*name, *trial)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("account %s (%s)\n", a.ID, a.Name)
+		if a.TrialEnds != nil {
+			fmt.Printf("trial ends %s\n", a.TrialEnds.Format(time.RFC3339))
+		}
+	case "account subscribe":
+		a, err := st.Subscribe(*account)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("account %s subscribed at %s: standard plan\n", a.ID, a.SubscribedAt.Format(time.RFC3339))
+	case "create":
+		plain, k, err := st.CreateKey(*account, *plan)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("key %s (%s plan) - shown once, store it now:\n%s\n", k.ID, k.Plan, plain)
+	case "list":
+		keys, err := st.Keys(*account)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			state := "active"
+			switch {
+			case k.RevokedAt != nil:
+				state = "revoked " + k.RevokedAt.Format(time.RFC3339)
+			case k.ExpiresAt != nil:
+				state = "rotated, works until " + k.ExpiresAt.Format(time.RFC3339)
+			}
+			fmt.Printf("%s  %-9s %-16s account %s  %s\n", k.ID, k.Plan, k.Display(), k.AccountID, state)
+		}
+	case "rotate":
+		plain, k, err := st.Rotate(*keyID)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("new key %s - shown once; the old key works for 24 h:\n%s\n", k.ID, plain)
+	case "revoke":
+		if err := st.Revoke(*keyID); err != nil {
+			return err
+		}
+		fmt.Printf("key %s revoked\n", *keyID)
+	default:
+		return fmt.Errorf("unknown keys command %q\n%s", sub, keysUsage)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/publish"
+)
+
+// liveOptions configures the edge's live path: with EO_REDIS_URL the feed,
+// WebSocket tickets and connection leases live in Redis (several edge
+// instances: every instance pushes every event, a ticket minted on one is
+// redeemed on another, the per-key cap holds across them); without it the
+// in-memory defaults apply (one instance). The returned func closes the
+// Redis client.
+func liveOptions(ctx context.Context) (edge.LiveOptions, func(), error) {
+	url := os.Getenv("EO_REDIS_URL")
+	if url == "" {
+		return edge.LiveOptions{}, func() {}, nil
+	}
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		return edge.LiveOptions{}, nil, err
+	}
+	rc := redis.NewClient(ro)
+	if err := rc.Ping(ctx).Err(); err != nil {
+		rc.Close()
+		return edge.LiveOptions{}, nil, err
+	}
+	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
+		Limiter: &live.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
+}
+
+// startLocalLive is the embedded default's live source (make run): an
+// in-process feed attached to the running edge, a replay that plays a few
+// live-or-next-scheduled matches of the loaded snapshot out in real time
+// (rounds, maps, status, and synthetic book prices), and a lander that
+// appends the events to the raw area so the next pipeline run includes
+// them. Book ids go to the feed and the raw landing only. Everything stops
+// with ctx.
+func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, matches int, speed float64) error {
+	if matches <= 0 {
+		return nil
+	}
+	feed := live.NewMemoryFeed()
+	if err := srv.AttachFeed(ctx, feed); err != nil {
+		return err
+	}
+	lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log}
+	if _, err := lander.Start(ctx); err != nil {
+		return err
+	}
+	if speed <= 0 {
+		speed = 1
+	}
+	ms := srv.ReplayCandidates(matches)
+	rp := &live.Replay{Feed: feed, Matches: ms, RoundEvery: time.Duration(float64(3*time.Second) / speed),
+		Seed: uint64(time.Now().UnixNano())}
+	go func() {
+		if err := rp.Run(ctx); err != nil {
+			log.Warn("live replay stopped", "err", err)
+		}
+	}()
+	log.Info("live replay started", "matches", len(ms), "round_every", rp.RoundEvery)
+	return nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+)
+
+const modelUsage = `Usage:
+  eo model report --out FILE [--run RUN_ID] [flags]
+      write the eo_model review (static HTML: metrics, reliability plot, Brier
+      over time with its interval, sharpness histogram) that the pipeline put
+      in the store: the latest run's, or the given run's`
+
+// cmdModel handles "eo model ...".
+func cmdModel(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "report" {
+		return errors.New(modelUsage)
+	}
+	fs := flag.NewFlagSet("model report", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	out := fs.String("out", "", "file to write the HTML report to (- for stdout)")
+	runID := fs.String("run", "", "pipeline run id (default: the latest run)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("model report: --out is required\n\n" + modelUsage)
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	key := pipelines.ModelReportLatestKey
+	if *runID != "" {
+		key = pipelines.ModelReportKey(*runID)
+	}
+	b, err := publish.GetBytes(ctx, st, key)
+	if errors.Is(err, publish.ErrNotFound) {
+		return fmt.Errorf("model report: no report at %s in the store (run the pipeline first)", key)
+	}
+	if err != nil {
+		return fmt.Errorf("model report: read %s: %w", key, err)
+	}
+	if *out == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return fmt.Errorf("model report: %w", err)
+	}
+	fmt.Printf("wrote %s (%d bytes) from %s\n", *out, len(b), key)
+	return nil
+}

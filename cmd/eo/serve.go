@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/publish"
+)
+
+// counters opens the metering backend: Redis when EO_REDIS_URL is set (for
+// several edge instances), else the embedded bbolt store in the work folder.
+func (c *common) counters(ctx context.Context) (access.Counters, error) {
+	if url := os.Getenv("EO_REDIS_URL"); url != "" {
+		return access.OpenRedis(ctx, url, env("EO_REDIS_PREFIX", "eo:"))
+	}
+	return access.OpenEmbedded(filepath.Join(c.work, "counters.db"), 0)
+}
+
+// plans reads plan limits: the spec's defaults, overridden per plan by the
+// JSON file named in EO_PLANS ({"internal": {"burst": 1e6, ...}, ...}).
+func plans() (map[string]access.PlanLimits, error) {
+	p := access.DefaultPlans()
+	path := os.Getenv("EO_PLANS")
+	if path == "" {
+		return p, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("EO_PLANS: %w", err)
+	}
+	var over map[string]access.PlanLimits
+	if err := json.Unmarshal(b, &over); err != nil {
+		return nil, fmt.Errorf("EO_PLANS %s: %w", path, err)
+	}
+	for k, v := range over {
+		p[k] = v
+	}
+	return p, nil
+}
+
+func serve(ctx context.Context, c common, addr string, keys *access.Store, banner func(*edge.Server, string) error) error {
+	log := c.logger()
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	secret, err := c.cursorSecret()
+	if err != nil {
+		return err
+	}
+	ctr, err := c.counters(ctx)
+	if err != nil {
+		return err
+	}
+	defer ctr.Close()
+	pl, err := plans()
+	if err != nil {
+		return err
+	}
+	var origins []string
+	if v := os.Getenv("EO_CORS_ORIGINS"); v != "" {
+		origins = strings.Split(v, ",")
+	}
+	lo, closeLive, err := liveOptions(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeLive()
+	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
+		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo,
+		Meter: &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	go exportUsageLoop(ctx, c, ctr, st)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Info("edge listening", "addr", "http://"+ln.Addr().String(), "snapshot", srv.Current().ID)
+	fmt.Printf("\nedge serving snapshot %s on http://%s\n  docs:   http://%s/docs\n  health: curl http://%s/health\n",
+		srv.Current().ID, ln.Addr(), ln.Addr(), ln.Addr())
+	if banner != nil {
+		if err := banner(srv, ln.Addr().String()); err != nil {
+			return err
+		}
+	}
+	return srv.Serve(ctx, ln)
+}
+
+// printReadyKeys creates a demo account with a standard key and a sandbox
+// key for make run, and prints them with the sandbox sample's tournaments.
+// Keys are stored hashed, so new ones are minted (and printed) on each start.
+func printReadyKeys(keys *access.Store, srv *edge.Server, addr string) error {
+	acct, err := keys.CreateAccount("make-run demo", 0)
+	if err != nil {
+		return err
+	}
+	std, _, err := keys.CreateKey(acct.ID, access.PlanStandard)
+	if err != nil {
+		return err
+	}
+	sb, _, err := keys.CreateKey(acct.ID, access.PlanSandbox)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nAPI key (standard plan): %s\n", std)
+	fmt.Printf("  curl -H 'Authorization: Bearer %s' 'http://%s/v1/cs2/matches?limit=5'\n", std, addr)
+	fmt.Printf("Sandbox key:             %s\n", sb)
+	for _, t := range srv.Current().SampleTournaments() {
+		fmt.Printf("  sample tournament %s  curl -H 'Authorization: Bearer %s' 'http://%s/v1/cs2/matches?tournament=%s'\n", t, sb, addr, t)
+	}
+	fmt.Println()
+	return nil
+}
+
+// exportUsageLoop exports usage events to the store every
+// EO_USAGE_EXPORT_INTERVAL (default 5m) while serving; the embedded counters
+// database is locked by the serving process, so the export runs here.
+func exportUsageLoop(ctx context.Context, c common, ctr access.Counters, st publish.Store) {
+	every, err := time.ParseDuration(env("EO_USAGE_EXPORT_INTERVAL", "5m"))
+	if err != nil || every <= 0 {
+		every = 5 * time.Minute
+	}
+	log := c.logger()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := access.ExportUsage(ctx, ctr, st, 0); err != nil {
+				log.Warn("usage export", "err", err)
+			} else if n > 0 {
+				log.Info("usage exported", "events", n)
+			}
+		}
+	}
+}

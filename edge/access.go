@@ -1,0 +1,191 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+
+	"github.com/eodata/eo/access"
+)
+
+// v1Router registers /v1/{game} routes with the access chain: authenticate
+// (and record usage) → game → sandbox scope → metering → handler.
+type v1Router struct {
+	s   *Server
+	app *fiber.App
+}
+
+// Get registers a metered GET route.
+func (r v1Router) Get(path string, h fiber.Handler) { r.add(fiber.MethodGet, path, h) }
+
+// Post registers a POST route; POST /ws-token draws a bucket token only.
+func (r v1Router) Post(path string, h fiber.Handler) { r.add(fiber.MethodPost, path, h) }
+
+func (r v1Router) add(method, path string, h fiber.Handler) {
+	endpoint := EndpointName(method, path)
+	r.app.Add(method, "/v1/:game"+path, r.s.authenticate(endpoint), r.s.gameMiddleware,
+		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), h)
+}
+
+// EndpointName is what counts as one endpoint (the trial's per-endpoint
+// ceiling, usage events): the method and the route template, e.g.
+// "GET /v1/{game}/matches/{id}/maps". Every match id hits the same endpoint.
+func EndpointName(method, path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, ":") {
+			parts[i] = "{" + p[1:] + "}"
+		}
+	}
+	return method + " /v1/{game}" + strings.Join(parts, "/")
+}
+
+// apiKey reads the key: the Authorization: Bearer header, else the apiKey
+// query parameter. The header wins when both are present.
+func apiKey(c *fiber.Ctx) (string, *APIError) {
+	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			if k := strings.TrimSpace(h[7:]); k != "" {
+				return k, nil
+			}
+		}
+		return "", errInvalidKey
+	}
+	if k := c.Query("apiKey"); k != "" {
+		return k, nil
+	}
+	return "", apiErr(fiber.StatusUnauthorized, "missing_api_key", "an API key is required: send Authorization: Bearer <API_KEY>")
+}
+
+// errInvalidKey is the one answer for unknown, revoked and expired keys.
+var errInvalidKey = apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid API key")
+
+// authenticate resolves the key and, once the request is done, records a
+// usage event for it (every authenticated request, whatever its status).
+func (s *Server) authenticate(endpoint string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		key, aerr := apiKey(c)
+		if aerr != nil {
+			return aerr
+		}
+		p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+		if err != nil {
+			return errInvalidKey
+		}
+		c.Locals("principal", p)
+		err = c.Next()
+		if s.o.Meter != nil {
+			status := c.Response().StatusCode()
+			var ae *APIError
+			if errors.As(err, &ae) {
+				status = ae.Status
+			} else if err != nil {
+				status = fiber.StatusInternalServerError
+			}
+			ev := access.UsageEvent{Time: s.o.Now().UTC(), KeyID: p.KeyID, AccountID: p.AccountID,
+				Endpoint: endpoint, Status: status, RequestID: requestID(c)}
+			if rerr := s.o.Meter.C.Record(context.Background(), ev); rerr != nil {
+				s.log.Error("usage event not recorded", "key", p.Display, "err", rerr)
+			}
+		}
+		return err
+	}
+}
+
+func principalOf(c *fiber.Ctx) access.Principal {
+	p, _ := c.Locals("principal").(access.Principal)
+	return p
+}
+
+// meterMiddleware draws a bucket token and (unless tokenOnly) one unit of
+// quota, sets the rate-limit and quota headers, and refuses with the spec's
+// 429 codes. Precedence is documented on access.Meter.Check.
+func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if s.o.Meter == nil {
+			return c.Next()
+		}
+		d, err := s.o.Meter.Check(c.UserContext(), principalOf(c), endpoint, drawQuota)
+		if err != nil {
+			// The counters backend is down: fail closed with a transient error.
+			return &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable",
+				Message: "metering is temporarily unavailable; retry with backoff", Cause: err}
+		}
+		for _, h := range d.Headers {
+			c.Set(h[0], h[1])
+		}
+		switch d.Code {
+		case "":
+			return c.Next()
+		case "forbidden":
+			return apiErr(fiber.StatusForbidden, "forbidden", "%s", d.Message)
+		default:
+			return &APIError{Status: fiber.StatusTooManyRequests, Code: d.Code, Message: d.Message, RetryAfter: d.RetryAfter}
+		}
+	}
+}
+
+var errSandboxScope = apiErr(fiber.StatusForbidden, "sandbox_scope", "a sandbox key reads only the sample tournaments and their matches")
+
+// sandboxScope limits a sandbox key to the published sample; a request
+// outside it is refused before metering, so it is not counted.
+func (s *Server) sandboxScope(path string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if principalOf(c).Plan != access.PlanSandbox {
+			return c.Next()
+		}
+		snap := snapOf(c)
+		matchOK := func(v string) bool {
+			id, ok := ParseID(v)
+			return ok && snap.sampleMatches[id]
+		}
+		tourOK := func(v string) bool {
+			i, ok := lookupTournament(snap, v)
+			return ok && snap.sampleTournaments[snap.tournaments[i].ID]
+		}
+		allowed := false
+		switch {
+		case path == "/coverage" || path == "/model/metrics":
+			allowed = true
+		case path == "/matches":
+			allowed = tourOK(c.Query("tournament"))
+		case strings.HasPrefix(path, "/matches/:id"):
+			allowed = path != "/matches/:id/odds" && matchOK(c.Params("id"))
+		case path == "/tournaments/:id" || path == "/tournaments/:id/teams":
+			v, _ := url.PathUnescape(c.Params("id"))
+			allowed = tourOK(v)
+		case path == "/odds":
+			allowed = matchOK(c.Query("match"))
+		}
+		if !allowed {
+			return errSandboxScope
+		}
+		return c.Next()
+	}
+}
+
+// ExposedHeaders are the response headers a browser may read.
+var ExposedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit",
+	"X-Quota-Remaining", "X-Quota-Reset", "Retry-After"}
+
+// corsMiddleware answers preflights (no key needed) for the configured
+// origins only.
+func (s *Server) corsMiddleware() fiber.Handler {
+	origins := strings.Join(s.o.CORSOrigins, ",")
+	if origins == "" {
+		// No browser origin is allowed unless configured.
+		return func(c *fiber.Ctx) error { return c.Next() }
+	}
+	return cors.New(cors.Config{
+		AllowOrigins:  origins,
+		AllowMethods:  "GET,POST,OPTIONS",
+		AllowHeaders:  "Authorization,Content-Type",
+		ExposeHeaders: strings.Join(ExposedHeaders, ","),
+		MaxAge:        int((10 * time.Minute).Seconds()),
+	})
+}

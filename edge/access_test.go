@@ -1,0 +1,335 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
+)
+
+// meteredServer is a test edge with real keys and a real counters backend.
+type meteredServer struct {
+	*testServer
+	keys  *access.Store
+	ctr   access.Counters
+	logs  *syncBuffer
+	clock *fakeClock
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newMeteredServer(t testing.TB, ctr access.Counters, keys *access.Store, plans map[string]access.PlanLimits, clk *fakeClock) *meteredServer {
+	t.Helper()
+	st := fixtureStore(t)
+	logs := &syncBuffer{}
+	if plans == nil {
+		plans = access.DefaultPlans()
+	}
+	ts := &testServer{store: st, now: fixtureNow}
+	srv, err := New(Options{Store: st, Auth: keys, CacheDir: t.TempDir(), CursorSecret: []byte("s"),
+		Now: clk.Now, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		CORSOrigins: []string{"https://app.example.com"},
+		Meter:       &access.Meter{C: ctr, Plans: plans, Accounts: keys, Now: clk.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts.Server = srv
+	return &meteredServer{testServer: ts, keys: keys, ctr: ctr, logs: logs, clock: clk}
+}
+
+func openTestKeys(t testing.TB, clk *fakeClock) *access.Store {
+	k, err := access.Open(filepath.Join(t.TempDir(), "keys.db"), clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
+}
+
+func openEmbedded(t testing.TB) access.Counters {
+	c, err := access.OpenEmbedded(filepath.Join(t.TempDir(), "c.db"), 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestMeteredHeadersAndLimits(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	plans[access.PlanStandard] = access.PlanLimits{Burst: 5, Rate: 1, MonthlyQuota: 8}
+	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
+	acct, _ := keys.CreateAccount("acme", 0)
+	key, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	r := ms.get(t, "/v1/cs2/matches?limit=1", key)
+	want := map[string]string{"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-Quota-Limit": "8",
+		"X-Quota-Remaining": "7", "X-Quota-Reset": "2026-07-01T00:00:00Z"}
+	for h, v := range want {
+		if got := r.header.Get(h); got != v {
+			t.Errorf("%s = %q, want %q", h, got, v)
+		}
+	}
+	// /health draws nothing.
+	ms.get(t, "/health", "-")
+	for i := 0; i < 4; i++ {
+		ms.get(t, "/v1/cs2/teams?limit=1", key)
+	}
+	r = ms.get(t, "/v1/cs2/teams?limit=1", key)
+	if r.status != 429 || r.code(t) != "rate_limited" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("bucket: %d %s %v", r.status, r.body, r.header)
+	}
+	if r.header.Get("X-Quota-Remaining") != "3" {
+		t.Errorf("a rate-limited request must not draw quota: %s", r.header.Get("X-Quota-Remaining"))
+	}
+	clk.Add(10 * time.Second)
+	for i := 0; i < 3; i++ {
+		if r := ms.get(t, "/v1/cs2/teams?limit=1", key); r.status != 200 {
+			t.Fatalf("after refill: %d", r.status)
+		}
+	}
+	r = ms.get(t, "/v1/cs2/teams?limit=1", key)
+	if r.status != 429 || r.code(t) != "quota_exceeded" {
+		t.Fatalf("quota: %d %s", r.status, r.body)
+	}
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if want := int(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC).Sub(clk.Now()).Seconds()); ra < want-1 || ra > want+1 {
+		t.Errorf("Retry-After %d, want about %d (until the month ends)", ra, want)
+	}
+	// Every authenticated request was recorded, with its status.
+	evs, _, err := ms.ctr.ReadUsage(context.Background(), "", 1000)
+	if err != nil || len(evs) != 10 {
+		t.Fatalf("usage events: %d %v", len(evs), err)
+	}
+	if evs[0].Endpoint != "GET /v1/{game}/matches" || evs[0].Status != 200 || evs[len(evs)-1].Status != 429 ||
+		evs[0].AccountID != acct.ID {
+		t.Errorf("usage events: first %+v last %+v", evs[0], evs[len(evs)-1])
+	}
+}
+
+func TestSandboxScope(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	plans[access.PlanSandbox] = access.PlanLimits{Burst: 1000, Rate: 1000, LifetimeQuota: 1000}
+	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
+	acct, _ := keys.CreateAccount("sb", 0)
+	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
+	s := ms.snap()
+	if len(s.sampleTournaments) != 2 || len(s.sampleMatches) == 0 {
+		t.Fatalf("the snapshot must carry a two-event sample: %d events, %d matches", len(s.sampleTournaments), len(s.sampleMatches))
+	}
+	var sampleTour, sampleMatch ID
+	for id := range s.sampleTournaments {
+		sampleTour = id
+	}
+	for id := range s.sampleMatches {
+		sampleMatch = id
+	}
+	other := anyMatch(t, s, func(m *Match) bool { return !s.sampleMatches[m.ID] })
+	tourSlug := s.tournaments[s.tournamentByID[sampleTour]].Slug
+	allowed := []string{
+		"/v1/cs2/matches?tournament=" + sampleTour.String(),
+		"/v1/cs2/matches/" + sampleMatch.String(),
+		"/v1/cs2/matches/" + sampleMatch.String() + "/maps",
+		"/v1/cs2/matches/" + sampleMatch.String() + "/history",
+		"/v1/cs2/matches/" + sampleMatch.String() + "/depth",
+		"/v1/cs2/tournaments/" + sampleTour.String(),
+		"/v1/cs2/tournaments/" + tourSlug + "/teams",
+		"/v1/cs2/odds?match=" + sampleMatch.String(),
+		"/v1/cs2/coverage", "/v1/cs2/model/metrics",
+	}
+	for _, p := range allowed {
+		if r := ms.get(t, p, key); r.status != 200 {
+			t.Errorf("sandbox %s: %d %s", p, r.status, r.body)
+		}
+	}
+	used := func() string {
+		r := ms.get(t, "/v1/cs2/coverage", key)
+		return r.header.Get("X-Quota-Remaining")
+	}
+	before := used()
+	denied := []string{
+		"/v1/cs2/matches", "/v1/cs2/matches?tournament=" + other.TournamentID.String(),
+		"/v1/cs2/matches/" + other.ID.String(), "/v1/cs2/teams", "/v1/cs2/players", "/v1/cs2/rankings",
+		"/v1/cs2/odds", "/v1/cs2/odds?match=" + other.ID.String(), "/v1/cs2/tournaments",
+	}
+	for _, p := range denied {
+		if r := ms.get(t, p, key); r.status != 403 || r.code(t) != "sandbox_scope" {
+			t.Errorf("sandbox %s: %d %s", p, r.status, r.body)
+		}
+	}
+	after := used()
+	b, _ := strconv.Atoi(before)
+	a, _ := strconv.Atoi(after)
+	if b-a != 1 { // only the second coverage call counted
+		t.Errorf("out-of-scope requests were counted: remaining %s -> %s", before, after)
+	}
+}
+
+func TestSandboxQuotaHasNoRetryAfter(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	plans[access.PlanSandbox] = access.PlanLimits{Burst: 20, Rate: 5, LifetimeQuota: 2}
+	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
+	acct, _ := keys.CreateAccount("sb", 0)
+	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
+	ms.get(t, "/v1/cs2/coverage", key)
+	ms.get(t, "/v1/cs2/coverage", key)
+	r := ms.get(t, "/v1/cs2/coverage", key)
+	if r.status != 429 || r.code(t) != "sandbox_quota_exceeded" || r.header.Get("Retry-After") != "" {
+		t.Fatalf("sandbox quota: %d %s %v", r.status, r.body, r.header.Get("Retry-After"))
+	}
+}
+
+func TestCORS(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	ms := newMeteredServer(t, openEmbedded(t), openTestKeys(t, clk), nil, clk)
+	req := httptest.NewRequest(http.MethodOptions, "/v1/cs2/matches", nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "Authorization")
+	resp, err := ms.App().Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode >= 300 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" {
+		t.Fatalf("preflight without a key: %d %v", resp.StatusCode, resp.Header)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/health", nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	resp, _ = ms.App().Test(req)
+	exposed := resp.Header.Get("Access-Control-Expose-Headers")
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset", "Retry-After"} {
+		if !strings.Contains(exposed, h) {
+			t.Errorf("Access-Control-Expose-Headers lacks %s: %q", h, exposed)
+		}
+	}
+	req = httptest.NewRequest(http.MethodGet, "/health", nil)
+	req.Header.Set("Origin", "https://evil.example.com")
+	resp, _ = ms.App().Test(req)
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Error("an origin outside the set was allowed")
+	}
+}
+
+func TestKeysNeverLogged(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	ctr := &failingCounters{Counters: openEmbedded(t)}
+	ms := newMeteredServer(t, ctr, keys, nil, clk)
+	acct, _ := keys.CreateAccount("acme", 0)
+	key, k, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	ms.get(t, "/v1/cs2/matches?limit=1", key)
+	ms.get(t, "/v1/cs2/matches?limit=1&apiKey="+key, "-")
+	ctr.fail = true // the usage write fails: the error is logged with the key's display form
+	ms.get(t, "/v1/cs2/matches?limit=1", key)
+	ms.get(t, "/v1/cs2/matches?limit=1", "eo_live_"+strings.Repeat("ab", 24))
+	logs := ms.logs.String()
+	if !strings.Contains(logs, k.Display()) {
+		t.Fatalf("the failure should be logged with the key's display form; logs:\n%s", logs)
+	}
+	if strings.Contains(logs, key) || strings.Contains(logs, key[8:]) || strings.Contains(logs, strings.Repeat("ab", 24)) {
+		t.Fatalf("a key appears in the logs:\n%s", logs)
+	}
+}
+
+type failingCounters struct {
+	access.Counters
+	fail bool
+}
+
+func (f *failingCounters) Record(ctx context.Context, ev access.UsageEvent) error {
+	if f.fail {
+		return context.DeadlineExceeded
+	}
+	return f.Counters.Record(ctx, ev)
+}
+
+// TestTwoInstancesShareRedis: two edge instances on one Redis enforce one
+// account quota and one key bucket between them.
+func TestTwoInstancesShareRedis(t *testing.T) {
+	url := redistest.Start(t)
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	plans[access.PlanStandard] = access.PlanLimits{Burst: 6, Rate: 0.001, MonthlyQuota: 10}
+	open := func() access.Counters {
+		r, err := access.OpenRedis(context.Background(), url, "eo:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	a := newMeteredServer(t, open(), keys, plans, clk)
+	b := newMeteredServer(t, open(), keys, plans, clk)
+	acct, _ := keys.CreateAccount("acme", 0)
+	k1, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	k2, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	// One key's bucket (6) holds across both instances.
+	ok := 0
+	for i := 0; i < 8; i++ {
+		srv := a
+		if i%2 == 1 {
+			srv = b
+		}
+		if srv.get(t, "/v1/cs2/coverage", k1).status == 200 {
+			ok++
+		}
+	}
+	if ok != 6 {
+		t.Fatalf("bucket across instances admitted %d, want 6", ok)
+	}
+	// The account quota (10) holds across both instances and both keys: 6
+	// used by k1, 4 more for k2.
+	ok = 0
+	for i := 0; i < 6; i++ {
+		srv := a
+		if i%2 == 1 {
+			srv = b
+		}
+		r := srv.get(t, "/v1/cs2/coverage", k2)
+		if r.status == 200 {
+			ok++
+		} else if r.code(t) != "quota_exceeded" {
+			t.Fatalf("unexpected %d %s", r.status, r.body)
+		}
+	}
+	if ok != 4 {
+		t.Fatalf("quota across instances admitted %d more, want 4", ok)
+	}
+}

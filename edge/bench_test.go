@@ -1,0 +1,214 @@
+package edge
+
+// Benchmarks of the request path (BENCHMARKS.md, "## Edge" and "## Access"):
+//
+//	go test -run '^$' -bench . -benchmem ./edge
+//
+// BenchmarkMeterCheck and BenchmarkMeterRecord measure the metering calls one
+// request makes, on the embedded (bbolt) and Redis backends (a real
+// redis-server via access/redistest; skipped without the binary).
+// BenchmarkAuth measures the API-key lookup. BenchmarkListMatches drives
+// GET /v1/cs2/matches?limit=50 through the Fiber handler in memory (a
+// fasthttp.RequestCtx, no sockets) on the edge and on a bare Fiber handler
+// that returns the same bytes.
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
+)
+
+const benchEndpoint = "GET /v1/{game}/matches"
+
+// benchCounters opens one metering backend for a benchmark.
+func benchCounters(b *testing.B, backend string) access.Counters {
+	b.Helper()
+	var (
+		c   access.Counters
+		err error
+	)
+	switch backend {
+	case "embedded":
+		c, err = access.OpenEmbedded(filepath.Join(b.TempDir(), "counters.db"), 0)
+	case "redis":
+		c, err = access.OpenRedis(context.Background(), redistest.Start(b), "eo:")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// benchPlans are the default plans with the internal plan's limits raised
+// out of reach (as EO_PLANS does for load tests): the internal plan's 100,000
+// tokens/s would run dry in a loop that checks faster than that, and every
+// Check in the loop must take the common path (allowed: a token and a quota
+// unit drawn).
+func benchPlans() map[string]access.PlanLimits {
+	p := access.DefaultPlans()
+	p[access.PlanInternal] = access.PlanLimits{Burst: 1e12, Rate: 1e12, MonthlyQuota: 1 << 60}
+	return p
+}
+
+// benchPrincipal is an internal-plan key.
+var benchPrincipal = access.Principal{KeyID: "k-bench", AccountID: "a-bench", Plan: access.PlanInternal,
+	Display: "eo_live_…beef"}
+
+// BenchmarkMeterCheck: access.Meter.Check, the bucket token + monthly quota
+// draw (and the headers) of one metered request.
+func BenchmarkMeterCheck(b *testing.B) {
+	for _, backend := range []string{"embedded", "redis"} {
+		b.Run(backend, func(b *testing.B) {
+			m := &access.Meter{C: benchCounters(b, backend), Plans: benchPlans(), Now: time.Now}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := m.Check(ctx, benchPrincipal, benchEndpoint, true)
+				if err != nil || d.Code != "" {
+					b.Fatalf("check: %v %q", err, d.Code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMeterRecord: the usage event every authenticated request records
+// after its handler (edge/access.go authenticate).
+func BenchmarkMeterRecord(b *testing.B) {
+	for _, backend := range []string{"embedded", "redis"} {
+		b.Run(backend, func(b *testing.B) {
+			c := benchCounters(b, backend)
+			ctx := context.Background()
+			ev := access.UsageEvent{KeyID: benchPrincipal.KeyID, AccountID: benchPrincipal.AccountID,
+				Endpoint: benchEndpoint, Status: 200, RequestID: "0123456789abcdef0123456789abcdef"}
+			b.ReportAllocs()
+			for b.Loop() {
+				ev.Time = time.Now().UTC()
+				if err := c.Record(ctx, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchKeys opens an access store with one internal-plan key.
+func benchKeys(b *testing.B) (*access.Store, string) {
+	b.Helper()
+	st, err := access.Open(filepath.Join(b.TempDir(), "access.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	acct, err := st.CreateAccount("bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, _, err := st.CreateKey(acct.ID, access.PlanInternal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, key
+}
+
+// BenchmarkAuth: access.Store.Authenticate (hash, bbolt read, JSON decode).
+func BenchmarkAuth(b *testing.B) {
+	st, key := benchKeys(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := st.Authenticate(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// inMemory runs requests through a Fiber app's fasthttp handler without a
+// connection.
+type inMemory struct {
+	h   fasthttp.RequestHandler
+	ctx fasthttp.RequestCtx
+}
+
+func newInMemory(app *fiber.App, uri, key string) *inMemory {
+	var req fasthttp.Request
+	req.Header.SetMethod(fiber.MethodGet)
+	req.SetRequestURI(uri)
+	if key != "" {
+		req.Header.Set(fiber.HeaderAuthorization, "Bearer "+key)
+	}
+	im := &inMemory{h: app.Handler()}
+	im.ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, nil)
+	return im
+}
+
+func (im *inMemory) do() *fasthttp.Response {
+	im.ctx.Response.Reset()
+	im.h(&im.ctx)
+	return &im.ctx.Response
+}
+
+// BenchmarkListMatches: GET /v1/cs2/matches?limit=50 through the handler in
+// memory. edge: the fixture server (test authenticator, no metering: the
+// handler + middleware cost); edge-metered: the same with access.Store
+// authentication and the embedded Meter (internal plan), as eo serve runs;
+// bare: a Fiber app with the edge's config and one handler returning the
+// edge's response bytes.
+func BenchmarkListMatches(b *testing.B) {
+	const uri = "/v1/cs2/matches?limit=50"
+	ts := newTestServer(b)
+	edge := newInMemory(ts.App(), uri, goodKey)
+	resp := edge.do()
+	if resp.StatusCode() != fiber.StatusOK {
+		b.Fatalf("edge: status %d: %s", resp.StatusCode(), resp.Body())
+	}
+	body := bytes.Clone(resp.Body())
+
+	keys, key := benchKeys(b)
+	metered, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
+		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
+		Meter: &access.Meter{C: benchCounters(b, "embedded"), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := metered.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	meteredReq := newInMemory(metered.App(), uri, key)
+	if r := meteredReq.do(); r.StatusCode() != fiber.StatusOK {
+		b.Fatalf("edge-metered: status %d: %s", r.StatusCode(), r.Body())
+	}
+
+	bareApp := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, ReadBufferSize: 32 * 1024})
+	bareApp.Get("/*", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	})
+	bare := newInMemory(bareApp, uri, goodKey)
+
+	for _, bc := range []struct {
+		name string
+		im   *inMemory
+	}{{"edge", edge}, {"edge-metered", meteredReq}, {"bare", bare}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if r := bc.im.do(); r.StatusCode() != fiber.StatusOK {
+					b.Fatalf("status %d", r.StatusCode())
+				}
+			}
+		})
+	}
+}

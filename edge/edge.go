@@ -1,0 +1,328 @@
+// Package edge is the REST and WebSocket front of the service: a Fiber app
+// that serves the snapshot loaded in memory. No request runs SQL or touches
+// the store; snapshots are fetched, verified, loaded and swapped in the
+// background.
+package edge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/publish"
+)
+
+// Authenticator resolves an API key. Implementations compare in constant
+// time and never log the key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key string) (access.Principal, error)
+}
+
+// Options configures the edge. Zero values take the documented defaults.
+type Options struct {
+	// Store is where snapshots are published. Required.
+	Store publish.Store
+	// CacheDir keeps fetched snapshots on local disk; when the store is
+	// unreachable at start, the newest cached snapshot is served.
+	CacheDir string
+	// Auth resolves API keys. Required.
+	Auth Authenticator
+	// CursorSecret signs pagination cursors; every instance behind one load
+	// balancer must share it. Empty: a random secret (cursors then do not
+	// survive a restart).
+	CursorSecret []byte
+	// PollInterval is how often the pointer is checked for a new snapshot
+	// (default 10s).
+	PollInterval time.Duration
+	// Now is the clock (default time.Now); tournament status derives from it.
+	Now func() time.Time
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// CORSOrigins are the browser origins allowed to call the API (exact
+	// scheme://host[:port]); none by default.
+	CORSOrigins []string
+	// Meter applies plan limits and records usage; nil serves unmetered
+	// (benchmarks only).
+	Meter *access.Meter
+	// Live configures the live path: WebSocket tickets and connections and
+	// the live feed (edge/live.go, edge/ws.go).
+	Live LiveOptions
+}
+
+// Server is the edge.
+type Server struct {
+	o       Options
+	app     *fiber.App
+	log     *slog.Logger
+	snap    atomic.Pointer[Snapshot]
+	cursors cursorCodec
+	metrics *metrics
+	loadMu  sync.Mutex
+	// fromCache is set when the current snapshot came from the local cache
+	// because the store was unreachable.
+	fromCache atomic.Bool
+	// live is the live path (edge/live.go).
+	live *liveState
+}
+
+// New builds the edge; call Load (or Start) before serving.
+func New(o Options) (*Server, error) {
+	if o.Store == nil || o.Auth == nil {
+		return nil, errors.New("edge: Store and Auth are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 10 * time.Second
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = filepath.Join(os.TempDir(), "eo-edge-cache")
+	}
+	if len(o.CursorSecret) == 0 {
+		o.CursorSecret = make([]byte, 32)
+		if _, err := rand.Read(o.CursorSecret); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{o: o, log: o.Logger, cursors: cursorCodec{key: o.CursorSecret}, metrics: newMetrics()}
+	s.app = fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		// Room for /players?ids= with 500 ids in the query string.
+		ReadBufferSize: 32 * 1024,
+	})
+	s.live = newLiveState(s, o.Live)
+	s.routes()
+	return s, nil
+}
+
+// App exposes the Fiber app (for tests using app.Test).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Current returns the snapshot being served (nil before the first load).
+func (s *Server) Current() *Snapshot { return s.snap.Load() }
+
+// acquire pins the current snapshot for one request.
+func (s *Server) acquire() *Snapshot {
+	for {
+		p := s.snap.Load()
+		if p == nil {
+			return nil
+		}
+		p.refs.Add(1)
+		if s.snap.Load() == p {
+			return p
+		}
+		s.release(p) // swapped meanwhile: pin the new one instead
+	}
+}
+
+func (s *Server) release(p *Snapshot) {
+	if p.refs.Add(-1) == 0 && p.retired.Load() {
+		s.log.Info("snapshot released", "snapshot", p.ID)
+	}
+}
+
+// swap installs a loaded snapshot and retires the previous one; the old one
+// is released when its last in-flight request finishes.
+func (s *Server) swap(next *Snapshot) {
+	old := s.snap.Swap(next)
+	s.metrics.snapshotLoaded(next)
+	s.liveSwapped(next) // live overlay: id map, drop state the snapshot has
+	if old != nil {
+		old.retired.Store(true)
+		if old.refs.Load() == 0 {
+			s.log.Info("snapshot released", "snapshot", old.ID)
+		}
+	}
+}
+
+// Load fetches, verifies and loads the newest published snapshot, unless it
+// is the one already served. On a failure the current snapshot stays.
+func (s *Server) Load(ctx context.Context) error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	_, m, err := publish.LoadLatest(ctx, s.o.Store)
+	if err != nil {
+		return fmt.Errorf("edge: read pointer: %w", err)
+	}
+	if cur := s.snap.Load(); cur != nil && cur.ID == m.SnapshotID && !s.fromCache.Load() {
+		return nil
+	}
+	t0 := time.Now()
+	dir, err := publish.Fetch(ctx, s.o.Store, m, s.cacheRoot())
+	if err != nil {
+		return fmt.Errorf("edge: fetch snapshot %s: %w", m.SnapshotID, err)
+	}
+	next, err := loadSnapshot(ctx, dir, m)
+	if err != nil {
+		return fmt.Errorf("edge: load snapshot %s: %w", m.SnapshotID, err)
+	}
+	s.swap(next)
+	s.fromCache.Store(false)
+	s.pruneCache(m.SnapshotID)
+	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.matches),
+		"elapsed", time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// loadCached serves the newest snapshot in the local cache whose files match
+// their manifest checksums.
+func (s *Server) loadCached(ctx context.Context) error {
+	local, err := publish.NewLocal(s.o.CacheDir)
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(s.cacheRoot())
+	if err != nil {
+		return err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() > ents[j].Name() })
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.cacheRoot(), e.Name(), "manifest.json"))
+		if err != nil {
+			continue
+		}
+		var m publish.Manifest
+		if err := json.Unmarshal(b, &m); err != nil || m.SnapshotID != e.Name() {
+			continue
+		}
+		// The cache is laid out like a store (snapshots/<id>/...), so
+		// fetching from it onto itself verifies every checksum.
+		dir, err := publish.Fetch(ctx, local, m, s.cacheRoot())
+		if err != nil {
+			s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
+			continue
+		}
+		next, err := loadSnapshot(ctx, dir, m)
+		if err != nil {
+			continue
+		}
+		s.swap(next)
+		s.fromCache.Store(true)
+		s.log.Warn("store unreachable: serving the last snapshot cached on local disk", "snapshot", m.SnapshotID)
+		return nil
+	}
+	return errors.New("edge: no usable cached snapshot")
+}
+
+// cacheRoot is where fetched snapshots live: CacheDir/snapshots/<id>/, the
+// same layout as a Local store rooted at CacheDir.
+func (s *Server) cacheRoot() string { return filepath.Join(s.o.CacheDir, "snapshots") }
+
+// pruneCache keeps only the served snapshot and one previous in the cache.
+func (s *Server) pruneCache(keep string) {
+	ents, err := os.ReadDir(s.cacheRoot())
+	if err != nil {
+		return
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != keep {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for i, d := range dirs {
+		if i >= 1 {
+			os.RemoveAll(filepath.Join(s.cacheRoot(), d))
+		}
+	}
+}
+
+// Start loads the first snapshot (falling back to the local cache when the
+// store is unreachable; a failure of both is fatal) and then watches the
+// pointer until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Load(ctx); err != nil {
+		s.log.Warn("initial snapshot load", "err", err)
+		if cerr := s.loadCached(ctx); cerr != nil {
+			return fmt.Errorf("%w (and %v)", err, cerr)
+		}
+	}
+	if err := s.RunLive(ctx); err != nil {
+		return err
+	}
+	go s.watch(ctx)
+	return nil
+}
+
+func (s *Server) watch(ctx context.Context) {
+	t := time.NewTicker(s.o.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Load(ctx); err != nil && ctx.Err() == nil {
+				s.metrics.reloadFailed()
+				s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
+			}
+		}
+	}
+}
+
+// Serve listens on ln until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return s.app.ShutdownWithContext(sctx)
+	}
+}
+
+// newRequestID returns a random 16-byte hex id.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func requestID(c *fiber.Ctx) string {
+	if v, ok := c.Locals("request_id").(string); ok {
+		return v
+	}
+	return ""
+}
+
+// recoverPanic turns a panic into the internal_error envelope.
+func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic", "request_id", requestID(c), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))
+			err = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error"}
+		}
+	}()
+	return c.Next()
+}

@@ -1,0 +1,916 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/jobs"
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/synth"
+)
+
+// The fixture: a small synthetic world run through the real pipeline and
+// published to a local store, built once per test binary.
+var (
+	fixtureOnce  sync.Once
+	fixtureDir   string
+	fixtureErr   error
+	fixtureNow   = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	fixtureWorld = synth.Options{Seed: 7, Now: fixtureNow, Matches: 160}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// landWorld generates a world and lands it as one batch.
+func landWorld(ctx context.Context, st publish.Store, o synth.Options, tmp string) error {
+	b, err := raw.NewBatch(tmp, "synth", o.Now)
+	if err != nil {
+		return err
+	}
+	if _, err := synth.Generate(ctx, o, b); err != nil {
+		return err
+	}
+	_, err = b.Land(ctx, st, o.Now)
+	return err
+}
+
+func publishOnce(ctx context.Context, st publish.Store, work string) (publish.Manifest, error) {
+	r := jobs.NewRunner(jobs.Options{Pipeline: pipelines.Options{Store: st, WorkDir: work, Logger: quietLog}, Force: true})
+	res, err := r.RunOnce(ctx)
+	return res.Manifest, err
+}
+
+// fixtureStore returns a copy of the fixture store (tests may publish into it).
+func fixtureStore(t testing.TB) *publish.Local {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		ctx := context.Background()
+		fixtureDir, fixtureErr = os.MkdirTemp("", "eo-edge-fixture-")
+		if fixtureErr != nil {
+			return
+		}
+		st, err := publish.NewLocal(filepath.Join(fixtureDir, "store"))
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		if fixtureErr = landWorld(ctx, st, fixtureWorld, fixtureDir); fixtureErr != nil {
+			return
+		}
+		_, fixtureErr = publishOnce(ctx, st, filepath.Join(fixtureDir, "work"))
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(fixtureDir, "store"))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := publish.NewLocal(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// testAuth accepts the keys it knows.
+type testAuth struct {
+	mu   sync.Mutex
+	keys map[string]access.Principal
+}
+
+const (
+	goodKey    = "eo_live_000000000000000000000000000000000000000000000001"
+	revokedKey = "eo_live_000000000000000000000000000000000000000000000002"
+	panicKey   = "eo_live_00000000000000000000000000000000000000000000dead"
+)
+
+func (a *testAuth) Authenticate(_ context.Context, key string) (access.Principal, error) {
+	if key == panicKey {
+		panic("test panic")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.keys[key]; ok {
+		return p, nil
+	}
+	return access.Principal{}, access.ErrInvalidKey
+}
+
+type testServer struct {
+	*Server
+	store *publish.Local
+	now   time.Time
+}
+
+func newTestServer(t testing.TB) *testServer {
+	t.Helper()
+	st := fixtureStore(t)
+	ts := &testServer{store: st, now: fixtureNow}
+	srv, err := New(Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
+	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts.Server = srv
+	return ts
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r result) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+func (r result) data(t testing.TB) []any {
+	t.Helper()
+	d, ok := r.json(t)["data"].([]any)
+	if !ok {
+		t.Fatalf("data is not an array: %s", r.body)
+	}
+	return d
+}
+
+func (r result) code(t testing.TB) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// get sends a request through the app with the good key (unless the path
+// already carries auth or key is "-") and checks the response against the
+// OpenAPI contract and the universal rules (X-Request-Id, error envelope).
+func (ts *testServer) get(t testing.TB, path string, key ...string) result {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	k := goodKey
+	if len(key) > 0 {
+		k = key[0]
+	}
+	if k != "-" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
+	return ts.do(t, req)
+}
+
+func (ts *testServer) do(t testing.TB, req *http.Request) result {
+	t.Helper()
+	resp, err := ts.App().Test(req, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r := result{status: resp.StatusCode, header: resp.Header, body: body}
+	rid := resp.Header.Get("X-Request-Id")
+	if rid == "" {
+		t.Errorf("%s: no X-Request-Id", req.URL)
+	}
+	if resp.StatusCode >= 300 {
+		var env errorBody
+		if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" || env.Error.Message == "" {
+			t.Errorf("%s: status %d without the error envelope: %s", req.URL, resp.StatusCode, body)
+		}
+		if env.Error.RequestID != rid {
+			t.Errorf("%s: body request_id %q != X-Request-Id %q", req.URL, env.Error.RequestID, rid)
+		}
+	}
+	checkContract(t, req, resp, body)
+	return r
+}
+
+func (ts *testServer) snap() *Snapshot { return ts.Current() }
+
+func TestHealthIsBareAndKeyless(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.get(t, "/health", "-")
+	if r.status != 200 || string(r.body) != `{"status":"ok"}` {
+		t.Fatalf("health: %d %s", r.status, r.body)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	ts := newTestServer(t)
+	if r := ts.get(t, "/v1/cs2/matches", "-"); r.status != 401 || r.code(t) != "missing_api_key" {
+		t.Errorf("no key: %d %s", r.status, r.body)
+	}
+	unknown := ts.get(t, "/v1/cs2/matches", "eo_live_ffffffffffffffffffffffffffffffffffffffffffffffff")
+	revoked := ts.get(t, "/v1/cs2/matches", revokedKey)
+	if unknown.status != 401 || revoked.status != 401 {
+		t.Fatalf("unknown %d, revoked %d", unknown.status, revoked.status)
+	}
+	strip := func(r result) string {
+		m := r.json(t)
+		delete(m["error"].(map[string]any), "request_id")
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	if strip(unknown) != strip(revoked) {
+		t.Errorf("unknown and revoked bodies differ:\n%s\n%s", unknown.body, revoked.body)
+	}
+	// apiKey query fallback, and the header wins over it.
+	if r := ts.get(t, "/v1/cs2/matches?limit=1&apiKey="+goodKey, "-"); r.status != 200 {
+		t.Errorf("apiKey fallback: %d %s", r.status, r.body)
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=1&apiKey="+goodKey, revokedKey); r.status != 401 {
+		t.Errorf("header must win over apiKey: %d", r.status)
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=1&apiKey="+revokedKey); r.status != 200 {
+		t.Errorf("header must win over apiKey: %d", r.status)
+	}
+}
+
+func TestPanicGivesInternalErrorEnvelope(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.get(t, "/v1/cs2/matches", panicKey)
+	if r.status != 500 || r.code(t) != "internal_error" {
+		t.Fatalf("panic: %d %s", r.status, r.body)
+	}
+}
+
+func TestUnknownGameAndRoute(t *testing.T) {
+	ts := newTestServer(t)
+	if r := ts.get(t, "/v1/dota2/matches"); r.status != 404 || r.code(t) != "unknown_game" {
+		t.Errorf("unknown game: %d %s", r.status, r.body)
+	}
+	if r := ts.get(t, "/v1/cs2/nothing-here"); r.status != 404 || r.code(t) != "not_found" {
+		t.Errorf("unknown route: %d %s", r.status, r.body)
+	}
+}
+
+func anyMatch(t testing.TB, s *Snapshot, keep func(*Match) bool) *Match {
+	t.Helper()
+	for i := range s.matches {
+		if keep(&s.matches[i]) {
+			return &s.matches[i]
+		}
+	}
+	t.Fatal("fixture has no such match")
+	return nil
+}
+
+func TestIDHandling(t *testing.T) {
+	ts := newTestServer(t)
+	unknown := "0190aaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee" // well-formed (v4), matches nothing
+	team := ts.snap().teams[0]
+	cases := []struct {
+		path   string
+		status int
+		code   string
+		empty  bool
+	}{
+		{"/v1/cs2/matches/not-a-uuid", 404, "not_found", false},
+		{"/v1/cs2/matches/" + strings.ToUpper(unknown), 404, "not_found", false},
+		{"/v1/cs2/matches/" + unknown, 404, "not_found", false},
+		{"/v1/cs2/matches/" + unknown + "/maps", 200, "", true},
+		{"/v1/cs2/matches/" + unknown + "/stats", 200, "", true},
+		{"/v1/cs2/matches/" + unknown + "/vetoes", 200, "", true},
+		{"/v1/cs2/matches/" + unknown + "/rounds", 200, "", true},
+		{"/v1/cs2/matches/not-a-uuid/maps", 404, "not_found", false},
+		{"/v1/cs2/tournaments/" + unknown + "/teams", 200, "", true},
+		{"/v1/cs2/players/" + unknown + "/stats", 404, "not_found", false},
+		{"/v1/cs2/players/" + unknown, 404, "not_found", false},
+		{"/v1/cs2/teams/Not_A_Slug", 404, "not_found", false},
+		{"/v1/cs2/teams/" + team.Slug, 200, "", false},
+		{"/v1/cs2/teams/" + team.ID.String(), 200, "", false},
+		{"/v1/cs2/matches?team=xyz", 400, "invalid_parameter", false},
+		{"/v1/cs2/matches?tournament=" + strings.ToUpper(unknown), 400, "invalid_parameter", false},
+		{"/v1/cs2/matches?team=" + unknown, 200, "", true},
+		{"/v1/cs2/odds?match=nope", 400, "invalid_parameter", false},
+		{"/v1/cs2/players?team=nope", 400, "invalid_parameter", false},
+		{"/v1/cs2/teams/" + team.Slug + "/head-to-head?opponent=NOPE!", 400, "invalid_parameter", false},
+	}
+	for _, c := range cases {
+		r := ts.get(t, c.path)
+		if r.status != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.path, r.status, c.status, r.body)
+			continue
+		}
+		if c.code != "" && r.code(t) != c.code {
+			t.Errorf("%s: code %s, want %s", c.path, r.code(t), c.code)
+		}
+		if c.empty {
+			if d := r.data(t); len(d) != 0 || !strings.Contains(string(r.body), `"data":[]`) {
+				t.Errorf("%s: want data [], got %s", c.path, r.body)
+			}
+		}
+	}
+	// A team's JSON is the same by id and by slug.
+	a := ts.get(t, "/v1/cs2/teams/"+team.Slug)
+	b := ts.get(t, "/v1/cs2/teams/"+team.ID.String())
+	if string(a.body) != string(b.body) {
+		t.Error("team by slug and by id differ")
+	}
+}
+
+func TestEnvelopes(t *testing.T) {
+	ts := newTestServer(t)
+	m := anyMatch(t, ts.snap(), func(m *Match) bool { return m.HasDepth })
+	list := ts.get(t, "/v1/cs2/matches?limit=3").json(t)
+	meta, ok := list["meta"].(map[string]any)
+	if !ok || meta["count"].(float64) != 3 || meta["next_cursor"] == nil {
+		t.Errorf("list meta: %v", list["meta"])
+	}
+	single := ts.get(t, "/v1/cs2/matches/"+m.ID.String()).json(t)
+	if _, has := single["meta"]; has {
+		t.Error("single resource must not carry meta")
+	}
+	depth := ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"/depth").json(t)
+	d := depth["data"].(map[string]any)
+	for _, k := range []string{"weapons", "grenades", "hitgroups", "duels", "flashes"} {
+		if _, ok := d[k].([]any); !ok {
+			t.Errorf("depth.%s is not an array: %v", k, d[k])
+		}
+	}
+	// A match without depth still gets five empty arrays, never null.
+	none := anyMatch(t, ts.snap(), func(m *Match) bool { return !m.HasDepth })
+	r := ts.get(t, "/v1/cs2/matches/"+none.ID.String()+"/depth")
+	if !strings.Contains(string(r.body), `"weapons":[]`) || strings.Contains(string(r.body), "null") {
+		t.Errorf("empty depth: %s", r.body)
+	}
+	// Sub-resources are unpaginated lists.
+	sub := ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"/rounds").json(t)
+	if sub["meta"].(map[string]any)["next_cursor"] != nil {
+		t.Error("sub-resources are not paginated")
+	}
+}
+
+func TestDataAvailableMatchesSubResources(t *testing.T) {
+	ts := newTestServer(t)
+	for i, m := range ts.snap().matches {
+		if i%7 != 0 {
+			continue
+		}
+		flags := map[string]bool{"maps": m.HasMaps, "stats": m.HasStats, "vetoes": m.HasVetoes, "rounds": m.HasRounds}
+		for sub, want := range flags {
+			got := len(ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"/"+sub).data(t)) > 0
+			if got != want {
+				t.Errorf("match %s: data_available.%s=%v but /%s has rows=%v", m.ID, sub, want, sub, got)
+			}
+		}
+		depth := ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"/depth")
+		got := strings.Contains(string(depth.body), `match_id`)
+		if got != m.HasDepth {
+			t.Errorf("match %s: data_available.depth=%v but depth rows=%v", m.ID, m.HasDepth, got)
+		}
+		if m.Status == "scheduled" && (m.HasMaps || m.HasStats || m.HasRounds || m.HasDepth || m.HasVetoes) {
+			t.Errorf("scheduled match %s has result data flags", m.ID)
+		}
+	}
+}
+
+func TestLimit(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct {
+		q    string
+		want int
+	}{{"", 50}, {"limit=0", 50}, {"limit=-3", 50}, {"limit=abc", 50}, {"limit=5", 5}, {"limit=100000", 160}} {
+		r := ts.get(t, "/v1/cs2/matches?"+c.q)
+		if r.status != 200 {
+			t.Fatalf("%s: %d", c.q, r.status)
+		}
+		if n := len(r.data(t)); n != c.want && !(c.want == 160 && n == limMatches.max) {
+			t.Errorf("matches?%s: %d rows, want %d", c.q, n, c.want)
+		}
+	}
+	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().teams) || n > limTeams.max {
+		t.Errorf("teams clamp: %d", n)
+	}
+}
+
+// pageAll walks every page of a list and returns the ids in order.
+func pageAll(t testing.TB, ts *testServer, path string) []string {
+	return pageFrom(t, ts, path, "")
+}
+
+// pageFrom walks the pages of a list starting at a cursor ("" = first page).
+func pageFrom(t testing.TB, ts *testServer, path, next string) []string {
+	t.Helper()
+	var ids []string
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	for pages := 0; pages < 1000; pages++ {
+		p := path
+		if next != "" {
+			p += sep + "cursor=" + next
+		}
+		r := ts.get(t, p)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", p, r.status, r.body)
+		}
+		for _, row := range r.data(t) {
+			ids = append(ids, row.(map[string]any)["id"].(string))
+		}
+		nc, _ := r.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+		if nc == "" {
+			return ids
+		}
+		next = nc
+	}
+	t.Fatal("too many pages")
+	return nil
+}
+
+func TestCursorPaging(t *testing.T) {
+	ts := newTestServer(t)
+	for _, path := range []string{"/v1/cs2/matches?limit=7", "/v1/cs2/teams?limit=4", "/v1/cs2/teams?limit=4&sort=-external_rank",
+		"/v1/cs2/players?limit=13&sort=role", "/v1/cs2/tournaments?limit=3", "/v1/cs2/matches?limit=5&status=completed"} {
+		ids := pageAll(t, ts, path)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("%s: row %s seen twice", path, id)
+			}
+			seen[id] = true
+		}
+		// The paged walk equals the one-page answer.
+		whole := ts.get(t, strings.Replace(path, "limit=", "limit=1000&x=", 1))
+		if n := len(whole.data(t)); n != len(ids) && n != 200 {
+			t.Errorf("%s: paged %d rows, whole list %d", path, len(ids), n)
+		}
+	}
+}
+
+func TestCursorRejections(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.get(t, "/v1/cs2/teams?limit=2&sort=name")
+	cur := r.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+	tampered := []byte(cur)
+	tampered[3] ^= 1
+	for _, p := range []string{
+		"/v1/cs2/teams?limit=2&sort=name&cursor=" + string(tampered),
+		"/v1/cs2/teams?limit=2&sort=-name&cursor=" + cur, // another sort
+		"/v1/cs2/players?limit=2&cursor=" + cur,          // another endpoint
+		"/v1/cs2/matches?cursor=garbage",
+	} {
+		if r := ts.get(t, p); r.status != 400 || r.code(t) != "invalid_cursor" {
+			t.Errorf("%s: %d %s", p, r.status, r.body)
+		}
+	}
+	if r := ts.get(t, "/v1/cs2/teams?limit=2&sort=name&cursor="+cur); r.status != 200 {
+		t.Errorf("valid cursor refused: %s", r.body)
+	}
+	// A cursor minted without a sort (before sort support) pages the default order.
+	legacy := ts.cursors.encode(cursor{Kind: "teams", Val: strVal(""), ID: ID{}})
+	if r := ts.get(t, "/v1/cs2/teams?limit=2&cursor="+legacy); r.status != 200 {
+		t.Errorf("legacy cursor: %d %s", r.status, r.body)
+	}
+}
+
+func TestSortValidation(t *testing.T) {
+	ts := newTestServer(t)
+	for _, p := range []string{"/v1/cs2/teams?sort=bogus", "/v1/cs2/players?sort=-bogus", "/v1/cs2/rankings?sort=nope"} {
+		r := ts.get(t, p)
+		if r.status != 400 || r.code(t) != "invalid_parameter" {
+			t.Errorf("%s: %d", p, r.status)
+			continue
+		}
+		msg := r.json(t)["error"].(map[string]any)["message"].(string)
+		if !strings.Contains(msg, "accepted keys") || !strings.Contains(msg, "name") && !strings.Contains(msg, "rank") {
+			t.Errorf("%s: message must list accepted keys: %s", p, msg)
+		}
+	}
+	names := []string{}
+	for _, row := range ts.get(t, "/v1/cs2/teams?limit=200&sort=-name").data(t) {
+		names = append(names, strings.ToLower(row.(map[string]any)["name"].(string)))
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i-1] < names[i] {
+			t.Fatalf("sort=-name not descending at %d: %q < %q", i, names[i-1], names[i])
+		}
+	}
+}
+
+func TestMatchFilters(t *testing.T) {
+	ts := newTestServer(t)
+	s := ts.snap()
+	for _, bad := range []string{"date_from=2025-13-01", "date_to=yesterday", "has=maps,odds", "has=MAPS"} {
+		if r := ts.get(t, "/v1/cs2/matches?"+bad); r.status != 400 || r.code(t) != "invalid_parameter" {
+			t.Errorf("%s: %d", bad, r.status)
+		}
+	}
+	// status filter is exact and case-sensitive.
+	if n := len(ts.get(t, "/v1/cs2/matches?status=Completed").data(t)); n != 0 {
+		t.Errorf("status=Completed matched %d rows", n)
+	}
+	for _, row := range ts.get(t, "/v1/cs2/matches?status=completed&has=maps,rounds&limit=200").data(t) {
+		m := row.(map[string]any)
+		da := m["data_available"].(map[string]any)
+		if m["status"] != "completed" || da["maps"] != true || da["rounds"] != true {
+			t.Fatalf("filter leak: %v", m)
+		}
+	}
+	// Date bounds include the whole day at both ends.
+	m := anyMatch(t, s, func(m *Match) bool { return m.Status == "completed" })
+	day := m.ScheduledAt.Format("2006-01-02")
+	rows := ts.get(t, "/v1/cs2/matches?limit=200&date_from="+day+"&date_to="+day).data(t)
+	found := false
+	for _, row := range rows {
+		r := row.(map[string]any)
+		if !strings.HasPrefix(r["scheduled_at"].(string), day) {
+			t.Errorf("date filter leak: %v", r["scheduled_at"])
+		}
+		if r["id"] == m.ID.String() {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("match on %s missing from its own day", day)
+	}
+	// team filter: every row has the team.
+	team := m.TeamAID.String()
+	for _, row := range ts.get(t, "/v1/cs2/matches?limit=200&team="+team).data(t) {
+		r := row.(map[string]any)
+		if r["team_a_id"] != team && r["team_b_id"] != team {
+			t.Fatalf("team filter leak: %v", r)
+		}
+	}
+	// cancelled matches never appear among scheduled ones.
+	for _, row := range ts.get(t, "/v1/cs2/matches?limit=200&status=scheduled").data(t) {
+		if row.(map[string]any)["status"] != "scheduled" {
+			t.Fatal("status filter leak")
+		}
+	}
+}
+
+func TestMatchDetailInclude(t *testing.T) {
+	ts := newTestServer(t)
+	m := anyMatch(t, ts.snap(), func(m *Match) bool { return m.HasMaps && m.HasStats && m.HasVetoes })
+	bare := ts.get(t, "/v1/cs2/matches/"+m.ID.String()).json(t)["data"].(map[string]any)
+	for _, k := range []string{"teams", "tournament", "team_a_name"} {
+		if _, has := bare[k]; has {
+			t.Errorf("bare detail carries %s", k)
+		}
+	}
+	r := ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"?include=teams,tournament,odds,maps,stats,vetoes,rounds,lineups")
+	d := r.json(t)["data"].(map[string]any)
+	teams := d["teams"].(map[string]any)
+	if teams["team_a"].(map[string]any)["id"] != m.TeamAID.String() {
+		t.Errorf("include=teams: %v", teams)
+	}
+	if d["tournament"].(map[string]any)["id"] != m.TournamentID.String() {
+		t.Errorf("include=tournament: %v", d["tournament"])
+	}
+	if len(d["maps"].([]any)) == 0 || len(d["stats"].([]any)) == 0 || len(d["vetoes"].([]any)) == 0 {
+		t.Errorf("include data missing: %s", r.body)
+	}
+	if _, ok := d["odds"].([]any); !ok {
+		t.Errorf("include=odds must be an array: %v", d["odds"])
+	}
+	if r := ts.get(t, "/v1/cs2/matches/"+m.ID.String()+"?include=everything"); r.status != 400 {
+		t.Errorf("unknown include: %d", r.status)
+	}
+}
+
+func TestNullsAndTimestamps(t *testing.T) {
+	ts := newTestServer(t)
+	sched := anyMatch(t, ts.snap(), func(m *Match) bool { return m.Status == "scheduled" })
+	d := ts.get(t, "/v1/cs2/matches/"+sched.ID.String()).json(t)["data"].(map[string]any)
+	for _, k := range []string{"score_a", "score_b", "winner_team_id", "started_at", "ended_at", "live_state"} {
+		v, present := d[k]
+		if !present || v != nil {
+			t.Errorf("scheduled match: %s must be present and null, got %v (present %v)", k, v, present)
+		}
+	}
+	sa := d["scheduled_at"].(string)
+	if !strings.HasSuffix(sa, "Z") || strings.Contains(sa, ".") {
+		t.Errorf("scheduled_at %q: RFC 3339 UTC with Z, no sub-second", sa)
+	}
+	// Empty-string rule on players and teams: never null.
+	for _, row := range ts.get(t, "/v1/cs2/players?limit=200").data(t) {
+		p := row.(map[string]any)
+		for _, k := range []string{"short_name", "real_name", "nationality"} {
+			if _, ok := p[k].(string); !ok {
+				t.Fatalf("player %s must be a string: %v", k, p[k])
+			}
+		}
+	}
+}
+
+func TestPlayersIDsAndFilters(t *testing.T) {
+	ts := newTestServer(t)
+	s := ts.snap()
+	ids := []string{s.players[0].ID.String(), s.players[3].ID.String()}
+	r := ts.get(t, "/v1/cs2/players?ids="+strings.Join(ids, ","))
+	if len(r.data(t)) != 2 {
+		t.Errorf("ids filter: %s", r.body)
+	}
+	many := make([]string, 501)
+	for i := range many {
+		many[i] = s.players[0].ID.String()
+	}
+	for _, q := range []string{"ids=", "ids=" + strings.Join(many, ","), "ids=abc"} {
+		if r := ts.get(t, "/v1/cs2/players?"+q); r.status != 400 || r.code(t) != "invalid_parameter" {
+			t.Errorf("%s: %d", q[:min(len(q), 20)], r.status)
+		}
+	}
+	if r := ts.get(t, "/v1/cs2/players?ids="+strings.Join(many[:500], ",")); r.status != 200 {
+		t.Errorf("500 ids must be accepted: %d", r.status)
+	}
+	for _, row := range ts.get(t, "/v1/cs2/players?role=AWP&limit=200").data(t) {
+		if row.(map[string]any)["role"] != "AWP" {
+			t.Fatal("role filter leak")
+		}
+	}
+	if n := len(ts.get(t, "/v1/cs2/players?role=awp").data(t)); n != 0 {
+		t.Error("filters are case-sensitive")
+	}
+	st := ts.get(t, "/v1/cs2/players/"+s.players[0].Slug+"/stats")
+	if st.status != 200 || st.json(t)["data"].(map[string]any)["player_id"] != s.players[0].ID.String() {
+		t.Errorf("player stats: %s", st.body)
+	}
+}
+
+func TestTournamentStatusDerivedAtRequestTime(t *testing.T) {
+	ts := newTestServer(t)
+	var tour *Tournament
+	for i := range ts.snap().tournaments {
+		x := &ts.snap().tournaments[i]
+		if x.StartsAt != nil && x.EndsAt != nil && x.EndsAt.After(x.StartsAt.Add(24*time.Hour)) {
+			tour = x
+			break
+		}
+	}
+	if tour == nil {
+		t.Fatal("no dated tournament")
+	}
+	status := func() any {
+		return ts.get(t, "/v1/cs2/tournaments/"+tour.Slug).json(t)["data"].(map[string]any)["status"]
+	}
+	ts.now = tour.StartsAt.Add(-time.Hour)
+	if s := status(); s != "upcoming" {
+		t.Errorf("before start: %v", s)
+	}
+	ts.now = tour.StartsAt.Add(time.Hour)
+	if s := status(); s != "ongoing" {
+		t.Errorf("during: %v", s)
+	}
+	ts.now = tour.EndsAt.Add(48 * time.Hour)
+	if s := status(); s != "finished" {
+		t.Errorf("after: %v", s)
+	}
+	// A tournament without starts_at has status null and no status filter returns it.
+	for i := range ts.snap().tournaments {
+		x := &ts.snap().tournaments[i]
+		if x.StartsAt != nil {
+			continue
+		}
+		d := ts.get(t, "/v1/cs2/tournaments/"+x.ID.String()).json(t)["data"].(map[string]any)
+		if v, ok := d["status"]; !ok || v != nil {
+			t.Errorf("undated tournament status: %v", v)
+		}
+		for _, st := range []string{"upcoming", "ongoing", "finished"} {
+			for _, row := range ts.get(t, "/v1/cs2/tournaments?limit=200&status="+st).data(t) {
+				if row.(map[string]any)["id"] == x.ID.String() {
+					t.Errorf("undated tournament listed under status=%s", st)
+				}
+			}
+		}
+	}
+	if r := ts.get(t, "/v1/cs2/tournaments?year=20x5"); r.status != 400 {
+		t.Errorf("bad year: %d", r.status)
+	}
+}
+
+func TestOddsRankingsMetricsValidation(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/v1/cs2/odds", 200}, {"/v1/cs2/odds?source=eo_model", 200}, {"/v1/cs2/odds?source=pinnacle", 400},
+		{"/v1/cs2/rankings", 200}, {"/v1/cs2/rankings?type=player&role=AWP", 200}, {"/v1/cs2/rankings?type=coach", 400},
+		{"/v1/cs2/model/metrics", 200}, {"/v1/cs2/coverage", 200},
+	} {
+		r := ts.get(t, c.path)
+		if r.status != c.status {
+			t.Errorf("%s: %d, want %d (%s)", c.path, r.status, c.status, r.body)
+		}
+		if c.status == 200 {
+			if meta := r.json(t)["meta"].(map[string]any); meta["next_cursor"] != nil && c.path != "/v1/cs2/odds?match=" {
+				t.Errorf("%s: not paginated, next_cursor must be null", c.path)
+			}
+		}
+	}
+	// eo_model is not served until its gate passes.
+	if n := len(ts.get(t, "/v1/cs2/odds?source=eo_model").data(t)); n != 0 {
+		t.Errorf("eo_model rows before the gate: %d", n)
+	}
+	cov := ts.get(t, "/v1/cs2/coverage").data(t)
+	keys := map[string]bool{}
+	for _, e := range cov {
+		keys[e.(map[string]any)["key"].(string)] = true
+	}
+	if !keys["round_stats"] || !keys["player_depth"] {
+		t.Errorf("coverage must declare round_stats and player_depth: %v", keys)
+	}
+}
+
+func TestTeamProfileAndHeadToHead(t *testing.T) {
+	ts := newTestServer(t)
+	m := anyMatch(t, ts.snap(), func(m *Match) bool { return m.Status == "completed" && m.HasRounds })
+	a := ts.snap().teams[ts.snap().teamByID[m.TeamAID]]
+	b := ts.snap().teams[ts.snap().teamByID[m.TeamBID]]
+	p := ts.get(t, "/v1/cs2/teams/"+a.Slug+"/profile").json(t)["data"].(map[string]any)
+	for k, v := range p {
+		if strings.HasSuffix(k, "_pct") && v != nil {
+			if f := v.(float64); f < 0 || f > 100 {
+				t.Errorf("%s = %v outside 0-100", k, f)
+			}
+		}
+	}
+	if p["matches_played"].(float64) < 1 {
+		t.Errorf("profile: %v", p)
+	}
+	h := ts.get(t, "/v1/cs2/teams/"+a.ID.String()+"/head-to-head?opponent="+b.Slug).json(t)["data"].(map[string]any)
+	if h["matches"].(float64) < 1 || h["wins"].(float64)+h["losses"].(float64) != h["matches"].(float64) {
+		t.Errorf("h2h: %v", h)
+	}
+	if r := ts.get(t, "/v1/cs2/teams/"+a.Slug+"/head-to-head"); r.status != 400 {
+		t.Errorf("h2h without opponent: %d", r.status)
+	}
+}
+
+// TestSwapUnderLoad: requests keep succeeding while new snapshots are loaded
+// and swapped in.
+func TestSwapUnderLoad(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var failures, total int64
+	var mu sync.Mutex
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req := httptest.NewRequest(http.MethodGet, "/v1/cs2/matches?limit=20", nil)
+				req.Header.Set("Authorization", "Bearer "+goodKey)
+				resp, err := ts.App().Test(req, 10000)
+				mu.Lock()
+				total++
+				if err != nil || resp.StatusCode != 200 {
+					failures++
+				}
+				mu.Unlock()
+				if resp != nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	seen := map[string]bool{ts.Current().ID: true}
+	for i := 0; i < 3; i++ {
+		if _, err := publishOnce(ctx, ts.store, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen[ts.Current().ID] = true
+	}
+	close(stop)
+	wg.Wait()
+	if len(seen) != 4 {
+		t.Errorf("expected 4 distinct snapshots served, got %d", len(seen))
+	}
+	if failures != 0 || total == 0 {
+		t.Fatalf("%d of %d requests failed during swaps", failures, total)
+	}
+}
+
+// TestPagingAcrossSwap: a client that pages through while a new snapshot is
+// swapped in between its pages sees every row once.
+func TestPagingAcrossSwap(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	want := pageAll(t, ts, "/v1/cs2/matches?limit=200")
+	r := ts.get(t, "/v1/cs2/matches?limit=9")
+	var got []string
+	for _, row := range r.data(t) {
+		got = append(got, row.(map[string]any)["id"].(string))
+	}
+	next := r.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+	before := ts.Current().ID
+	if _, err := publishOnce(ctx, ts.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Load(ctx); err != nil || ts.Current().ID == before {
+		t.Fatalf("swap did not happen: %v", err)
+	}
+	got = append(got, pageFrom(t, ts, "/v1/cs2/matches?limit=9", next)...)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("paging across a swap: got %d rows, want %d (dups or gaps)", len(got), len(want))
+	}
+}
+
+// TestCorruptSnapshotNeverServed: a new snapshot whose table does not match
+// its checksum is refused and the last good one keeps serving.
+func TestCorruptSnapshotNeverServed(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	good := ts.Current().ID
+	m, err := publishOnce(ctx, ts.store, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := ts.store.LocalPath("snapshots/" + m.SnapshotID + "/matches.parquet")
+	if err := os.WriteFile(path, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = ts.Load(ctx)
+	if !errors.Is(err, publish.ErrChecksum) {
+		t.Fatalf("corrupt snapshot load: %v", err)
+	}
+	if ts.Current().ID != good {
+		t.Fatal("a corrupt snapshot was swapped in")
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=1"); r.status != 200 {
+		t.Fatalf("still serving: %d", r.status)
+	}
+}
+
+// TestStoreUnreachableServesCache: with the store gone at start, the edge
+// serves the snapshot cached on local disk.
+func TestStoreUnreachableServesCache(t *testing.T) {
+	ts := newTestServer(t)
+	cache := ts.o.CacheDir
+	id := ts.Current().ID
+	gone, err := publish.NewLocal(filepath.Join(t.TempDir(), "empty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: cache, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Current() == nil || srv.Current().ID != id || !srv.fromCache.Load() {
+		t.Fatalf("not serving the cached snapshot")
+	}
+	// With neither store nor cache, start fails.
+	srv2, _ := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})
+	if err := srv2.Start(ctx); err == nil {
+		t.Fatal("start with no snapshot anywhere must fail")
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	ts := newTestServer(t)
+	ts.get(t, "/v1/cs2/matches?limit=1")
+	r := ts.get(t, "/metrics", "-")
+	for _, s := range []string{"eo_http_requests_total", "eo_snapshot_info", "eo_snapshot_age_seconds", `route="/v1/:game/matches"`} {
+		if !strings.Contains(string(r.body), s) {
+			t.Errorf("/metrics lacks %s", s)
+		}
+	}
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))

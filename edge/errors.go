@@ -1,0 +1,88 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// APIError is an error with an HTTP status and a public code. Message is
+// shown to the client; Cause is logged only.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Cause   error
+	// RetryAfter, when positive, is sent as Retry-After (seconds).
+	RetryAfter int
+}
+
+func (e *APIError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Cause)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *APIError) Unwrap() error { return e.Cause }
+
+func apiErr(status int, code, format string, args ...any) *APIError {
+	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func badParam(format string, args ...any) *APIError {
+	return apiErr(fiber.StatusBadRequest, "invalid_parameter", format, args...)
+}
+
+func notFound(what string) *APIError {
+	return apiErr(fiber.StatusNotFound, "not_found", "%s not found", what)
+}
+
+var errBadCursor = apiErr(fiber.StatusBadRequest, "invalid_cursor", "cursor is malformed or was issued under another sort; restart from the first page")
+
+type errorBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id"`
+	} `json:"error"`
+}
+
+// errorHandler writes the spec's error envelope for every error, mapping
+// Fiber's own errors (404 route, 405, body too large) to public codes.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	var ae *APIError
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &fe):
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			ae = apiErr(fe.Code, "not_found", "no such endpoint")
+		case fiber.StatusMethodNotAllowed:
+			ae = apiErr(fe.Code, "not_found", "no such endpoint for this method")
+		case fiber.StatusServiceUnavailable:
+			ae = apiErr(fe.Code, "unavailable", "service unavailable")
+		default:
+			if fe.Code >= 500 {
+				ae = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error", Cause: err}
+			} else {
+				ae = apiErr(fe.Code, "invalid_parameter", "%s", fe.Message)
+			}
+		}
+	default:
+		ae = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error", Cause: err}
+	}
+	if ae.Status >= 500 {
+		s.log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", ae.Error())
+	}
+	var body errorBody
+	body.Error.Code = ae.Code
+	body.Error.Message = ae.Message
+	body.Error.RequestID = requestID(c)
+	if ae.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, fmt.Sprint(ae.RetryAfter))
+	}
+	return c.Status(ae.Status).JSON(body)
+}

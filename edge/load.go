@@ -1,0 +1,249 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ID is a resource id: a UUID, rendered canonical and lowercase.
+type ID [16]byte
+
+// String renders the canonical 36-character form.
+func (id ID) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return string(b[:])
+}
+
+// MarshalJSON renders the id as a JSON string.
+func (id ID) MarshalJSON() ([]byte, error) { return []byte(`"` + id.String() + `"`), nil }
+
+// ParseID accepts only the canonical lowercase 36-character hyphenated form
+// (any version: ids are validated by format, not by version).
+func ParseID(s string) (ID, bool) {
+	var id ID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return id, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		hi, ok1 := lowerHex(s[i])
+		lo, ok2 := lowerHex(s[i+1])
+		if !ok1 || !ok2 {
+			return id, false
+		}
+		id[j] = hi<<4 | lo
+		j++
+	}
+	return id, j == 16
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+var (
+	idType      = reflect.TypeOf(ID{})
+	timeType    = reflect.TypeOf(time.Time{})
+	rawJSONType = reflect.TypeOf(json.RawMessage{})
+)
+
+// readParquet reads a Parquet file into a slice of T. Each exported field of T
+// with a `col:"name"` tag is filled from the column of that name; a pointer
+// field is nil where the column is null. A tagged column missing from the file
+// is an error (the snapshot does not match this build).
+func readParquet[T any](ctx context.Context, path string) ([]T, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer rr.Release()
+
+	out := make([]T, 0, pf.NumRows())
+	rt := reflect.TypeOf(out).Elem()
+	type binding struct {
+		field int
+		col   int
+	}
+	var binds []binding
+	schema := rr.Schema()
+	for i := 0; i < rt.NumField(); i++ {
+		tag := rt.Field(i).Tag.Get("col")
+		if tag == "" {
+			continue
+		}
+		idx := schema.FieldIndices(tag)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("read %s: no column %q", path, tag)
+		}
+		binds = append(binds, binding{field: i, col: idx[0]})
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		n := int(rec.NumRows())
+		start := len(out)
+		out = append(out, make([]T, n)...)
+		for _, b := range binds {
+			col := rec.Column(b.col)
+			ft := rt.Field(b.field)
+			for r := 0; r < n; r++ {
+				dst := reflect.ValueOf(&out[start+r]).Elem().Field(b.field)
+				if err := setValue(dst, col, r); err != nil {
+					return nil, fmt.Errorf("read %s column %s: %w", path, ft.Tag.Get("col"), err)
+				}
+			}
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return out, ctx.Err()
+}
+
+// storage unwraps an extension array (arrow.uuid) to its storage array.
+func storage(a arrow.Array) arrow.Array {
+	if ext, ok := a.(array.ExtensionArray); ok {
+		return ext.Storage()
+	}
+	return a
+}
+
+func setValue(dst reflect.Value, col arrow.Array, r int) error {
+	col = storage(col)
+	if dst.Kind() == reflect.Pointer {
+		if col.IsNull(r) {
+			return nil
+		}
+		v := reflect.New(dst.Type().Elem())
+		if err := setValue(v.Elem(), col, r); err != nil {
+			return err
+		}
+		dst.Set(v)
+		return nil
+	}
+	if col.IsNull(r) {
+		return nil // zero value
+	}
+	switch dst.Type() {
+	case idType:
+		fb, ok := col.(*array.FixedSizeBinary)
+		if !ok || len(fb.Value(r)) != 16 {
+			return fmt.Errorf("want a 16-byte UUID, have %s", col.DataType())
+		}
+		copy(dst.Addr().Interface().(*ID)[:], fb.Value(r))
+		return nil
+	case timeType:
+		ts, ok := col.(*array.Timestamp)
+		if !ok {
+			return fmt.Errorf("want a timestamp, have %s", col.DataType())
+		}
+		unit := ts.DataType().(*arrow.TimestampType).Unit
+		dst.Set(reflect.ValueOf(ts.Value(r).ToTime(unit).UTC()))
+		return nil
+	case rawJSONType:
+		switch s := col.(type) {
+		case *array.String:
+			dst.SetBytes([]byte(s.Value(r)))
+		case *array.Binary:
+			dst.SetBytes(bytes.Clone(s.Value(r)))
+		default:
+			return fmt.Errorf("want JSON text, have %s", col.DataType())
+		}
+		return nil
+	}
+	switch dst.Kind() {
+	case reflect.String:
+		switch s := col.(type) {
+		case *array.String:
+			dst.SetString(s.Value(r))
+		case *array.LargeString:
+			dst.SetString(s.Value(r))
+		default:
+			return fmt.Errorf("want text, have %s", col.DataType())
+		}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		switch a := col.(type) {
+		case *array.Int32:
+			dst.SetInt(int64(a.Value(r)))
+		case *array.Int64:
+			dst.SetInt(a.Value(r))
+		case *array.Int16:
+			dst.SetInt(int64(a.Value(r)))
+		case *array.Int8:
+			dst.SetInt(int64(a.Value(r)))
+		default:
+			return fmt.Errorf("want an integer, have %s", col.DataType())
+		}
+	case reflect.Float64:
+		switch a := col.(type) {
+		case *array.Float64:
+			dst.SetFloat(a.Value(r))
+		case *array.Float32:
+			dst.SetFloat(float64(a.Value(r)))
+		default:
+			return fmt.Errorf("want a number, have %s", col.DataType())
+		}
+	case reflect.Bool:
+		a, ok := col.(*array.Boolean)
+		if !ok {
+			return fmt.Errorf("want a boolean, have %s", col.DataType())
+		}
+		dst.SetBool(a.Value(r))
+	case reflect.Slice:
+		l, ok := col.(*array.List)
+		if !ok {
+			return fmt.Errorf("want a list, have %s", col.DataType())
+		}
+		s, e := l.ValueOffsets(r)
+		vals := l.ListValues()
+		out := reflect.MakeSlice(dst.Type(), int(e-s), int(e-s))
+		for i := s; i < e; i++ {
+			if err := setValue(out.Index(int(i-s)), vals, int(i)); err != nil {
+				return err
+			}
+		}
+		dst.Set(out)
+	default:
+		return fmt.Errorf("unsupported field kind %s", dst.Kind())
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package edge
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The row types below are read from the snapshot's Parquet files (`col` tags)
+// and rendered as the API's JSON (`json` tags). Fields tagged json:"-" are
+// used for indexing only.
+
+// Team is a row of teams.parquet.
+type Team struct {
+	ID           ID        `col:"id" json:"id"`
+	GameID       ID        `col:"game_id" json:"game_id"`
+	Slug         string    `col:"slug" json:"slug"`
+	Name         string    `col:"name" json:"name"`
+	ShortName    string    `col:"short_name" json:"short_name"`
+	Region       string    `col:"region" json:"region"`
+	CountryCode  string    `col:"country_code" json:"country_code"`
+	LogoURL      string    `col:"logo_url" json:"logo_url"`
+	OwnRank      *int      `col:"own_rank" json:"own_rank"`
+	ExternalRank *int      `col:"external_rank" json:"external_rank"`
+	NameSince    time.Time `col:"name_since" json:"-"`
+}
+
+// TeamName is a row of team_names.parquet: a name a team has carried.
+type TeamName struct {
+	TeamID    ID        `col:"team_id"`
+	Name      string    `col:"name"`
+	ValidFrom time.Time `col:"valid_from"`
+}
+
+// Player is a row of players.parquet.
+type Player struct {
+	ID          ID      `col:"id" json:"id"`
+	GameID      ID      `col:"game_id" json:"game_id"`
+	Slug        string  `col:"slug" json:"slug"`
+	Name        string  `col:"name" json:"name"`
+	ShortName   string  `col:"short_name" json:"short_name"`
+	RealName    string  `col:"real_name" json:"real_name"`
+	Nationality string  `col:"nationality" json:"nationality"`
+	CountryCode string  `col:"country_code" json:"country_code"`
+	Role        *string `col:"role" json:"role"`
+	TeamID      *ID     `col:"team_id" json:"team_id"`
+}
+
+// Tournament is a row of tournaments.parquet. Its status is derived from the
+// dates at request time and spliced into the pre-rendered JSON.
+type Tournament struct {
+	ID        ID         `col:"id" json:"id"`
+	GameID    ID         `col:"game_id" json:"game_id"`
+	Slug      string     `col:"slug" json:"slug"`
+	Name      string     `col:"name" json:"name"`
+	Tier      string     `col:"tier" json:"tier"`
+	Region    string     `col:"region" json:"region"`
+	StartsAt  *time.Time `col:"starts_at" json:"starts_at"`
+	EndsAt    *time.Time `col:"ends_at" json:"ends_at"`
+	PrizePool *int64     `col:"prize_pool_usd" json:"prize_pool_usd"`
+	Location  string     `col:"location" json:"location"`
+	IsLAN     *bool      `col:"is_lan" json:"is_lan"`
+}
+
+// Status derives upcoming / ongoing / finished from the dates ("" = null:
+// starts_at unknown). A tournament without an end date is ongoing once it
+// has started. Dates are whole days: it is ongoing through its end date.
+func (t *Tournament) Status(now time.Time) string {
+	if t.StartsAt == nil {
+		return ""
+	}
+	switch {
+	case now.Before(*t.StartsAt):
+		return "upcoming"
+	case t.EndsAt != nil && !now.Before(endOfDay(*t.EndsAt)):
+		return "finished"
+	default:
+		return "ongoing"
+	}
+}
+
+func endOfDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// DataAvailable says which sub-resources of a match have rows.
+type DataAvailable struct {
+	Maps     bool `json:"maps"`
+	Stats    bool `json:"stats"`
+	MapStats bool `json:"map_stats"`
+	Vetoes   bool `json:"vetoes"`
+	Rounds   bool `json:"rounds"`
+	Depth    bool `json:"depth"`
+	Lineups  bool `json:"lineups"`
+	Odds     bool `json:"odds"`
+}
+
+// Match is a row of matches.parquet.
+type Match struct {
+	ID             ID              `col:"id" json:"id"`
+	GameID         ID              `col:"game_id" json:"game_id"`
+	TournamentID   ID              `col:"tournament_id" json:"tournament_id"`
+	TeamAID        ID              `col:"team_a_id" json:"team_a_id"`
+	TeamBID        ID              `col:"team_b_id" json:"team_b_id"`
+	Format         string          `col:"format" json:"format"`
+	Status         string          `col:"status" json:"status"`
+	Stage          string          `col:"stage" json:"stage"`
+	ScheduledAt    time.Time       `col:"scheduled_at" json:"scheduled_at"`
+	StartedAt      *time.Time      `col:"started_at" json:"started_at"`
+	EndedAt        *time.Time      `col:"ended_at" json:"ended_at"`
+	ScoreA         *int            `col:"score_a" json:"score_a"`
+	ScoreB         *int            `col:"score_b" json:"score_b"`
+	WinnerTeamID   *ID             `col:"winner_team_id" json:"winner_team_id"`
+	ResultType     *string         `col:"result_type" json:"result_type"`
+	LiveState      json.RawMessage `col:"live_state" json:"live_state"`
+	ChangedAt      time.Time       `col:"changed_at" json:"changed_at"`
+	DataAvailable  DataAvailable   `json:"data_available"`
+	TeamAName      string          `col:"team_a_name" json:"-"`
+	TeamBName      string          `col:"team_b_name" json:"-"`
+	TeamAShort     string          `col:"team_a_short" json:"-"`
+	TeamBShort     string          `col:"team_b_short" json:"-"`
+	TournamentName string          `col:"tournament_name" json:"-"`
+	HasMaps        bool            `col:"has_maps" json:"-"`
+	HasStats       bool            `col:"has_stats" json:"-"`
+	HasMapStats    bool            `col:"has_map_stats" json:"-"`
+	HasVetoes      bool            `col:"has_vetoes" json:"-"`
+	HasRounds      bool            `col:"has_rounds" json:"-"`
+	HasDepth       bool            `col:"has_depth" json:"-"`
+	HasLineups     bool            `col:"has_lineups" json:"-"`
+	HasOdds        bool            `col:"has_odds" json:"-"`
+}
+
+// listRow is the /matches list shape: the match plus display names.
+type listRow struct {
+	*Match
+	TeamAName      string `json:"team_a_name"`
+	TeamBName      string `json:"team_b_name"`
+	TeamAShort     string `json:"team_a_short"`
+	TeamBShort     string `json:"team_b_short"`
+	TournamentName string `json:"tournament_name"`
+}
+
+// MatchEvent is a row of match_events.parquet: one status/score change.
+type MatchEvent struct {
+	MatchID    ID              `col:"match_id" json:"match_id"`
+	Seq        int             `col:"seq" json:"seq"`
+	Status     string          `col:"status" json:"status"`
+	ScoreA     *int            `col:"score_a" json:"score_a"`
+	ScoreB     *int            `col:"score_b" json:"score_b"`
+	ResultType *string         `col:"result_type" json:"result_type"`
+	LiveState  json.RawMessage `col:"live_state" json:"-"`
+	ChangedAt  time.Time       `col:"changed_at" json:"changed_at"`
+}
+
+// MapResult is a row of map_results.parquet.
+type MapResult struct {
+	MatchID        ID         `col:"match_id" json:"match_id"`
+	MapNumber      int        `col:"map_number" json:"map_number"`
+	MapName        string     `col:"map_name" json:"map_name"`
+	ScoreA         int        `col:"score_a" json:"score_a"`
+	ScoreB         int        `col:"score_b" json:"score_b"`
+	FirstHalfA     *int       `col:"first_half_a" json:"first_half_a"`
+	FirstHalfB     *int       `col:"first_half_b" json:"first_half_b"`
+	SecondHalfA    *int       `col:"second_half_a" json:"second_half_a"`
+	SecondHalfB    *int       `col:"second_half_b" json:"second_half_b"`
+	OvertimeA      *int       `col:"overtime_a" json:"overtime_a"`
+	OvertimeB      *int       `col:"overtime_b" json:"overtime_b"`
+	FirstHalfSideA string     `col:"first_half_side_a" json:"first_half_side_a"`
+	Status         string     `col:"status" json:"status"`
+	RoundsPlayed   int        `col:"rounds_played" json:"rounds_played"`
+	StartedAt      *time.Time `col:"started_at" json:"started_at"`
+}
+
+// Veto is a row of vetoes.parquet.
+type Veto struct {
+	MatchID    ID     `col:"match_id" json:"match_id"`
+	Order      int    `col:"order" json:"order"`
+	TeamID     *ID    `col:"team_id" json:"team_id"`
+	ChoiceType string `col:"choice_type" json:"choice_type"`
+	MapName    string `col:"map_name" json:"map_name"`
+}
+
+// StatLine is a row of player_stats.parquet.
+type StatLine struct {
+	MatchID      ID       `col:"match_id" json:"match_id"`
+	MapNumber    *int     `col:"map_number" json:"map_number"`
+	PlayerID     ID       `col:"player_id" json:"player_id"`
+	TeamID       ID       `col:"team_id" json:"team_id"`
+	RoundsPlayed int      `col:"rounds_played" json:"rounds_played"`
+	Kills        int      `col:"kills" json:"kills"`
+	Deaths       int      `col:"deaths" json:"deaths"`
+	Assists      int      `col:"assists" json:"assists"`
+	ADR          float64  `col:"adr" json:"adr"`
+	KAST         *float64 `col:"kast" json:"kast"`
+	Headshots    *int     `col:"headshots" json:"headshots"`
+	FirstKills   *int     `col:"first_kills" json:"first_kills"`
+	FirstDeaths  *int     `col:"first_deaths" json:"first_deaths"`
+	TradeKills   *int     `col:"trade_kills" json:"trade_kills"`
+	TradeDeaths  *int     `col:"trade_deaths" json:"trade_deaths"`
+	Clutches     *int     `col:"clutches" json:"clutches"`
+	MK2          *int     `col:"multikills_2k" json:"multikills_2k"`
+	MK3          *int     `col:"multikills_3k" json:"multikills_3k"`
+	MK4          *int     `col:"multikills_4k" json:"multikills_4k"`
+	MK5          *int     `col:"multikills_5k" json:"multikills_5k"`
+	Damage       *int     `col:"damage" json:"damage"`
+	UtilityValue *int     `col:"utility_value" json:"utility_value"`
+	Rating       float64  `col:"rating" json:"rating"`
+}
+
+// Round is a row of rounds.parquet.
+type Round struct {
+	MatchID             ID     `col:"match_id" json:"match_id"`
+	MapNumber           int    `col:"map_number" json:"map_number"`
+	RoundNumber         int    `col:"round_number" json:"round_number"`
+	TeamID              ID     `col:"team_id" json:"team_id"`
+	TeamSide            string `col:"team_side" json:"team_side"`
+	Won                 bool   `col:"won" json:"won"`
+	EconomyLevel        int    `col:"economy_level" json:"economy_level"`
+	EquipmentValue      int    `col:"equipment_value" json:"equipment_value"`
+	EnemyEquipmentValue int    `col:"enemy_equipment_value" json:"enemy_equipment_value"`
+	MoneySpent          int    `col:"money_spent" json:"money_spent"`
+	Kills               int    `col:"kills" json:"kills"`
+	Deaths              int    `col:"deaths" json:"deaths"`
+	Assists             int    `col:"assists" json:"assists"`
+	Damage              int    `col:"damage" json:"damage"`
+	Headshots           int    `col:"headshots" json:"headshots"`
+	FirstKills          int    `col:"first_kills" json:"first_kills"`
+	FirstDeaths         int    `col:"first_deaths" json:"first_deaths"`
+	TradeKills          int    `col:"trade_kills" json:"trade_kills"`
+	TradeDeaths         int    `col:"trade_deaths" json:"trade_deaths"`
+	Clutches            int    `col:"clutches" json:"clutches"`
+	ClutchAttempts      int    `col:"clutch_attempts" json:"clutch_attempts"`
+	BombPlants          int    `col:"bomb_plants" json:"bomb_plants"`
+	BombDefuses         int    `col:"bomb_defuses" json:"bomb_defuses"`
+	FlashAssists        int    `col:"flash_assists" json:"flash_assists"`
+	UtilityValue        int    `col:"utility_value" json:"utility_value"`
+	KAST                int    `col:"kast" json:"kast"`
+	PistolRound         bool   `col:"pistol_round" json:"pistol_round"`
+	EndReason           string `col:"end_reason" json:"end_reason"`
+	RoundDurationMS     int    `col:"round_duration_ms" json:"round_duration_ms"`
+}
+
+// DepthWeapon is a row of depth_weapons.parquet.
+type DepthWeapon struct {
+	MatchID     ID     `col:"match_id" json:"match_id"`
+	MapNumber   int    `col:"map_number" json:"map_number"`
+	PlayerID    ID     `col:"player_id" json:"player_id"`
+	Weapon      string `col:"weapon" json:"weapon"`
+	WeaponClass string `col:"weapon_class" json:"weapon_class"`
+	Kills       int    `col:"kills" json:"kills"`
+	Headshots   int    `col:"headshots" json:"headshots"`
+	Damage      int    `col:"damage" json:"damage"`
+	Shots       int    `col:"shots" json:"shots"`
+	Hits        int    `col:"hits" json:"hits"`
+}
+
+// DepthGrenade is a row of depth_grenades.parquet.
+type DepthGrenade struct {
+	MatchID     ID     `col:"match_id" json:"match_id"`
+	MapNumber   int    `col:"map_number" json:"map_number"`
+	PlayerID    ID     `col:"player_id" json:"player_id"`
+	GrenadeName string `col:"grenade_name" json:"grenade_name"`
+	Thrown      int    `col:"thrown" json:"thrown"`
+	Damage      int    `col:"damage" json:"damage"`
+	Kills       int    `col:"kills" json:"kills"`
+}
+
+// DepthHitgroup is a row of depth_hitgroups.parquet.
+type DepthHitgroup struct {
+	MatchID   ID     `col:"match_id" json:"match_id"`
+	MapNumber int    `col:"map_number" json:"map_number"`
+	PlayerID  ID     `col:"player_id" json:"player_id"`
+	HitGroup  string `col:"hit_group" json:"hit_group"`
+	Hits      int    `col:"hits" json:"hits"`
+	Damage    int    `col:"damage" json:"damage"`
+}
+
+// DepthDuel is a row of depth_duels.parquet.
+type DepthDuel struct {
+	MatchID    ID  `col:"match_id" json:"match_id"`
+	MapNumber  int `col:"map_number" json:"map_number"`
+	PlayerID   ID  `col:"player_id" json:"player_id"`
+	OpponentID ID  `col:"opponent_id" json:"opponent_id"`
+	Kills      int `col:"kills" json:"kills"`
+	Deaths     int `col:"deaths" json:"deaths"`
+}
+
+// DepthFlash is a row of depth_flashes.parquet.
+type DepthFlash struct {
+	MatchID          ID  `col:"match_id" json:"match_id"`
+	MapNumber        int `col:"map_number" json:"map_number"`
+	PlayerID         ID  `col:"player_id" json:"player_id"`
+	Thrown           int `col:"thrown" json:"thrown"`
+	EnemiesBlinded   int `col:"enemies_blinded" json:"enemies_blinded"`
+	TeammatesBlinded int `col:"teammates_blinded" json:"teammates_blinded"`
+	BlindDurationMS  int `col:"blind_duration_ms" json:"blind_duration_ms"`
+	FlashAssists     int `col:"flash_assists" json:"flash_assists"`
+}
+
+// Lineup is a row of lineups.parquet.
+type Lineup struct {
+	MatchID    ID        `col:"match_id" json:"match_id"`
+	TeamID     ID        `col:"team_id" json:"team_id"`
+	PlayerIDs  []ID      `col:"player_ids" json:"player_ids"`
+	CapturedAt time.Time `col:"captured_at" json:"captured_at"`
+}
+
+// Stream is a row of streams.parquet.
+type Stream struct {
+	MatchID  ID     `col:"match_id" json:"match_id"`
+	Platform string `col:"platform" json:"platform"`
+	Channel  string `col:"channel" json:"channel"`
+	URL      string `col:"url" json:"url"`
+	Language string `col:"language" json:"language"`
+	Official bool   `col:"official" json:"official"`
+}
+
+// SampleRow is a row of sandbox_sample.parquet: a match a sandbox key may read.
+type SampleRow struct {
+	TournamentID ID `col:"tournament_id"`
+	MatchID      ID `col:"match_id"`
+}

@@ -1,0 +1,464 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/publish"
+)
+
+// oapiAuth accepts the key "good" and nothing else.
+type oapiAuth struct{}
+
+func (oapiAuth) Authenticate(_ context.Context, key string) (access.Principal, error) {
+	if key == "good" {
+		return access.Principal{KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "good"}, nil
+	}
+	return access.Principal{}, errors.New("unknown key")
+}
+
+// newOAPIServer builds a server with no snapshot loaded (New does not load).
+func newOAPIServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := New(Options{Store: publish.NewMemory(), Auth: oapiAuth{}, CacheDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func oapiModel(t *testing.T) *v3.Document {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(openapiYAML)
+	if err != nil {
+		t.Fatalf("openapi.yaml does not parse: %v", err)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("openapi.yaml does not build: %v", err)
+	}
+	return &m.Model
+}
+
+var fiberParam = regexp.MustCompile(`:([A-Za-z_]+)`)
+
+// documentedOps returns "METHOD /path" for every operation of the document.
+func documentedOps(m *v3.Document) map[string]*v3.Operation {
+	out := map[string]*v3.Operation{}
+	for path, item := range m.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			out[strings.ToUpper(method)+" "+path] = op
+		}
+	}
+	return out
+}
+
+// Documented operations that are served by code outside routes() (or not
+// yet wired); they are exempt from the documented-but-not-routed check only
+// while no route exists for them.
+var oapiNotInRoutes = map[string]bool{
+	"POST /v1/{game}/ws-token": true,
+	"GET /v1/ws":               true,
+}
+
+func TestOpenAPIParses(t *testing.T) {
+	m := oapiModel(t)
+	if m.Info == nil || m.Info.Version != "1.0.0" || !strings.HasPrefix(m.Version, "3.1") {
+		t.Fatalf("want openapi 3.1 and info.version 1.0.0, got %q and %+v", m.Version, m.Info)
+	}
+	v, err := contractValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, errs := v.ValidateDocument(); !ok {
+		for _, e := range errs {
+			t.Errorf("document invalid: %s", describeViolation(e))
+		}
+	}
+	ops := documentedOps(m)
+
+	// Every registered route is documented, and everything documented is routed.
+	routed := map[string]bool{}
+	for _, r := range newOAPIServer(t).App().GetRoutes(true) {
+		if r.Method == http.MethodHead || r.Path == "/" {
+			continue
+		}
+		key := r.Method + " " + fiberParam.ReplaceAllString(r.Path, "{$1}")
+		routed[key] = true
+		if ops[key] == nil {
+			t.Errorf("route %s is not in openapi.yaml", key)
+		}
+	}
+	if len(routed) < 30 {
+		t.Fatalf("only %d routes found; route listing is broken", len(routed))
+	}
+	for key := range ops {
+		if !routed[key] && !oapiNotInRoutes[key] {
+			t.Errorf("openapi.yaml documents %s but no route serves it", key)
+		}
+	}
+
+	// Every response carries X-Request-Id; every /v1/{game} operation is
+	// authenticated and documents the errors any request can get.
+	for key, op := range ops {
+		for code, resp := range op.Responses.Codes.FromOldest() {
+			h := resp.Headers.GetOrZero("X-Request-Id")
+			if h == nil || !h.Required {
+				t.Errorf("%s response %s does not declare a required X-Request-Id header", key, code)
+			}
+		}
+		if !strings.Contains(key, " /v1/{game}/") {
+			continue
+		}
+		if op.Security != nil {
+			t.Errorf("%s overrides the document's security", key)
+		}
+		for _, code := range []string{"401", "404", "429", "500", "503"} {
+			if op.Responses.Codes.GetOrZero(code) == nil {
+				t.Errorf("%s does not document %s", key, code)
+			}
+		}
+	}
+	for _, key := range []string{"GET /health", "GET /metrics", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
+		if op := ops[key]; op == nil || op.Security == nil || len(op.Security) != 0 {
+			t.Errorf("%s must have security: []", key)
+		}
+	}
+}
+
+// schemaProps collects a component's properties and required list, through
+// allOf.
+func schemaProps(s *base.Schema) (props, required []string) {
+	if s == nil {
+		return nil, nil
+	}
+	for _, sub := range s.AllOf {
+		p, r := schemaProps(sub.Schema())
+		props = append(props, p...)
+		required = append(required, r...)
+	}
+	if s.Properties != nil {
+		for k := range s.Properties.KeysFromOldest() {
+			props = append(props, k)
+		}
+	}
+	return props, append(required, s.Required...)
+}
+
+// jsonFields lists the JSON field names a Go type renders, through embedded
+// structs.
+func jsonFields(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if f.Anonymous && tag == "" {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// The schemas of rows rendered from Go types have exactly the types' JSON
+// fields, so a field added to (or renamed in) a row type fails here until the
+// contract says what it is.
+func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
+	m := oapiModel(t)
+	cases := []struct {
+		schema string
+		typ    any
+		extra  []string // fields spliced into the rendered JSON by hand
+	}{
+		{"Match", Match{}, nil},
+		{"MatchListRow", listRow{}, nil},
+		{"DataAvailable", DataAvailable{}, nil},
+		{"Team", Team{}, nil},
+		{"Player", Player{}, nil},
+		{"Tournament", Tournament{}, []string{"status"}},
+		{"MapResult", MapResult{}, nil},
+		{"Veto", Veto{}, nil},
+		{"StatLine", StatLine{}, nil},
+		{"Round", Round{}, nil},
+		{"DepthWeapon", DepthWeapon{}, nil},
+		{"DepthGrenade", DepthGrenade{}, nil},
+		{"DepthHitgroup", DepthHitgroup{}, nil},
+		{"DepthDuel", DepthDuel{}, nil},
+		{"DepthFlash", DepthFlash{}, nil},
+		{"Lineup", Lineup{}, nil},
+		{"MatchEvent", MatchEvent{}, nil},
+		{"Stream", Stream{}, nil},
+		{"TeamProfile", TeamProfile{}, nil},
+		{"TeamMapProfile", TeamMapProfile{}, nil},
+		{"HeadToHead", HeadToHead{}, []string{"recent_matches"}},
+		{"PlayerSummary", PlayerSummary{}, nil},
+		{"PlayerMapSummary", PlayerMapSummary{}, nil},
+		{"CoverageEntry", CoverageEntry{}, nil},
+		{"OddsLine", OddsLine{}, nil},
+		{"OddsLine", oddsRow{}, nil},
+		{"RankingRow", RankingRow{}, nil},
+		{"RosterHistoryRow", RosterRow{}, nil},
+		{"ModelMetrics", ModelMetricsRow{}, nil},
+		{"ErrorEnvelope", errorBody{}, nil},
+	}
+	for _, c := range cases {
+		sp := m.Components.Schemas.GetOrZero(c.schema)
+		if sp == nil {
+			t.Errorf("schema %s missing", c.schema)
+			continue
+		}
+		props, _ := schemaProps(sp.Schema())
+		want := append(jsonFields(reflect.TypeOf(c.typ)), c.extra...)
+		sort.Strings(props)
+		sort.Strings(want)
+		if !slices.Equal(props, want) {
+			t.Errorf("schema %s has properties %v; Go type %T renders %v", c.schema, props, c.typ, want)
+		}
+	}
+}
+
+// Fields are never omitted, and a stray field must fail validation: every
+// object component requires all its properties and forbids others (Match is
+// closed by MatchListRow and MatchDetail, which extend it).
+func TestOpenAPIRowsAreClosed(t *testing.T) {
+	m := oapiModel(t)
+	for name, sp := range m.Components.Schemas.FromOldest() {
+		s := sp.Schema()
+		if len(s.AllOf) > 0 {
+			// Response bodies refine a closed envelope; rows extending Match
+			// must close themselves.
+			closedEnvelope := strings.HasSuffix(name, "List") || strings.HasSuffix(name, "Single")
+			if !closedEnvelope && (s.UnevaluatedProperties == nil || !s.UnevaluatedProperties.IsB() || s.UnevaluatedProperties.B) {
+				t.Errorf("%s composes with allOf but does not set unevaluatedProperties: false", name)
+			}
+			continue
+		}
+		if s.Properties == nil || s.Properties.Len() == 0 {
+			continue
+		}
+		props, required := schemaProps(s)
+		for _, p := range props {
+			if !slices.Contains(required, p) {
+				t.Errorf("%s.%s is not required (fields are never omitted)", name, p)
+			}
+		}
+		if name == "Match" {
+			continue
+		}
+		if s.AdditionalProperties == nil || !s.AdditionalProperties.IsB() || s.AdditionalProperties.B {
+			t.Errorf("%s does not set additionalProperties: false", name)
+		}
+	}
+}
+
+const (
+	oapiTeamID  = "0190a000-0000-7000-8000-000000000001"
+	oapiGameID  = "0190a000-0000-7000-8000-0000000000aa"
+	oapiMatchID = "0190a000-0000-7000-8000-000000000002"
+	oapiTeamB   = "0190a000-0000-7000-8000-000000000003"
+	oapiTourID  = "0190a000-0000-7000-8000-000000000004"
+)
+
+var (
+	oapiTeam = `{"id":"` + oapiTeamID + `","game_id":"` + oapiGameID + `","slug":"natus-vincere","name":"Natus Vincere",` +
+		`"short_name":"NAVI","region":"CIS","country_code":"UA","logo_url":"","own_rank":1,"external_rank":null}`
+	oapiMatchFields = `"id":"` + oapiMatchID + `","game_id":"` + oapiGameID + `","tournament_id":"` + oapiTourID + `",` +
+		`"team_a_id":"` + oapiTeamID + `","team_b_id":"` + oapiTeamB + `","format":"bo3","status":"completed","stage":"Final",` +
+		`"scheduled_at":"2025-03-01T15:00:00Z","started_at":"2025-03-01T15:04:10Z","ended_at":"2025-03-01T18:00:00Z",` +
+		`"score_a":2,"score_b":1,"winner_team_id":"` + oapiTeamID + `","result_type":"played","live_state":null,` +
+		`"changed_at":"2025-03-01T18:00:01.123456Z","data_available":{"maps":true,"stats":true,"map_stats":true,` +
+		`"vetoes":true,"rounds":false,"depth":false,"lineups":true,"odds":false}`
+	oapiListRow = `{` + oapiMatchFields + `,"team_a_name":"Natus Vincere","team_b_name":"Vitality","team_a_short":"NAVI",` +
+		`"team_b_short":"","tournament_name":"Major"}`
+)
+
+// oapiResponse builds a JSON response as the server would send it.
+func oapiResponse(status int, body string) *http.Response {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Request-Id", "0123456789abcdef0123456789abcdef")
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+}
+
+// The validator must accept correct bodies and reject wrong ones; otherwise
+// checkContract could never fail.
+func TestContractRejectsWrongResponses(t *testing.T) {
+	team := "/v1/cs2/teams/natus-vincere"
+	cases := []struct {
+		name, path string
+		status     int
+		body       string
+		mutate     func(*http.Response)
+		valid      bool
+	}{
+		{"valid team", team, 200, `{"data":` + oapiTeam + `}`, nil, true},
+		{"team missing slug", team, 200, `{"data":` + strings.Replace(oapiTeam, `"slug":"natus-vincere",`, "", 1) + `}`, nil, false},
+		{"data null", team, 200, `{"data":null}`, nil, false},
+		{"stray field", team, 200, `{"data":` + strings.Replace(oapiTeam, `{`, `{"extra":1,`, 1) + `}`, nil, false},
+		{"meta on a single resource", team, 200, `{"data":` + oapiTeam + `,"meta":{"count":1,"next_cursor":null}}`, nil, false},
+		{"null where not nullable", team, 200, `{"data":` + strings.Replace(oapiTeam, `"name":"Natus Vincere"`, `"name":null`, 1) + `}`, nil, false},
+		{"lowercase region code", team, 200, `{"data":` + strings.Replace(oapiTeam, `"CIS"`, `"cis"`, 1) + `}`, nil, false},
+		{"uppercase uuid", team, 200, `{"data":` + strings.Replace(oapiTeam, oapiTeamID, strings.ToUpper(oapiTeamID), 1) + `}`, nil, false},
+		{"undocumented status", team, 418, `{"data":` + oapiTeam + `}`, nil, false},
+		{"missing X-Request-Id", team, 200, `{"data":` + oapiTeam + `}`, func(r *http.Response) { r.Header.Del("X-Request-Id") }, false},
+
+		{"valid list", "/v1/cs2/matches?status=completed", 200, `{"data":[` + oapiListRow + `],"meta":{"count":1,"next_cursor":"abc.def"}}`, nil, true},
+		{"list row with stray field", "/v1/cs2/matches", 200, `{"data":[` + strings.Replace(oapiListRow, `"stage"`, `"x":1,"stage"`, 1) + `],"meta":{"count":1,"next_cursor":null}}`, nil, false},
+		{"list row missing a name", "/v1/cs2/matches", 200, `{"data":[` + strings.Replace(oapiListRow, `,"tournament_name":"Major"`, "", 1) + `],"meta":{"count":1,"next_cursor":null}}`, nil, false},
+		{"offset timestamp", "/v1/cs2/matches", 200, `{"data":[` + strings.Replace(oapiListRow, "2025-03-01T15:00:00Z", "2025-03-01T16:00:00+01:00", 1) + `],"meta":{"count":1,"next_cursor":null}}`, nil, false},
+		{"data null in a list", "/v1/cs2/matches", 200, `{"data":null,"meta":{"count":0,"next_cursor":null}}`, nil, false},
+		{"meta.count wrong", "/v1/cs2/matches", 200, `{"data":[],"meta":{"count":3,"next_cursor":null}}`, nil, false},
+		{"cursor on an unpaged list", "/v1/cs2/matches/" + oapiMatchID + "/maps", 200, `{"data":[],"meta":{"count":0,"next_cursor":"x"}}`, nil, false},
+
+		{"bare match detail", "/v1/cs2/matches/" + oapiMatchID, 200, `{"data":{` + oapiMatchFields + `}}`, nil, true},
+		{"detail with teams", "/v1/cs2/matches/" + oapiMatchID + "?include=teams", 200, `{"data":{` + oapiMatchFields + `,"teams":{"team_a":` + oapiTeam + `,"team_b":null}}}`, nil, true},
+		{"detail with unknown key", "/v1/cs2/matches/" + oapiMatchID, 200, `{"data":{` + oapiMatchFields + `,"foo":[]}}`, nil, false},
+		{"detail missing data_available", "/v1/cs2/matches/" + oapiMatchID, 200, `{"data":{` + strings.Split(oapiMatchFields, `,"data_available"`)[0] + `}}`, nil, false},
+
+		{"valid error", team, 404, `{"error":{"code":"not_found","message":"team not found","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, true},
+		{"unknown error code", team, 404, `{"error":{"code":"nope","message":"x","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, false},
+		{"request_id differs from header", team, 404, `{"error":{"code":"not_found","message":"x","request_id":"other"}}`, nil, false},
+		{"flat error", team, 404, `{"error":"team not found"}`, nil, false},
+		{"unroutable 404 with envelope", "/nope", 404, `{"error":{"code":"not_found","message":"no such endpoint","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, true},
+		{"unroutable 404 without envelope", "/nope", 404, `Cannot GET /nope`, nil, false},
+		{"unroutable 200", "/nope", 200, `{"data":[]}`, nil, false},
+
+		{"health", "/health", 200, `{"status":"ok"}`, nil, true},
+		{"health wrong", "/health", 200, `{"status":"up"}`, nil, false},
+		{"depth", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, true},
+		{"depth null array", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":null,"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, false},
+		{"empty odds snapshot", "/v1/cs2/odds", 200, `{"data":[],"meta":{"count":0,"next_cursor":null}}`, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, c.path, nil)
+			resp := oapiResponse(c.status, c.body)
+			if c.mutate != nil {
+				c.mutate(resp)
+			}
+			got := contractViolations(req, resp, []byte(c.body))
+			if c.valid && len(got) > 0 {
+				t.Errorf("valid response rejected:\n%s", strings.Join(got, "\n"))
+			}
+			if !c.valid && len(got) == 0 {
+				t.Errorf("invalid response accepted")
+			}
+		})
+	}
+}
+
+// Real responses of a server without a snapshot (errors, service routes)
+// conform.
+func TestContractLiveResponses(t *testing.T) {
+	s := newOAPIServer(t)
+	cases := []struct {
+		path, key string
+		status    int
+	}{
+		{"/health", "", 200},
+		{"/openapi.yaml", "", 200},
+		{"/docs", "", 200},
+		{"/metrics", "", 200},
+		{"/v1/cs2/matches", "", 401},
+		{"/v1/cs2/matches", "bad", 401},
+		{"/v1/cs2/teams/navi", "good", 503},
+		{"/v1/dota2/teams", "good", 404},
+		{"/v1/cs2/nope", "good", 404},
+		{"/nope", "", 404},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		resp, err := s.App().Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.path, resp.StatusCode, c.status, body)
+		}
+		checkContract(t, req, resp, body)
+	}
+}
+
+// Requests the server accepts must be valid for a client-side validator
+// built from the document: limit, status, region and so on are lenient.
+func TestOpenAPIAcceptsLenientRequests(t *testing.T) {
+	v, err := contractValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := []string{
+		"/v1/cs2/matches",
+		"/v1/cs2/matches?limit=abc",
+		"/v1/cs2/matches?limit=0",
+		"/v1/cs2/matches?limit=-5",
+		"/v1/cs2/matches?limit=100000",
+		"/v1/cs2/matches?status=postponed",
+		"/v1/cs2/matches?status=completed&has=maps,stats&date_from=2025-01-01&date_to=2025-01-31&team=" + oapiTeamID,
+		"/v1/cs2/teams?region=Mars&sort=-own_rank",
+		"/v1/cs2/teams/natus-vincere",
+		"/v1/cs2/teams/" + oapiTeamID + "/head-to-head?opponent=vitality",
+		"/v1/cs2/players?role=Sniper&ids=" + oapiTeamID + "," + oapiTeamB,
+		"/v1/cs2/tournaments?tier=Z&status=soon&year=2025",
+		"/v1/cs2/odds?source=eo_market&limit=5000",
+		"/v1/cs2/rankings?type=player&sort=-rating&limit=x",
+		"/v1/cs2/matches/" + oapiMatchID + "?include=teams,odds",
+	}
+	for _, p := range ok {
+		req := httptest.NewRequest(http.MethodGet, p, nil)
+		req.Header.Set("Authorization", "Bearer good")
+		if valid, errs := v.ValidateHttpRequest(req); !valid {
+			for _, e := range errs {
+				t.Errorf("%s: accepted by the server but rejected by the contract: %s", p, describeViolation(e))
+			}
+		}
+	}
+	// And requests the server rejects with 400 are invalid for the contract.
+	bad := []string{
+		"/v1/cs2/matches?has=maps,odds",
+		"/v1/cs2/matches?date_from=2025-13-01x",
+		"/v1/cs2/matches?team=NOT-A-UUID",
+		"/v1/cs2/teams?sort=founded",
+		"/v1/cs2/odds?source=bookmaker",
+		"/v1/cs2/rankings?type=coach",
+		"/v1/cs2/teams/" + oapiTeamID + "/head-to-head",
+	}
+	for _, p := range bad {
+		req := httptest.NewRequest(http.MethodGet, p, nil)
+		req.Header.Set("Authorization", "Bearer good")
+		if valid, _ := v.ValidateHttpRequest(req); valid {
+			t.Errorf("%s: rejected by the server with 400 but valid for the contract", p)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package edge
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/eodata/eo/publish"
+)
+
+// RankingRow is a row of rankings.parquet and of /rankings.
+type RankingRow struct {
+	EntityType   string   `col:"entity_type" json:"entity_type"`
+	Metric       string   `col:"metric" json:"metric"`
+	Window       string   `col:"window" json:"window"`
+	Rank         int      `col:"rank" json:"rank"`
+	EntityID     ID       `col:"entity_id" json:"entity_id"`
+	Name         string   `col:"name" json:"name"`
+	Slug         string   `col:"slug" json:"slug"`
+	Region       string   `col:"region" json:"region"`
+	Role         *string  `col:"role" json:"role"`
+	TeamID       *ID      `col:"team_id" json:"team_id"`
+	Value        float64  `col:"value" json:"value"`
+	Rating       float64  `col:"rating" json:"rating"`
+	RD           *float64 `col:"rd" json:"rd"`
+	Matches      int      `col:"matches" json:"matches"`
+	PreviousRank *int     `col:"previous_rank" json:"previous_rank"`
+}
+
+// RosterRow is a row of roster_history.parquet and of
+// /teams/{id}/roster-history.
+type RosterRow struct {
+	TeamID        ID        `col:"team_id" json:"-"`
+	MatchID       ID        `col:"match_id" json:"match_id"`
+	PlayedAt      time.Time `col:"played_at" json:"played_at"`
+	PlayerIDs     []ID      `col:"player_ids" json:"player_ids"`
+	PlayersIn     []ID      `col:"players_in" json:"players_in"`
+	PlayersOut    []ID      `col:"players_out" json:"players_out"`
+	HasDebutant   bool      `col:"has_debutant" json:"has_debutant"`
+	DaysSincePrev *int      `col:"days_since_prev" json:"days_since_prev"`
+	ChangedCount  int       `col:"changed_count" json:"changed_count"`
+	Continuity    string    `col:"continuity" json:"continuity"`
+}
+
+// ModelMetricsRow is a row of model_metrics.parquet and of /model/metrics.
+type ModelMetricsRow struct {
+	Market          string    `col:"market" json:"market"`
+	Brier           float64   `col:"brier" json:"brier"`
+	BrierCILow      float64   `col:"brier_ci_low" json:"brier_ci_low"`
+	BrierCIHigh     float64   `col:"brier_ci_high" json:"brier_ci_high"`
+	LogLoss         float64   `col:"log_loss" json:"log_loss"`
+	Accuracy        float64   `col:"accuracy" json:"accuracy"`
+	BrierSkillScore float64   `col:"brier_skill_score" json:"brier_skill_score"`
+	SettledMatches  int       `col:"settled_matches" json:"settled_matches"`
+	ModelVersion    string    `col:"model_version" json:"model_version"`
+	GatePassed      bool      `col:"gate_passed" json:"gate_passed"`
+	MinSettled      int       `col:"min_settled_matches" json:"min_settled_matches"`
+	EvaluatedAt     time.Time `col:"evaluated_at" json:"evaluated_at"`
+}
+
+// board is one ranking board (team or player) with its rows rendered and
+// one index order per sort spec.
+type board struct {
+	rows   []RankingRow
+	json   [][]byte
+	orders map[string][]int32
+}
+
+// ratingsData holds the snapshot's rankings, roster history and model
+// metrics.
+type ratingsData struct {
+	boards  map[string]*board // entity_type -> board
+	roster  map[ID]arr
+	metrics arr
+	gate    bool
+}
+
+// loadRatings reads rankings, roster_history and model_metrics. A snapshot
+// that predates them (the manifest does not list them) has empty ones.
+func (s *Snapshot) loadRatings(ctx context.Context, dir string, m publish.Manifest) error {
+	has := map[string]bool{}
+	for _, t := range m.Tables {
+		has[t.Name] = true
+	}
+	p := func(name string) string { return filepath.Join(dir, name+".parquet") }
+	d := &ratingsData{boards: map[string]*board{}, roster: map[ID]arr{}}
+	s.ratings = d
+	if has["rankings"] {
+		rows, err := readParquet[RankingRow](ctx, p("rankings"))
+		if err != nil {
+			return err
+		}
+		byType := map[string][]RankingRow{}
+		for _, r := range rows {
+			byType[r.EntityType] = append(byType[r.EntityType], r)
+		}
+		for typ, rs := range byType {
+			d.boards[typ] = newBoard(rs)
+		}
+	}
+	if has["roster_history"] {
+		rows, err := readParquet[RosterRow](ctx, p("roster_history"))
+		if err != nil {
+			return err
+		}
+		// The file is ordered by team, newest first.
+		groupRender(rows, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a arr) { d.roster[id] = a })
+	}
+	if has["model_metrics"] {
+		rows, err := readParquet[ModelMetricsRow](ctx, p("model_metrics"))
+		if err != nil {
+			return err
+		}
+		js := make([][]byte, len(rows))
+		for i := range rows {
+			js[i] = mustJSON(&rows[i])
+			if rows[i].Market == "match_winner" && rows[i].GatePassed {
+				d.gate = true
+			}
+		}
+		d.metrics = arr{b: joinArray(js), n: len(js)}
+	}
+	return nil
+}
+
+func newBoard(rows []RankingRow) *board {
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Rank < rows[j].Rank })
+	b := &board{rows: rows, json: make([][]byte, len(rows)), orders: map[string][]int32{}}
+	for i := range rows {
+		b.json[i] = mustJSON(&rows[i])
+	}
+	for _, spec := range rankingSorts.specs() {
+		key := strings.TrimPrefix(spec, "-")
+		desc := strings.HasPrefix(spec, "-")
+		idx := make([]int32, len(rows))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		sort.SliceStable(idx, func(x, y int) bool {
+			a, c := rankingValue(&rows[idx[x]], key), rankingValue(&rows[idx[y]], key)
+			switch {
+			case a.null && c.null:
+			case a.null:
+				return false // nulls last in both directions
+			case c.null:
+				return true
+			case a.v != c.v:
+				return (a.v < c.v) != desc
+			}
+			return rows[idx[x]].Rank < rows[idx[y]].Rank // ties: by rank
+		})
+		b.orders[spec] = idx
+	}
+	return b
+}
+
+type rankVal struct {
+	v    float64
+	null bool
+}
+
+func rankingValue(r *RankingRow, key string) rankVal {
+	switch key {
+	case "value":
+		return rankVal{v: r.Value}
+	case "rating":
+		return rankVal{v: r.Rating}
+	case "rd":
+		if r.RD == nil {
+			return rankVal{null: true}
+		}
+		return rankVal{v: *r.RD}
+	case "matches":
+		return rankVal{v: float64(r.Matches)}
+	}
+	return rankVal{v: float64(r.Rank)}
+}
+
+// rankings returns the board of typ in the order of spec, filtered by the
+// exact region and role (role matches nothing on the team board: teams have
+// none), truncated to limit.
+func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte {
+	if s.ratings == nil {
+		return nil
+	}
+	b := s.ratings.boards[typ]
+	if b == nil {
+		return nil
+	}
+	idx := b.orders[spec]
+	if idx == nil {
+		idx = b.orders[rankingSorts.def]
+	}
+	out := make([][]byte, 0, min(limit, len(idx)))
+	for _, i := range idx {
+		if len(out) == limit {
+			break
+		}
+		r := &b.rows[i]
+		if region != "" && r.Region != region {
+			continue
+		}
+		if role != "" && (r.Role == nil || *r.Role != role) {
+			continue
+		}
+		out = append(out, b.json[i])
+	}
+	return out
+}
+
+// rosterHistory returns a team's roster history rows, newest first.
+func (s *Snapshot) rosterHistory(team ID) arr {
+	if s.ratings == nil {
+		return arr{}
+	}
+	return s.ratings.roster[team]
+}
+
+// modelMetrics returns the model metrics rows (one per market).
+func (s *Snapshot) modelMetrics() arr {
+	if s.ratings == nil {
+		return arr{}
+	}
+	return s.ratings.metrics
+}
+
+// modelGatePassed reports whether eo_model cleared its gate in this snapshot.
+func (s *Snapshot) modelGatePassed() bool {
+	return s.ratings != nil && s.ratings.gate
+}

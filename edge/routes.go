@@ -1,0 +1,199 @@
+package edge
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Games lists the onboarded game slugs.
+var Games = map[string]bool{"cs2": true}
+
+// Page size limits per endpoint: the default when limit is missing or
+// nonsensical, and the maximum a larger value is clamped to.
+type pageLimits struct{ def, max int }
+
+var (
+	limMatches     = pageLimits{50, 200}
+	limTeams       = pageLimits{50, 200}
+	limPlayers     = pageLimits{50, 200}
+	limTournaments = pageLimits{50, 200}
+	limOdds        = pageLimits{100, 1000}
+	limRankings    = pageLimits{100, 500}
+)
+
+func (s *Server) routes() {
+	app := s.app
+	app.Use(s.requestMiddleware)
+	app.Use(s.recoverPanic)
+	app.Use(s.corsMiddleware())
+	app.Get("/health", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"status": "ok"})
+	})
+	app.Get("/metrics", s.metrics.handler)
+	app.Get("/openapi.yaml", s.openapiHandler)
+	app.Get("/docs", s.docsHandler)
+
+	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
+	// outside /v1/:game; the ticket mint inside it.
+	app.Get("/v1/ws", s.wsHandshake())
+
+	v1 := v1Router{s: s, app: app}
+	v1.Post("/ws-token", s.mintWSTicket)
+	v1.Get("/matches", s.withLiveMatches(s.listMatches))
+	v1.Get("/matches/:id", s.withLiveMatches(s.getMatch))
+	for _, sub := range []string{"maps", "stats", "vetoes", "rounds", "depth", "lineups", "history", "streams"} {
+		v1.Get("/matches/:id/"+sub, s.matchSub(sub))
+	}
+	v1.Get("/teams", s.listTeams)
+	v1.Get("/teams/:id", s.getTeam)
+	v1.Get("/teams/:id/roster-history", s.rosterHistory)
+	v1.Get("/teams/:id/profile", s.teamProfile)
+	v1.Get("/teams/:id/head-to-head", s.headToHead)
+	v1.Get("/players", s.listPlayers)
+	v1.Get("/players/:id", s.getPlayer)
+	v1.Get("/players/:id/stats", s.playerStats)
+	v1.Get("/tournaments", s.listTournaments)
+	v1.Get("/tournaments/:id", s.getTournament)
+	v1.Get("/tournaments/:id/teams", s.tournamentTeams)
+	v1.Get("/odds", s.withLiveOdds(s.listOdds))
+	v1.Get("/rankings", s.listRankings)
+	v1.Get("/coverage", s.coverage)
+	v1.Get("/model/metrics", s.modelMetrics)
+	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+}
+
+// requestMiddleware assigns the request id (header and error bodies share
+// it), pins the snapshot for the request and records metrics.
+func (s *Server) requestMiddleware(c *fiber.Ctx) error {
+	start := time.Now()
+	id := newRequestID()
+	c.Locals("request_id", id)
+	c.Set("X-Request-Id", id)
+	if snap := s.acquire(); snap != nil {
+		c.Locals("snap", snap)
+		defer s.release(snap)
+	}
+	err := c.Next()
+	if err != nil {
+		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
+			c.Status(fiber.StatusInternalServerError)
+		}
+	}
+	route := "unmatched"
+	if r := c.Route(); r != nil && r.Path != "/" {
+		route = r.Path
+	}
+	s.metrics.observe(route, c.Response().StatusCode(), time.Since(start))
+	return nil
+}
+
+func (s *Server) gameMiddleware(c *fiber.Ctx) error {
+	if !Games[c.Params("game")] {
+		return apiErr(fiber.StatusNotFound, "unknown_game", "game %q is not onboarded", c.Params("game"))
+	}
+	if snapOf(c) == nil {
+		return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
+	}
+	return c.Next()
+}
+
+func snapOf(c *fiber.Ctx) *Snapshot {
+	s, _ := c.Locals("snap").(*Snapshot)
+	return s
+}
+
+// parseLimit reads limit: missing, non-numeric or below 1 gives the default;
+// above the maximum is clamped. Never an error.
+func parseLimit(c *fiber.Ctx, l pageLimits) int {
+	n, err := strconv.Atoi(c.Query("limit"))
+	if err != nil || n < 1 {
+		return l.def
+	}
+	if n > l.max {
+		return l.max
+	}
+	return n
+}
+
+// queryID parses an optional id query parameter (400 when malformed).
+func queryID(c *fiber.Ctx, name string) (ID, bool, error) {
+	v := c.Query(name)
+	if v == "" {
+		return ID{}, false, nil
+	}
+	id, ok := ParseID(v)
+	if !ok {
+		return ID{}, false, badParam("%s must be a canonical lowercase UUID", name)
+	}
+	return id, true, nil
+}
+
+// isSlug reports whether v has a slug's shape.
+func isSlug(v string) bool {
+	if v == "" || len(v) > 200 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// sendJSON writes pre-rendered JSON.
+func sendJSON(c *fiber.Ctx, b []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(b)
+}
+
+// sendSingle writes {"data": obj}.
+func sendSingle(c *fiber.Ctx, obj []byte) error {
+	b := make([]byte, 0, len(obj)+10)
+	b = append(b, `{"data":`...)
+	b = append(b, obj...)
+	b = append(b, '}')
+	return sendJSON(c, b)
+}
+
+// sendList writes the list envelope from pre-rendered rows.
+func sendList(c *fiber.Ctx, rows [][]byte, next string) error {
+	n := 64 + len(next)
+	for _, r := range rows {
+		n += len(r) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"data":[`...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	b = append(b, `],"meta":{"count":`...)
+	b = strconv.AppendInt(b, int64(len(rows)), 10)
+	b = append(b, `,"next_cursor":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = append(b, next...)
+		b = append(b, '"')
+	}
+	b = append(b, "}}"...)
+	return sendJSON(c, b)
+}
+
+// sendArray writes a pre-rendered JSON array as an unpaginated list.
+func sendArray(c *fiber.Ctx, a arr) error {
+	b := make([]byte, 0, len(a.b)+64)
+	b = append(b, `{"data":`...)
+	b = append(b, orEmpty(a.b)...)
+	b = append(b, `,"meta":{"count":`...)
+	b = strconv.AppendInt(b, int64(a.n), 10)
+	b = append(b, `,"next_cursor":null}}`...)
+	return sendJSON(c, b)
+}

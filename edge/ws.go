@@ -1,0 +1,314 @@
+package edge
+
+// WebSocket tickets (POST /v1/{game}/ws-token) and the update channel
+// (GET /v1/ws). Frames are documented in README.md, "Live updates
+// (WebSocket)".
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/live"
+)
+
+// mintWSTicket mints a single-use ticket for the handshake. It runs behind
+// the /v1/{game} chain: authentication, game, sandbox scope (sandbox keys get
+// 403 sandbox_scope) and metering (a bucket token, no quota).
+func (s *Server) mintWSTicket(c *fiber.Ctx) error {
+	p, _ := c.Locals("principal").(access.Principal)
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	token := hex.EncodeToString(b[:])
+	l := s.live
+	exp := s.o.Now().Add(l.o.TicketTTL).UTC()
+	// The store's TTL only reclaims space; expiry is checked on redemption
+	// against the server clock.
+	if err := l.o.Tickets.Put(c.UserContext(), token, live.Ticket{KeyID: p.KeyID, AccountID: p.AccountID,
+		Plan: p.Plan, ExpiresAt: exp}, l.o.TicketTTL+5*time.Second); err != nil {
+		return &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable", Message: "tickets are temporarily unavailable; retry with backoff", Cause: err}
+	}
+	return c.JSON(fiber.Map{"data": fiber.Map{"token": token, "expires_at": exp.Truncate(time.Second).Format(time.RFC3339),
+		"url": "/v1/ws?token=" + token}})
+}
+
+var (
+	errTicket = apiErr(fiber.StatusUnauthorized, "unauthorized",
+		"the WebSocket ticket is unknown, expired or already used; mint a new one with POST /v1/{game}/ws-token")
+	errNoTicket = apiErr(fiber.StatusUnauthorized, "missing_api_key",
+		"a ticket is required: GET /v1/ws?token=<ticket from POST /v1/{game}/ws-token>")
+)
+
+// wsHandshake authenticates the handshake before upgrading, so a refused
+// handshake gets the JSON error envelope: ?token= (a ticket, consumed here),
+// or the deprecated ?apiKey= fallback (answered with a Deprecation header).
+func (s *Server) wsHandshake() fiber.Handler {
+	upgrade := websocket.New(func(c *websocket.Conn) { s.live.serveConn(c) }, websocket.Config{HandshakeTimeout: 10 * time.Second,
+		ReadBufferSize: 1024, WriteBufferSize: 4096})
+	return func(c *fiber.Ctx) error {
+		if !websocket.IsWebSocketUpgrade(c) {
+			return badParam("GET /v1/ws is a WebSocket handshake: send the upgrade headers")
+		}
+		if snapOf(c) == nil {
+			return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
+		}
+		var p access.Principal
+		switch {
+		case c.Query("token") != "":
+			t, ok, err := s.live.o.Tickets.Take(c.UserContext(), c.Query("token"))
+			if err != nil {
+				return &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable", Message: "tickets are temporarily unavailable; retry with backoff", Cause: err}
+			}
+			if !ok || !s.o.Now().Before(t.ExpiresAt) {
+				return errTicket
+			}
+			p = access.Principal{KeyID: t.KeyID, AccountID: t.AccountID, Plan: t.Plan}
+		case c.Query("apiKey") != "":
+			var err error
+			p, err = s.o.Auth.Authenticate(c.UserContext(), c.Query("apiKey"))
+			if err != nil {
+				return apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid API key")
+			}
+			if p.Plan == access.PlanSandbox {
+				return apiErr(fiber.StatusForbidden, "sandbox_scope", "sandbox keys cannot open the WebSocket channel")
+			}
+			c.Set("Deprecation", "true")
+			s.log.Warn("deprecated apiKey WebSocket handshake; clients should mint a ticket", "key", p.Display)
+		default:
+			return errNoTicket
+		}
+		c.Locals("ws_principal", p)
+		return upgrade(c)
+	}
+}
+
+// wsConn is one WebSocket connection: a reader (the handler goroutine) and a
+// writer draining a bounded queue.
+type wsConn struct {
+	l    *liveState
+	c    *websocket.Conn
+	send chan []byte
+	slow chan struct{}
+	done chan struct{}
+	once sync.Once
+	subs map[string]bool // reader goroutine only
+	dead atomic.Bool
+}
+
+// kill makes the reader return, which frees the slot and ends the
+// connection. (Close on a hijacked fasthttp connection is a no-op until the
+// handler returns, so the reader is woken through its deadline.)
+func (w *wsConn) kill() {
+	w.dead.Store(true)
+	if nc := w.c.NetConn(); nc != nil {
+		_ = nc.SetReadDeadline(time.Now())
+	}
+}
+
+// Send queues a frame without blocking; a full queue marks the client as a
+// slow consumer, which cuts it off.
+func (w *wsConn) Send(frame []byte) bool {
+	select {
+	case w.send <- frame:
+		return true
+	default:
+		w.once.Do(func() {
+			close(w.slow)
+			// Unblock a write stuck on a client that does not read.
+			if nc := w.c.NetConn(); nc != nil {
+				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			}
+		})
+		return false
+	}
+}
+
+func errorFrame(code, target, msg string) []byte {
+	m := map[string]string{"type": "error", "code": code, "message": msg}
+	if target != "" {
+		m["target"] = target
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func (l *liveState) serveConn(c *websocket.Conn) {
+	p, _ := c.Locals("ws_principal").(access.Principal)
+	limit, ok := l.o.ConnLimits[p.Plan]
+	if !ok {
+		limit = l.o.ConnLimits["standard"]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	release, ok, err := l.o.Limiter.Acquire(ctx, p.KeyID, limit)
+	cancel()
+	refuse := func(code, msg string) {
+		_ = c.SetWriteDeadline(time.Now().Add(l.o.WriteTimeout))
+		_ = c.WriteMessage(websocket.TextMessage, errorFrame(code, "", msg))
+		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, code),
+			time.Now().Add(time.Second))
+		_ = c.Close()
+	}
+	if err != nil {
+		l.s.log.Error("live: connection slot unavailable", "key", p.Display, "err", err)
+		refuse("unavailable", "the connection cannot be admitted right now; retry with backoff")
+		return
+	}
+	if !ok {
+		refuse("connection_limit", "this key already holds its maximum of concurrent WebSocket connections; close one first (there is no queue)")
+		return
+	}
+	l.conns.Add(1)
+	w := &wsConn{l: l, c: c, send: make(chan []byte, l.o.SendQueue), slow: make(chan struct{}), done: make(chan struct{}),
+		subs: map[string]bool{}}
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		w.writeLoop()
+	}()
+	w.readLoop()
+	// Free the slot and the subscriptions at once, then let the writer go.
+	targets := make([]string, 0, len(w.subs))
+	for t := range w.subs {
+		targets = append(targets, t)
+	}
+	l.hub.RemoveAll(w, targets)
+	release()
+	l.conns.Add(-1)
+	close(w.done)
+	_ = c.Close()
+	<-writerDone
+}
+
+func (w *wsConn) writeLoop() {
+	l := w.l
+	ping := time.NewTicker(l.o.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-w.slow:
+			// Best effort: tell the client why, then cut it off.
+			_ = w.c.SetWriteDeadline(time.Now().Add(time.Second))
+			_ = w.c.WriteMessage(websocket.TextMessage, errorFrame("slow_consumer", "",
+				"the client did not read its frames fast enough; reconnect and subscribe again"))
+			w.kill()
+			return
+		case f := <-w.send:
+			select {
+			case <-w.slow:
+				continue // handled on the next turn
+			default:
+			}
+			_ = w.c.SetWriteDeadline(time.Now().Add(l.o.WriteTimeout))
+			if err := w.c.WriteMessage(websocket.TextMessage, f); err != nil {
+				w.kill()
+				return
+			}
+		case <-ping.C:
+			if err := w.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(l.o.WriteTimeout)); err != nil {
+				w.kill()
+				return
+			}
+		}
+	}
+}
+
+type clientFrame struct {
+	Type   string `json:"type"`
+	Target string `json:"target"`
+}
+
+func (w *wsConn) readLoop() {
+	l := w.l
+	c := w.c
+	c.SetReadLimit(8 << 10)
+	alive := func() {
+		if !w.dead.Load() {
+			_ = c.SetReadDeadline(time.Now().Add(l.o.PongTimeout))
+		}
+	}
+	alive()
+	c.SetPongHandler(func(string) error { alive(); return nil })
+	for {
+		mt, msg, err := c.ReadMessage()
+		if err != nil || w.dead.Load() {
+			return
+		}
+		alive()
+		var f clientFrame
+		if mt != websocket.TextMessage || json.Unmarshal(msg, &f) != nil {
+			w.Send(errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
+			continue
+		}
+		switch f.Type {
+		case "pong":
+		case "subscribe":
+			w.subscribe(f.Target)
+		case "unsubscribe":
+			if w.subs[f.Target] {
+				l.hub.Remove(f.Target, w)
+				delete(w.subs, f.Target)
+			}
+			w.Send(mustJSON(map[string]string{"type": "unsubscribed", "target": f.Target}))
+		default:
+			w.Send(errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
+		}
+	}
+}
+
+// subscribe acknowledges, then sends the target's snapshot frame; holding
+// the overlay lock orders it before any later update of the target.
+func (w *wsConn) subscribe(target string) {
+	l := w.l
+	kind, rest, _ := strings.Cut(target, ":")
+	id, ok := ParseID(rest)
+	if !ok || (kind != "match" && kind != "odds") {
+		w.Send(errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
+		return
+	}
+	snap := l.s.acquire()
+	if snap == nil {
+		w.Send(errorFrame("unknown_target", target, "no data loaded yet"))
+		return
+	}
+	defer l.s.release(snap)
+	mi, ok := snap.matchByID[id]
+	if !ok {
+		w.Send(errorFrame("unknown_target", target, "no such match"))
+		return
+	}
+	if !w.subs[target] && len(w.subs) >= l.o.MaxSubscriptions {
+		w.Send(errorFrame("invalid_target", target, "too many subscriptions on this connection"))
+		return
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.hub.Add(target, w)
+	w.subs[target] = true
+	var data []byte
+	if kind == "match" {
+		data = l.matchFrameData(snap, mi)
+	} else {
+		data = l.oddsFrameData(snap, mi)
+	}
+	w.Send(mustJSON(map[string]string{"type": "subscribed", "target": target}))
+	b := make([]byte, 0, len(data)+len(target)+48)
+	b = append(b, `{"type":"snapshot","target":"`...)
+	b = append(b, target...)
+	b = append(b, `","data":`...)
+	b = append(b, data...)
+	b = append(b, '}')
+	w.Send(b)
+}

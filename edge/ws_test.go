@@ -1,0 +1,627 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/live/redistest"
+)
+
+// liveServer is a test server with the live path configured and a real TCP
+// listener (app.Test cannot upgrade).
+type liveServer struct {
+	*testServer
+	addr string
+	feed live.Feed
+}
+
+func newLiveServer(t testing.TB, o LiveOptions) *liveServer {
+	t.Helper()
+	ts := newTestServer(t)
+	if o.Feed == nil {
+		o.Feed = live.NewMemoryFeed()
+	}
+	ts.Server.live = newLiveState(ts.Server, o)
+	ts.Server.liveSwapped(ts.Current())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := ts.RunLive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.App().Listener(ln)
+	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
+	return &liveServer{testServer: ts, addr: ln.Addr().String(), feed: o.Feed}
+}
+
+// mint mints a ticket through the app (auth, contract check) and returns it.
+func (ls *liveServer) mint(t testing.TB, key string) string {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/cs2/ws-token", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	r := ls.do(t, req)
+	if r.status != 200 {
+		t.Fatalf("ws-token: %d %s", r.status, r.body)
+	}
+	var body struct {
+		Data struct {
+			Token     string `json:"token"`
+			ExpiresAt string `json:"expires_at"`
+			URL       string `json:"url"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Data.Token) != 64 || body.Data.URL != "/v1/ws?token="+body.Data.Token {
+		t.Fatalf("ticket body: %s", r.body)
+	}
+	exp, err := time.Parse(time.RFC3339, body.Data.ExpiresAt)
+	if err != nil || !strings.HasSuffix(body.Data.ExpiresAt, "Z") || exp.Sub(ls.now) < 59*time.Second || exp.Sub(ls.now) > 60*time.Second {
+		t.Fatalf("expires_at %q (now %s)", body.Data.ExpiresAt, ls.now)
+	}
+	return body.Data.Token
+}
+
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+// dial opens the channel with a query ("token=..." or "apiKey=...").
+func (ls *liveServer) dial(t *testing.T, query string) (*wsClient, *http.Response, error) {
+	t.Helper()
+	c, resp, err := websocket.DefaultDialer.Dial("ws://"+ls.addr+"/v1/ws?"+query, nil)
+	if err != nil {
+		return nil, resp, err
+	}
+	t.Cleanup(func() { c.Close() })
+	return &wsClient{t: t, c: c}, resp, nil
+}
+
+func (ls *liveServer) open(t *testing.T) *wsClient {
+	t.Helper()
+	c, resp, err := ls.dial(t, "token="+ls.mint(t, goodKey))
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	return c
+}
+
+type frame struct {
+	Type    string          `json:"type"`
+	Target  string          `json:"target"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Seq     int             `json:"seq"`
+	Data    json.RawMessage `json:"data"`
+	raw     string
+}
+
+func (c *wsClient) send(v any) {
+	c.t.Helper()
+	if err := c.c.WriteJSON(v); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *wsClient) read() (frame, error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, b, err := c.c.ReadMessage()
+	if err != nil {
+		return frame{}, err
+	}
+	var f frame
+	if err := json.Unmarshal(b, &f); err != nil {
+		return frame{}, fmt.Errorf("frame is not JSON: %s", b)
+	}
+	f.raw = string(b)
+	if strings.Contains(f.raw, "bk-0") {
+		c.t.Errorf("a frame names a book: %s", b)
+	}
+	return f, nil
+}
+
+func (c *wsClient) expect(typ, target string) frame {
+	c.t.Helper()
+	f, err := c.read()
+	if err != nil {
+		c.t.Fatalf("waiting for %s %s: %v", typ, target, err)
+	}
+	if f.Type != typ || f.Target != target {
+		c.t.Fatalf("want %s %s, got %s", typ, target, f.raw)
+	}
+	return f
+}
+
+// closed waits for the server to end the connection.
+func (c *wsClient) closed(within time.Duration) bool {
+	_ = c.c.SetReadDeadline(time.Now().Add(within))
+	for {
+		if _, _, err := c.c.ReadMessage(); err != nil {
+			var ne net.Error
+			return !(errorsAs(err, &ne) && ne.Timeout())
+		}
+	}
+}
+
+func errorsAs(err error, target *net.Error) bool {
+	ne, ok := err.(net.Error)
+	if ok {
+		*target = ne
+	}
+	return ok
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// handshakeError checks a refused handshake: the status and the JSON error
+// envelope, before any upgrade.
+func handshakeError(t *testing.T, resp *http.Response, err error, status int, code string) {
+	t.Helper()
+	if err == nil || resp == nil {
+		t.Fatalf("handshake accepted, want %d %s", status, code)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	var env errorBody
+	if resp.StatusCode != status || json.Unmarshal(body, &env) != nil || env.Error.Code != code ||
+		env.Error.RequestID == "" || env.Error.RequestID != resp.Header.Get("X-Request-Id") {
+		t.Fatalf("handshake: %d %s, want %d %s", resp.StatusCode, body, status, code)
+	}
+}
+
+func liveMatchOf(t *testing.T, ls *liveServer) (*Match, string) {
+	t.Helper()
+	ups := ls.UpstreamMatchIDs()
+	for i := range ls.snap().matches {
+		m := &ls.snap().matches[i]
+		if m.Status == "scheduled" && ups[m.ID.String()] != "" {
+			return m, ups[m.ID.String()]
+		}
+	}
+	t.Fatal("fixture has no scheduled match with an upstream id")
+	return nil, ""
+}
+
+func TestWSTicketSingleUseAndExpiry(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	tok := ls.mint(t, goodKey)
+	c, _, err := ls.dial(t, "token="+tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.c.Close()
+	// Reuse is refused before the upgrade, with the error envelope.
+	_, resp, err := ls.dial(t, "token="+tok)
+	handshakeError(t, resp, err, 401, "unauthorized")
+
+	// Expiry: a ticket presented after 60 s (fake clock) is refused; one
+	// presented just before is accepted.
+	tok = ls.mint(t, goodKey)
+	ls.now = ls.now.Add(61 * time.Second)
+	_, resp, err = ls.dial(t, "token="+tok)
+	handshakeError(t, resp, err, 401, "unauthorized")
+	tok = ls.mint(t, goodKey)
+	ls.now = ls.now.Add(59 * time.Second)
+	if _, resp, err := ls.dial(t, "token="+tok); err != nil {
+		t.Fatalf("a 59 s old ticket was refused: %v %v", err, resp)
+	}
+	// Unknown ticket, no credentials, a bad fallback key.
+	_, resp, err = ls.dial(t, "token=deadbeef")
+	handshakeError(t, resp, err, 401, "unauthorized")
+	_, resp, err = ls.dial(t, "")
+	handshakeError(t, resp, err, 401, "missing_api_key")
+	_, resp, err = ls.dial(t, "apiKey="+revokedKey)
+	handshakeError(t, resp, err, 401, "invalid_api_key")
+	// The deprecated apiKey fallback works and says it is deprecated.
+	if _, resp, err := ls.dial(t, "apiKey="+goodKey); err != nil || resp.Header.Get("Deprecation") != "true" {
+		t.Fatalf("apiKey fallback: %v, Deprecation %q", err, resp.Header.Get("Deprecation"))
+	}
+	// A plain GET (no upgrade) does not consume a ticket.
+	tok = ls.mint(t, goodKey)
+	r := ls.get(t, "/v1/ws?token="+tok, "-")
+	if r.status != 400 {
+		t.Fatalf("plain GET: %d %s", r.status, r.body)
+	}
+	if _, _, err := ls.dial(t, "token="+tok); err != nil {
+		t.Fatalf("the ticket was consumed by a plain GET: %v", err)
+	}
+	// Minting needs a key.
+	req := httptest.NewRequest(http.MethodPost, "/v1/cs2/ws-token", nil)
+	if r := ls.do(t, req); r.status != 401 {
+		t.Fatalf("unauthenticated mint: %d", r.status)
+	}
+}
+
+func TestWSConnectionCap(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	var conns []*wsClient
+	for i := 0; i < 5; i++ {
+		conns = append(conns, ls.open(t))
+	}
+	waitFor(t, "5 connections", func() bool { return ls.LiveStats().Connections == 5 })
+	sixth := ls.open(t)
+	f, err := sixth.read()
+	if err != nil || f.Type != "error" || f.Code != "connection_limit" {
+		t.Fatalf("6th connection: %+v %v", f, err)
+	}
+	if _, _, err := sixth.c.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("6th connection not closed after the error frame: %v", err)
+	}
+	// The refused connection holds no slot; closing one frees a slot at once.
+	conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	conns[0].c.Close()
+	waitFor(t, "the slot to be freed", func() bool { return ls.LiveStats().Connections == 4 })
+	again := ls.open(t)
+	again.send(map[string]string{"type": "subscribe", "target": "match:" + ls.snap().matches[0].ID.String()})
+	again.expect("subscribed", "match:"+ls.snap().matches[0].ID.String())
+	// Another key has its own slots; the per-plan cap applies.
+	ls.Server.o.Auth.(*testAuth).mu.Lock()
+	ls.Server.o.Auth.(*testAuth).keys[trialKey] = access.Principal{KeyID: "k2", AccountID: "a2", Plan: "trial"}
+	ls.Server.o.Auth.(*testAuth).mu.Unlock()
+	if c, _, err := ls.dial(t, "token="+ls.mint(t, trialKey)); err != nil {
+		t.Fatal(err)
+	} else {
+		c.send(map[string]string{"type": "pong"})
+		c.send(map[string]string{"type": "subscribe", "target": "match:" + ls.snap().matches[0].ID.String()})
+		c.expect("subscribed", "match:"+ls.snap().matches[0].ID.String())
+	}
+}
+
+const (
+	trialKey   = "eo_live_000000000000000000000000000000000000000000000003"
+	sandboxKey = "eo_sandbox_000000000000000000000000000000000000000000000004"
+)
+
+func TestWSPingTimeout(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{PingInterval: 40 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
+	answering := ls.open(t)
+	silent := ls.open(t) // never reads, so never answers a ping
+	waitFor(t, "2 connections", func() bool { return ls.LiveStats().Connections == 2 })
+	// The answering client reads (its library answers pings while reading).
+	go func() {
+		for {
+			if _, _, err := answering.c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	waitFor(t, "the silent client to be closed", func() bool { return ls.LiveStats().Connections == 1 })
+	time.Sleep(600 * time.Millisecond) // two time-outs later the answering client is still there
+	if n := ls.LiveStats().Connections; n != 1 {
+		t.Fatalf("connections %d, want the answering one", n)
+	}
+	if !silent.closed(2 * time.Second) {
+		t.Fatal("the silent client's connection is still open")
+	}
+}
+
+func TestWSSlowConsumer(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{WriteTimeout: 500 * time.Millisecond})
+	m, up := liveMatchOf(t, ls)
+	target := "match:" + m.ID.String()
+	fast := ls.open(t)
+	// The slow client never reads; a small receive buffer (no autotuning
+	// up to tens of MB) keeps the test short.
+	d := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if err == nil {
+			_ = c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}}
+	sc, _, err := d.Dial("ws://"+ls.addr+"/v1/ws?token="+ls.mint(t, goodKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	slow := &wsClient{t: t, c: sc}
+	for _, c := range []*wsClient{fast, slow} {
+		c.send(map[string]string{"type": "subscribe", "target": target})
+		c.expect("subscribed", target)
+		c.expect("snapshot", target)
+	}
+	const n = 1500 // about 25 MB: more than the socket buffers and the queue hold
+	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", 16<<10) + `"}`)
+	got := make(chan int, 1)
+	var progress atomic.Int64
+	go func() {
+		last := 0
+		defer func() { got <- last }()
+		for last < n {
+			f, err := fast.read()
+			if err != nil {
+				break
+			}
+			if f.Type == "update" {
+				if f.Seq != last+1 {
+					t.Errorf("fast client: seq %d after %d", f.Seq, last)
+				}
+				last = f.Seq
+				progress.Store(int64(last))
+			}
+		}
+	}()
+	ctx := context.Background()
+	for i := 1; i <= n; i++ {
+		ev := live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
+			LiveState: pad, ChangedAt: fixtureNow.Add(time.Hour + time.Duration(i)*time.Millisecond)}
+		if err := ls.feed.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		// The fast client keeps up: the publisher never runs more than 64
+		// frames ahead of it (a burst larger than the queue would cut
+		// anyone off).
+		for deadline := time.Now().Add(10 * time.Second); int64(i)-progress.Load() > 64 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	select {
+	case last := <-got:
+		if last != n {
+			t.Fatalf("the fast client received %d of %d updates", last, n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fast client stalled")
+	}
+	waitFor(t, "the slow client to be cut off", func() bool { return ls.LiveStats().Connections == 1 })
+	// The slow_consumer error frame is best effort: it queues behind
+	// megabytes the client never read, so it is not asserted here.
+}
+
+func intp(v int) *int { return &v }
+
+func TestWSEndToEnd(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	m, up := liveMatchOf(t, ls)
+	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
+	c := ls.open(t)
+
+	// Frame errors keep the connection open.
+	c.send(map[string]string{"type": "subscribe", "target": "match:nope"})
+	if f := c.expect("error", "match:nope"); f.Code != "invalid_target" {
+		t.Fatalf("invalid target: %s", f.raw)
+	}
+	unknown := "match:0190aaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+	c.send(map[string]string{"type": "subscribe", "target": unknown})
+	if f := c.expect("error", unknown); f.Code != "unknown_target" {
+		t.Fatalf("unknown target: %s", f.raw)
+	}
+	if err := c.c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if f := c.expect("error", ""); f.Code != "bad_frame" {
+		t.Fatalf("bad frame: %s", f.raw)
+	}
+
+	c.send(map[string]string{"type": "subscribe", "target": mt})
+	c.expect("subscribed", mt)
+	snap := c.expect("snapshot", mt)
+	var md struct {
+		ID        string          `json:"id"`
+		Status    string          `json:"status"`
+		ScoreA    *int            `json:"score_a"`
+		ScoreB    *int            `json:"score_b"`
+		LiveState json.RawMessage `json:"live_state"`
+		ChangedAt string          `json:"changed_at"`
+		Maps      []mapScoreJSON  `json:"maps"`
+	}
+	if err := json.Unmarshal(snap.Data, &md); err != nil || md.ID != m.ID.String() || md.Status != "scheduled" || md.Maps == nil {
+		t.Fatalf("match snapshot: %s", snap.raw)
+	}
+	c.send(map[string]string{"type": "subscribe", "target": ot})
+	c.expect("subscribed", ot)
+	if f := c.expect("snapshot", ot); string(f.Data) == "" || f.Data[0] != '[' {
+		t.Fatalf("odds snapshot: %s", f.raw)
+	}
+
+	// A score change.
+	ctx := context.Background()
+	at := fixtureNow.Add(time.Hour).UTC()
+	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
+		LiveState: json.RawMessage(`{"map_number":2,"map_name":"de_nuke","round":4,"rounds_a":3,"rounds_b":0,"side_a":"ct"}`),
+		Maps:      []live.MapScore{{MapNumber: 1, MapName: "de_mirage", ScoreA: 13, ScoreB: 7, Done: true}, {MapNumber: 2, MapName: "de_nuke", ScoreA: 3}},
+		ChangedAt: at})
+	u := c.expect("update", mt)
+	md.Maps = nil
+	if err := json.Unmarshal(u.Data, &md); err != nil || md.Status != "live" || *md.ScoreA != 1 || *md.ScoreB != 0 ||
+		len(md.LiveState) == 0 || len(md.Maps) != 2 || md.Maps[0].ScoreA != 13 || u.Seq != 1 {
+		t.Fatalf("score update: %s", u.raw)
+	}
+	// REST reflects it between snapshots (detail and list).
+	r := ls.get(t, "/v1/cs2/matches/"+m.ID.String())
+	if !strings.Contains(string(r.body), `"status":"live","stage"`) || !strings.Contains(string(r.body), `"score_a":1,"score_b":0`) {
+		t.Fatalf("detail without the live overlay: %s", r.body)
+	}
+	r = ls.get(t, "/v1/cs2/matches?team="+m.TeamAID.String()+"&limit=200")
+	if !strings.Contains(string(r.body), `"rounds_a":3`) {
+		t.Fatalf("list without the live overlay: %s", r.body)
+	}
+
+	// Price changes: two contributors pricing both legs publish a line.
+	for _, p := range []struct {
+		book, copies, outcome string
+		price                 float64
+	}{{"bk-01", "", "home", 1.60}, {"bk-01", "", "away", 2.40}, {"bk-06", "bk-01", "home", 1.60},
+		{"bk-02", "", "home", 1.55}, {"bk-02", "", "away", 2.50}} {
+		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
+			Market: "match_winner", Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
+	}
+	var rows []oddsRowJSON
+	for len(rows) < 2 {
+		u := c.expect("update", ot)
+		var part []oddsRowJSON
+		if err := json.Unmarshal(u.Data, &part); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, part...)
+	}
+	want := map[string]float64{}
+	p1, p2 := (1/1.60)/(1/1.60+1/2.40), (1/1.55)/(1/1.55+1/2.50)
+	want["home"] = 1 / ((p1 + p2) / 2)
+	want["away"] = 1 / (((1 - p1) + (1 - p2)) / 2)
+	for _, r := range rows[len(rows)-2:] {
+		if r.Source != "eo_market" || r.BookCount == nil || *r.BookCount != 2 || r.MatchID == nil || *r.MatchID != m.ID.String() ||
+			r.Market != "match_winner" || abs(r.Price-want[r.OutcomeKey]) > 1e-9 {
+			t.Fatalf("odds update row: %+v (want price %v)", r, want[r.OutcomeKey])
+		}
+	}
+	r = ls.get(t, "/v1/cs2/odds?match="+m.ID.String()+"&limit=3")
+	var page struct {
+		Data []oddsRowJSON `json:"data"`
+	}
+	json.Unmarshal(r.body, &page)
+	if r.status != 200 || len(page.Data) < 2 || page.Data[0].BookCount == nil || len(page.Data) > 3 {
+		t.Fatalf("/odds?match= without the live lines: %s", r.body)
+	}
+	r = ls.get(t, "/v1/cs2/odds?source=eo_market&limit=1000")
+	if !strings.Contains(string(r.body), rows[len(rows)-1].ID) {
+		t.Fatalf("/odds snapshot without the live line %s", rows[len(rows)-1].ID)
+	}
+
+	// Unsubscribe stops the updates.
+	c.send(map[string]string{"type": "unsubscribe", "target": mt})
+	c.expect("unsubscribed", mt)
+	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
+	c.send(map[string]string{"type": "subscribe", "target": ot})
+	c.expect("subscribed", ot) // not an update of mt in between
+}
+
+// oddsRowJSON decodes an odds row.
+type oddsRowJSON struct {
+	ID         string  `json:"id"`
+	MatchID    *string `json:"match_id"`
+	Market     string  `json:"market"`
+	Source     string  `json:"source"`
+	BookCount  *int    `json:"book_count"`
+	OutcomeKey string  `json:"outcome_key"`
+	Price      float64 `json:"price"`
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestWSRedisFanOut(t *testing.T) {
+	rc := redistest.Start(t)
+	opts := func() LiveOptions {
+		return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
+			Limiter: &live.RedisLimiter{Client: rc}}
+	}
+	a, b := newLiveServer(t, opts()), newLiveServer(t, opts())
+	m, up := liveMatchOf(t, a)
+	target := "match:" + m.ID.String()
+	// A ticket minted on A is redeemed on B, once.
+	tok := a.mint(t, goodKey)
+	cb, _, err := b.dial(t, "token="+tok)
+	if err != nil {
+		t.Fatalf("a ticket minted on A was refused by B: %v", err)
+	}
+	_, resp, err := a.dial(t, "token="+tok)
+	handshakeError(t, resp, err, 401, "unauthorized")
+	ca := a.open(t)
+	for _, c := range []*wsClient{ca, cb} {
+		c.send(map[string]string{"type": "subscribe", "target": target})
+		c.expect("subscribed", target)
+		c.expect("snapshot", target)
+	}
+	pub := &live.RedisFeed{Client: rc}
+	if err := pub.Publish(context.Background(), live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
+		ScoreA: intp(0), ScoreB: intp(0), ChangedAt: fixtureNow.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*wsClient{"A": ca, "B": cb} {
+		if f := c.expect("update", target); !strings.Contains(string(f.Data), `"status":"live"`) {
+			t.Errorf("instance %s: %s", name, f.raw)
+		}
+	}
+	// The cap holds across the instances: 2 held, 3 more anywhere, then refused.
+	for i := 0; i < 3; i++ {
+		srv := a
+		if i%2 == 1 {
+			srv = b
+		}
+		srv.open(t)
+	}
+	extra := b.open(t)
+	if f, err := extra.read(); err != nil || f.Code != "connection_limit" {
+		t.Fatalf("6th connection across instances: %+v %v", f, err)
+	}
+}
+
+// The metering rules of the ticket mint (the lead's middleware): sandbox keys
+// get 403 sandbox_scope, and a mint draws a bucket token but no quota.
+func TestWSTicketMetering(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	counters, err := access.OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { counters.Close() })
+	ls.Server.o.Meter = &access.Meter{C: counters, Plans: access.DefaultPlans(), Accounts: noAccounts{}, Now: func() time.Time { return ls.now }}
+	auth := ls.Server.o.Auth.(*testAuth)
+	auth.mu.Lock()
+	auth.keys[sandboxKey] = access.Principal{KeyID: "ks", AccountID: "as", Plan: access.PlanSandbox}
+	auth.mu.Unlock()
+
+	req := httptest.NewRequest(http.MethodPost, "/v1/cs2/ws-token", nil)
+	req.Header.Set("Authorization", "Bearer "+sandboxKey)
+	if r := ls.do(t, req); r.status != 403 || r.code(t) != "sandbox_scope" {
+		t.Fatalf("sandbox mint: %d %s", r.status, r.body)
+	}
+	mintHeaders := func() http.Header {
+		req := httptest.NewRequest(http.MethodPost, "/v1/cs2/ws-token", nil)
+		req.Header.Set("Authorization", "Bearer "+goodKey)
+		r := ls.do(t, req)
+		if r.status != 200 {
+			t.Fatalf("mint: %d %s", r.status, r.body)
+		}
+		return r.header
+	}
+	h1 := mintHeaders()
+	h2 := mintHeaders()
+	if h1.Get("X-RateLimit-Remaining") == "" || h1.Get("X-RateLimit-Remaining") == h2.Get("X-RateLimit-Remaining") {
+		t.Errorf("a mint does not draw a bucket token: %q then %q", h1.Get("X-RateLimit-Remaining"), h2.Get("X-RateLimit-Remaining"))
+	}
+	if h1.Get("X-Quota-Remaining") != h2.Get("X-Quota-Remaining") {
+		t.Errorf("a mint draws quota: %q then %q", h1.Get("X-Quota-Remaining"), h2.Get("X-Quota-Remaining"))
+	}
+	// The deprecated fallback refuses sandbox keys too.
+	_, resp, err := ls.dial(t, "apiKey="+sandboxKey)
+	handshakeError(t, resp, err, 403, "sandbox_scope")
+}
+
+type noAccounts struct{}
+
+func (noAccounts) GetAccount(id string) (access.Account, error) {
+	return access.Account{ID: id, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, nil
+}

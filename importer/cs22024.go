@@ -1,0 +1,369 @@
+package importer
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eodata/eo/raw"
+)
+
+// ReadCS22024 reads the hltv-cs2-2024-2025 dataset. path is either the
+// folder (every enhanced_matches_*.csv in it, plus
+// combined_round_by_round_with_map_names_partial.csv and map_names.csv when
+// present) or one enhanced_matches CSV file.
+//
+// Mapping:
+//   - the enhanced files overlap: rows are de-duplicated by hltv_match_id
+//     (the first file in name order wins; the overlapping rows are
+//     identical on every field used here). Match id: hltv_match_id.
+//   - event id "event:<slug of event_name>" (the files have no event ids),
+//     name event_name, is_lan from event_type (LAN / Online).
+//   - teams by name ("team:<slug>"); scheduled_at: the date column, which
+//     carries HLTV's scheduled time (UTC); every changed_at is that time
+//     too (the result's own time is unknown).
+//   - format from the series score: a winner with 1, 2, 3 maps → bo1, bo3,
+//     bo5; a winner with 13 or more is a single map whose ROUND score is in
+//     the series columns → bo1 1-0 (and, with its map name, a map result
+//     of that score without halves). Drawn or 0-0 rows are skipped.
+//   - map results of series: from the round-by-round file (rounds 1-24 only,
+//     winners and start sides) when present. A map whose winner reached 13
+//     within those rounds gives the map score, both halves (rounds 1-12,
+//     13-24) and first_half_side_a; a map that went to 12-12 (overtime: the
+//     rounds after 24 are missing), whose rounds stop short or have a gap,
+//     or whose derived winner disagrees with the file's map winner column
+//     gets no map result. The cells after a map's last round are not empty
+//     in the file (they hold other values); they are ignored. Map names: the round file's map columns, else map_names.csv.
+//     The per-round rows are NOT landed: the contract's round rows need
+//     economy, kills, … that the file does not have.
+//
+// Not imported: the team-level match stats (opening kills, KAST, ADR,
+// rating 3.0, …): the contract has no team-level stat entity and they cannot
+// be split into player lines. Left null: tournament tier, region, dates;
+// team region, country, rank; players, vetoes, odds.
+func ReadCS22024(path string) (*Dataset, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	dir := filepath.Dir(path)
+	if st.IsDir() {
+		dir = path
+		files, _ = filepath.Glob(filepath.Join(path, "enhanced_matches_*.csv"))
+		sort.Strings(files)
+		if len(files) == 0 {
+			return nil, fmt.Errorf("importer: no enhanced_matches_*.csv in %s", path)
+		}
+	} else {
+		files = []string{path}
+	}
+	b := newBuilder("cs2-2024")
+	type match struct {
+		row map[string]string
+		raw raw.Match
+	}
+	seen := map[string]bool{}
+	var matches []match
+	for _, f := range files {
+		rows, err := readCSV(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, rw := range rows {
+			id := rw["hltv_match_id"]
+			if id == "" {
+				b.ds.Skipped["no hltv_match_id"]++
+				continue
+			}
+			if seen[id] {
+				b.ds.Notes["duplicate hltv_match_id across the enhanced files (de-duplicated)"]++
+				continue
+			}
+			seen[id] = true
+			matches = append(matches, match{row: rw})
+		}
+	}
+	rounds, names, err := readRoundFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, mm := range matches {
+		rw := mm.row
+		id := rw["hltv_match_id"]
+		at, err := time.Parse(time.RFC3339, rw["date"])
+		if err != nil {
+			b.ds.Skipped["unreadable date"]++
+			continue
+		}
+		at = at.UTC()
+		n1, n2 := rw["team1_name"], rw["team2_name"]
+		ta, tb := TeamIDByName(n1), TeamIDByName(n2)
+		if Slug(n1) == "" || Slug(n2) == "" || ta == tb {
+			b.ds.Skipped["missing team name or the same team on both sides"]++
+			continue
+		}
+		s1, e1 := strconv.Atoi(rw["team1_score"])
+		s2, e2 := strconv.Atoi(rw["team2_score"])
+		if e1 != nil || e2 != nil {
+			b.ds.Skipped["unreadable series score"]++
+			continue
+		}
+		if s1 == s2 {
+			b.ds.Skipped["drawn or 0-0 series score"]++
+			continue
+		}
+		sa, sb, need := s1, s2, max(s1, s2)
+		var single *MapResult
+		if need > 3 {
+			if !possibleMap(s1, s2) {
+				b.ds.Skipped["impossible single-map score"]++
+				continue
+			}
+			single = &MapResult{MatchID: id, MapNumber: 1, ScoreA: s1, ScoreB: s2, ChangedAt: at}
+			sa, sb, need = 0, 0, 1
+			if s1 > s2 {
+				sa = 1
+			} else {
+				sb = 1
+			}
+		}
+		ev := EventIDByName(rw["event_name"])
+		if Slug(rw["event_name"]) == "" {
+			b.ds.Skipped["no event name"]++
+			continue
+		}
+		var lan *bool
+		switch strings.ToLower(rw["event_type"]) {
+		case "lan":
+			lan = ptr(true)
+		case "online":
+			lan = ptr(false)
+		}
+		b.event(ev, rw["event_name"], lan, at)
+		b.team(ta, n1, nil, at)
+		b.team(tb, n2, nil, at)
+
+		// map results
+		mapName := func(k int) string {
+			if rr, ok := rounds[id]; ok && k <= len(rr.names) && rr.names[k-1] != "" {
+				return MapName(rr.names[k-1])
+			}
+			if nn, ok := names[id]; ok && k <= len(nn) {
+				return MapName(nn[k-1])
+			}
+			return ""
+		}
+		var fromRounds []MapResult
+		if rr, ok := rounds[id]; ok {
+			swap := false
+			switch {
+			case Slug(rr.team1) == Slug(n1) && Slug(rr.team2) == Slug(n2):
+			case Slug(rr.team1) == Slug(n2) && Slug(rr.team2) == Slug(n1):
+				swap = true
+			default:
+				b.ds.Notes["round-by-round row with other team names: not used"]++
+				rr = roundRow{}
+			}
+			for k := 1; k <= len(rr.maps) && k <= 2*need-1; k++ {
+				m, why := rr.maps[k-1].result(swap)
+				if why != "" {
+					if why != "not played" {
+						b.ds.Notes["series map without a map result: "+why]++
+					}
+					continue
+				}
+				m.MatchID, m.MapNumber, m.ChangedAt = id, k, at
+				if m.MapName = mapName(k); m.MapName == "" {
+					b.ds.Notes["series map without a map result: no map name"]++
+					continue
+				}
+				fromRounds = append(fromRounds, m)
+			}
+		}
+		if single != nil {
+			if single.MapName = mapName(1); single.MapName == "" {
+				b.ds.Notes["single-map match without a map result: no map name"]++
+			} else {
+				// the round file's halves, when they agree with the score
+				if len(fromRounds) == 1 && fromRounds[0].ScoreA == single.ScoreA && fromRounds[0].ScoreB == single.ScoreB {
+					single = &fromRounds[0]
+				}
+				b.ds.Maps = append(b.ds.Maps, *single)
+			}
+		} else {
+			b.ds.Maps = append(b.ds.Maps, fromRounds...)
+		}
+		m := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
+			ScheduledAt: at, ChangedAt: at}
+		b.match(m, sa, sb, false, Game{})
+	}
+	if n := len(rounds); n > 0 {
+		b.ds.Notes[fmt.Sprintf("round-by-round rows read: %d", n)]++
+	}
+	return b.finish(), nil
+}
+
+func readCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("importer: %s: %w", path, err)
+	}
+	var out []map[string]string
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("importer: %s: %w", path, err)
+		}
+		m := make(map[string]string, len(head))
+		for i, h := range head {
+			if i < len(rec) {
+				m[strings.TrimSpace(h)] = strings.TrimSpace(rec[i])
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+var matchURLID = regexp.MustCompile(`/matches/(\d+)`)
+
+type roundMap struct {
+	side    string   // team1's start side: t or ct
+	winners []string // "team1" / "team2" / "" per round 1..24
+	winner  string   // the file's map winner column: "team1" / "team2" / ""
+}
+
+// result derives the map score from the round winners; why says why not.
+func (m roundMap) result(swap bool) (MapResult, string) {
+	a, b := 0, 0 // team1, team2 rounds
+	h1a, h1b := 0, 0
+	n := 0
+	for i, w := range m.winners {
+		switch w {
+		case "team1":
+			a++
+		case "team2":
+			b++
+		default:
+			continue
+		}
+		n++
+		if i == 11 {
+			h1a, h1b = a, b
+		}
+		if a == 13 || b == 13 {
+			break
+		}
+	}
+	if n == 0 {
+		return MapResult{}, "not played"
+	}
+	if a == 12 && b == 12 {
+		return MapResult{}, "overtime (rounds after 24 are missing)"
+	}
+	if max(a, b) < 13 || n != a+b || n < 13 {
+		return MapResult{}, "rounds stop before the map's end"
+	}
+	if n <= 12 { // cannot happen (13 needs 13 rounds), kept for safety
+		return MapResult{}, "rounds stop before the map's end"
+	}
+	// every round up to the end must be present
+	for i := 0; i < n; i++ {
+		if m.winners[i] != "team1" && m.winners[i] != "team2" {
+			return MapResult{}, "a round winner is missing"
+		}
+	}
+	if (m.winner == "team1" && a < b) || (m.winner == "team2" && b < a) {
+		return MapResult{}, "round winners disagree with the map winner column"
+	}
+	side := m.side
+	r := MapResult{ScoreA: a, ScoreB: b, FirstHalfA: ptr(h1a), FirstHalfB: ptr(h1b),
+		SecondHalfA: ptr(a - h1a), SecondHalfB: ptr(b - h1b)}
+	if swap {
+		r.ScoreA, r.ScoreB = b, a
+		r.FirstHalfA, r.FirstHalfB, r.SecondHalfA, r.SecondHalfB = r.FirstHalfB, r.FirstHalfA, r.SecondHalfB, r.SecondHalfA
+		switch side {
+		case "t":
+			side = "ct"
+		case "ct":
+			side = "t"
+		}
+	}
+	if side == "t" || side == "ct" {
+		r.FirstHalfSideA = ptr(side)
+	}
+	return r, ""
+}
+
+type roundRow struct {
+	team1, team2 string
+	maps         []roundMap
+	names        []string
+}
+
+// readRoundFiles reads the round-by-round file and map_names.csv from dir
+// when present, keyed by HLTV match id.
+func readRoundFiles(dir string) (map[string]roundRow, map[string][]string, error) {
+	rounds := map[string]roundRow{}
+	names := map[string][]string{}
+	if p := filepath.Join(dir, "combined_round_by_round_with_map_names_partial.csv"); fileExists(p) {
+		rows, err := readCSV(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, rw := range rows {
+			mm := matchURLID.FindStringSubmatch(rw["match_url"])
+			if mm == nil {
+				continue
+			}
+			rr := roundRow{team1: rw["team1_name"], team2: rw["team2_name"]}
+			for k := 1; k <= 3; k++ {
+				p := fmt.Sprintf("map%d_", k)
+				m := roundMap{side: strings.ToLower(rw[p+"team1_startside"]), winner: strings.ToLower(rw[p+"winner"])}
+				for n := 1; n <= 24; n++ {
+					m.winners = append(m.winners, strings.ToLower(rw[fmt.Sprintf("%sround%d_winner", p, n)]))
+				}
+				rr.maps = append(rr.maps, m)
+				rr.names = append(rr.names, rw[p+"name"])
+			}
+			rounds[mm[1]] = rr
+		}
+	}
+	if p := filepath.Join(dir, "map_names.csv"); fileExists(p) {
+		rows, err := readCSV(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, rw := range rows {
+			mm := matchURLID.FindStringSubmatch(rw["match_url"])
+			if mm == nil {
+				continue
+			}
+			names[mm[1]] = []string{rw["map1_name"], rw["map2_name"], rw["map3_name"]}
+		}
+	}
+	return rounds, names, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}

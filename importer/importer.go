@@ -1,0 +1,355 @@
+// Package importer turns public, HLTV-scraped Counter-Strike datasets into one
+// raw landing batch each (see raw/CONTRACT.md), keyed by the upstream's own
+// ids. It is what `eo import` runs; `eo validate` reads the same datasets
+// through it.
+//
+// Three adapters, one per dataset of /work/shared/data (see its README.md):
+//
+//   - csgo2015: hltv-csgo-2015-2020/results.csv (ReadCSGO2015)
+//   - cs2-2024: hltv-cs2-2024-2025/ enhanced_matches_*.csv, plus the
+//     round-by-round and map-name files when present (ReadCS22024)
+//   - cs2-2026: hltv-cs2-2026-sample/results.json (ReadCS22026)
+//
+// Rules every adapter follows (each adapter's comment lists what its dataset
+// lacks):
+//
+//   - Nothing is invented. A field the dataset does not carry is left null or
+//     empty. Tournament tier and region, team region, a map's first-half
+//     side and a stat line's assists were made optional in raw/schema.go for
+//     this; tournament starts_at/ends_at/prize pool/location, team short
+//     name/country, player real name/nationality/role, map started_at, odds,
+//     streams, lineups, rounds and depth stats are never imported.
+//   - Team identity is the team's NAME where the dataset has no team id:
+//     "team:<slug of the name>" (lower case, runs of anything but letters and
+//     digits become one "-"). A renamed organisation therefore appears as a
+//     new team, and two organisations that used the same name are one team.
+//   - A match that the contract cannot represent (a drawn series or a drawn
+//     single map, the same team on both sides, …) is not landed; it is
+//     counted in Dataset.Skipped with the reason, which `eo import` prints.
+//   - Every record's changed_at is the match's own time (a date alone is
+//     midnight UTC): the datasets carry no change times.
+package importer
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+)
+
+// Sources are the accepted --source values.
+var Sources = []string{"csgo2015", "cs2-2024", "cs2-2026"}
+
+// Tournament is a raw tournaments record with the optional enums as
+// pointers, so that an unknown tier or region is null (an empty string would
+// fail the enumeration check).
+type Tournament struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Tier      *string   `json:"tier"`
+	Region    *string   `json:"region"`
+	IsLAN     *bool     `json:"is_lan"`
+	ChangedAt time.Time `json:"changed_at"`
+}
+
+// Team is a raw teams record; Region is always null (no dataset has it).
+type Team struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Region       *string   `json:"region"`
+	ExternalRank *int      `json:"external_rank"`
+	ChangedAt    time.Time `json:"changed_at"`
+}
+
+// MapResult is a raw map_results record; FirstHalfSideA is null when the
+// dataset does not say which side team A started on.
+type MapResult struct {
+	MatchID        string    `json:"match_id"`
+	MapNumber      int       `json:"map_number"`
+	MapName        string    `json:"map_name"`
+	ScoreA         int       `json:"score_a"`
+	ScoreB         int       `json:"score_b"`
+	FirstHalfA     *int      `json:"first_half_a"`
+	FirstHalfB     *int      `json:"first_half_b"`
+	SecondHalfA    *int      `json:"second_half_a"`
+	SecondHalfB    *int      `json:"second_half_b"`
+	OvertimeA      *int      `json:"overtime_a"`
+	OvertimeB      *int      `json:"overtime_b"`
+	FirstHalfSideA *string   `json:"first_half_side_a"`
+	ChangedAt      time.Time `json:"changed_at"`
+}
+
+// PlayerStat is a raw player_stats record with Assists nullable.
+type PlayerStat struct {
+	MatchID      string    `json:"match_id"`
+	MapNumber    *int      `json:"map_number"`
+	PlayerID     string    `json:"player_id"`
+	TeamID       string    `json:"team_id"`
+	RoundsPlayed int       `json:"rounds_played"`
+	Kills        int       `json:"kills"`
+	Deaths       int       `json:"deaths"`
+	Assists      *int      `json:"assists"`
+	ADR          float64   `json:"adr"`
+	KAST         *float64  `json:"kast"`
+	ChangedAt    time.Time `json:"changed_at"`
+}
+
+// Game is one completed match as the validation harness sees it.
+type Game struct {
+	MatchID     string
+	ScheduledAt time.Time // the match time (midnight UTC when only a date is known)
+	TeamA       string    // upstream team ids
+	TeamB       string
+	WinnerA     bool
+	Forfeit     bool // result_type forfeit: no skill signal
+	RankA       int  // HLTV world rank at match time; 0 when unknown
+	RankB       int
+}
+
+// Dataset is what an adapter read: the records of one batch, and the games.
+type Dataset struct {
+	Source      string
+	Tournaments []Tournament
+	Teams       []Team
+	Players     []raw.Player
+	Matches     []raw.Match
+	Updates     []raw.MatchUpdate
+	Maps        []MapResult
+	Vetoes      []raw.Veto
+	Stats       []PlayerStat
+	Games       []Game // completed matches in (ScheduledAt, MatchID) order
+	// Skipped counts what was read but not landed, by reason.
+	Skipped map[string]int
+	// Notes counts things worth knowing that are not skips (e.g. a map
+	// result without halves), by description.
+	Notes map[string]int
+}
+
+func newDataset(source string) *Dataset {
+	return &Dataset{Source: source, Skipped: map[string]int{}, Notes: map[string]int{}}
+}
+
+// Read runs the adapter of source on path.
+func Read(source, path string) (*Dataset, error) {
+	switch source {
+	case "csgo2015":
+		return ReadCSGO2015(path)
+	case "cs2-2024":
+		return ReadCS22024(path)
+	case "cs2-2026":
+		return ReadCS22026(path)
+	}
+	return nil, fmt.Errorf("importer: unknown source %q (want one of %s)", source, strings.Join(Sources, ", "))
+}
+
+// Land writes the dataset as ONE raw batch (source "import:<source>") and
+// lands it in the store. Files are staged under tmpDir ("" = system default).
+func Land(ctx context.Context, st publish.Store, ds *Dataset, tmpDir string, now time.Time) (raw.BatchManifest, error) {
+	b, err := raw.NewBatch(tmpDir, "import:"+ds.Source, now)
+	if err != nil {
+		return raw.BatchManifest{}, err
+	}
+	add := func(e raw.Entity, n int, rec func(i int) any) error {
+		for i := 0; i < n; i++ {
+			if err := b.Add(e, rec(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	steps := []struct {
+		e   raw.Entity
+		n   int
+		rec func(int) any
+	}{
+		{raw.Tournaments, len(ds.Tournaments), func(i int) any { return ds.Tournaments[i] }},
+		{raw.Teams, len(ds.Teams), func(i int) any { return ds.Teams[i] }},
+		{raw.Players, len(ds.Players), func(i int) any { return ds.Players[i] }},
+		{raw.Matches, len(ds.Matches), func(i int) any { return ds.Matches[i] }},
+		{raw.MatchUpdates, len(ds.Updates), func(i int) any { return ds.Updates[i] }},
+		{raw.MapResults, len(ds.Maps), func(i int) any { return ds.Maps[i] }},
+		{raw.Vetoes, len(ds.Vetoes), func(i int) any { return ds.Vetoes[i] }},
+		{raw.PlayerStats, len(ds.Stats), func(i int) any { return ds.Stats[i] }},
+	}
+	for _, s := range steps {
+		if err := add(s.e, s.n, s.rec); err != nil {
+			b.Discard()
+			return raw.BatchManifest{}, err
+		}
+	}
+	return b.Land(ctx, st, now)
+}
+
+// Slug is the normalised form of a name used in upstream ids: lower case,
+// every run of characters other than letters and digits becomes one "-",
+// trimmed of "-".
+func Slug(name string) string {
+	var sb strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(strings.TrimSpace(name)) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			sb.WriteRune(r)
+			dash = false
+		} else if !dash && sb.Len() > 0 {
+			sb.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimRight(sb.String(), "-")
+}
+
+// TeamIDByName is the upstream id of a team known only by its name.
+func TeamIDByName(name string) string { return "team:" + Slug(name) }
+
+// EventIDByName is the upstream id of an event known only by its name.
+func EventIDByName(name string) string { return "event:" + Slug(name) }
+
+var mapNames = map[string]string{
+	"cobblestone": "de_cbble", "cobble": "de_cbble", "dust2": "de_dust2", "dust 2": "de_dust2",
+}
+
+// MapName maps an HLTV map name ("Dust2", "Cobblestone", "Overpass") to the
+// contract's de_ name ("de_dust2", "de_cbble", "de_overpass"). "Default" (a
+// map awarded by forfeit) and "" give "".
+func MapName(hltv string) string {
+	n := strings.ToLower(strings.TrimSpace(hltv))
+	switch n {
+	case "", "default", "tba", "-":
+		return ""
+	}
+	if m, ok := mapNames[n]; ok {
+		return m
+	}
+	if strings.HasPrefix(n, "de_") {
+		return n
+	}
+	return "de_" + strings.ReplaceAll(n, " ", "")
+}
+
+// formatOf gives the format of a series from the maps the winner needed.
+func formatOf(need int) string {
+	switch need {
+	case 1:
+		return "bo1"
+	case 2:
+		return "bo3"
+	case 3:
+		return "bo5"
+	}
+	return ""
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// builder collects records with per-key latest values for teams and events.
+type builder struct {
+	ds     *Dataset
+	teams  map[string]*Team
+	events map[string]*Tournament
+	play   map[string]*raw.Player
+}
+
+func newBuilder(source string) *builder {
+	return &builder{ds: newDataset(source), teams: map[string]*Team{}, events: map[string]*Tournament{},
+		play: map[string]*raw.Player{}}
+}
+
+// team records a team seen at time at; the latest appearance gives the
+// record's name, rank and changed_at.
+func (b *builder) team(id, name string, rank *int, at time.Time) {
+	t, ok := b.teams[id]
+	if !ok || !at.Before(t.ChangedAt) {
+		if !ok {
+			t = &Team{ID: id}
+			b.teams[id] = t
+		}
+		t.Name, t.ChangedAt = name, at
+		if rank != nil {
+			t.ExternalRank = rank
+		}
+	}
+}
+
+func (b *builder) event(id, name string, lan *bool, at time.Time) {
+	t, ok := b.events[id]
+	if !ok {
+		b.events[id] = &Tournament{ID: id, Name: name, IsLAN: lan, ChangedAt: at}
+		return
+	}
+	if at.After(t.ChangedAt) {
+		t.ChangedAt = at
+		if lan != nil {
+			t.IsLAN = lan
+		}
+	}
+}
+
+func (b *builder) player(id, nick, teamID string, at time.Time) {
+	p, ok := b.play[id]
+	if !ok || !at.Before(p.ChangedAt) {
+		b.play[id] = &raw.Player{ID: id, Nickname: nick, TeamID: teamID, ChangedAt: at}
+	}
+}
+
+// match adds a completed match with its update and game.
+func (b *builder) match(m raw.Match, scoreA, scoreB int, forfeit bool, g Game) {
+	b.ds.Matches = append(b.ds.Matches, m)
+	rt := "played"
+	if forfeit {
+		rt = "forfeit"
+	}
+	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "completed",
+		ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: m.ScheduledAt})
+	g.MatchID, g.ScheduledAt, g.TeamA, g.TeamB = m.ID, m.ScheduledAt, m.TeamAID, m.TeamBID
+	g.WinnerA, g.Forfeit = scoreA > scoreB, forfeit
+	b.ds.Games = append(b.ds.Games, g)
+}
+
+func (b *builder) finish() *Dataset {
+	ds := b.ds
+	for _, t := range b.events {
+		ds.Tournaments = append(ds.Tournaments, *t)
+	}
+	sort.Slice(ds.Tournaments, func(i, j int) bool { return ds.Tournaments[i].ID < ds.Tournaments[j].ID })
+	for _, t := range b.teams {
+		ds.Teams = append(ds.Teams, *t)
+	}
+	sort.Slice(ds.Teams, func(i, j int) bool { return ds.Teams[i].ID < ds.Teams[j].ID })
+	for _, p := range b.play {
+		ds.Players = append(ds.Players, *p)
+	}
+	sort.Slice(ds.Players, func(i, j int) bool { return ds.Players[i].ID < ds.Players[j].ID })
+	sort.SliceStable(ds.Games, func(i, j int) bool {
+		a, c := ds.Games[i], ds.Games[j]
+		if !a.ScheduledAt.Equal(c.ScheduledAt) {
+			return a.ScheduledAt.Before(c.ScheduledAt)
+		}
+		return a.MatchID < c.MatchID
+	})
+	return ds
+}
+
+// halves checks that halves (and overtime) add up to the map score.
+func halvesAddUp(m *MapResult) bool {
+	if m.FirstHalfA == nil {
+		return true
+	}
+	ota, otb := 0, 0
+	if m.OvertimeA != nil {
+		ota, otb = *m.OvertimeA, *m.OvertimeB
+	}
+	s := *m.FirstHalfA + *m.FirstHalfB
+	return (s == 12 || s == 15) && *m.FirstHalfA+*m.SecondHalfA+ota == m.ScoreA &&
+		*m.FirstHalfB+*m.SecondHalfB+otb == m.ScoreB && *m.SecondHalfA >= 0 && *m.SecondHalfB >= 0
+}
+
+// possibleMap is the pipeline's map score check (sql/normalise/01_check.sql).
+func possibleMap(a, b int) bool {
+	hi, lo := max(a, b), min(a, b)
+	return a >= 0 && b >= 0 && a != b && hi >= 13 && !(hi == 13 && lo > 11)
+}

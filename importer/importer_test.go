@@ -1,0 +1,252 @@
+package importer
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/marcboeker/go-duckdb/v2"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/jobs"
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type noAuth struct{}
+
+func (noAuth) Authenticate(context.Context, string) (access.Principal, error) {
+	return access.Principal{}, access.ErrInvalidKey
+}
+
+// snapshot lands the dataset in a temp store, runs the real pipeline and
+// publish, checks the edge can load the snapshot, and returns a DuckDB
+// connection with one view per published table.
+func snapshot(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := Land(ctx, st, ds, dir, now); err != nil {
+		t.Fatal(err)
+	}
+	r := jobs.NewRunner(jobs.Options{Pipeline: pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work"), Logger: quiet},
+		Force: true, Now: func() time.Time { return now }})
+	res, err := r.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// eo serve's loader reads the published snapshot
+	srv, err := edge.New(edge.Options{Store: st, Auth: noAuth{}, CacheDir: filepath.Join(dir, "cache"),
+		CursorSecret: []byte("x"), Now: func() time.Time { return now }, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Load(ctx); err != nil {
+		t.Fatalf("edge cannot load the snapshot: %v", err)
+	}
+	if srv.Current() == nil || srv.Current().ID != res.Manifest.SnapshotID {
+		t.Fatalf("edge loaded %v, want %s", srv.Current(), res.Manifest.SnapshotID)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, tf := range res.Report.Tables {
+		if _, err := db.Exec(`CREATE VIEW "` + tf.Name + `" AS SELECT * FROM read_parquet('` + tf.Path + `')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, res.Report
+}
+
+func one[T any](t *testing.T, db *sql.DB, q string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := db.QueryRow(q, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return v
+}
+
+func noQuarantine(t *testing.T, rep pipelines.Report) {
+	t.Helper()
+	if n := rep.QuarantinedTotal(); n != 0 {
+		t.Fatalf("%d quarantined lines: %v", n, rep.Quarantined)
+	}
+}
+
+func TestCSGO2015(t *testing.T) {
+	ds, err := ReadCSGO2015("testdata/csgo2015_results.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 13 matches in the excerpt; the 1-1 best-of-two draw is not landed
+	if len(ds.Matches) != 12 || ds.Skipped["drawn match (best-of-two 1-1 or a tied single map): the contract has no draw"] != 1 {
+		t.Fatalf("matches %d, skipped %v", len(ds.Matches), ds.Skipped)
+	}
+	db, rep := snapshot(t, ds)
+	noQuarantine(t, rep)
+	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 12 {
+		t.Errorf("completed matches %d, want 12", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 19 {
+		t.Errorf("map results %d, want 19", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM teams`); n != 22 {
+		t.Errorf("teams %d, want 22", n)
+	}
+	// the all-Default match is a forfeit
+	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`); n != 1 {
+		t.Errorf("forfeits %d, want 1", n)
+	}
+	// formats inferred: bo1 (round score in map_wins), bo3, bo5
+	if s := one[string](t, db, `SELECT string_agg(DISTINCT format, ',' ORDER BY format) FROM matches`); s != "bo1,bo3,bo5" {
+		t.Errorf("formats %q", s)
+	}
+	// Cobblestone → de_cbble; MR15 halves: first halves sum to 15
+	if n := one[int](t, db, `SELECT count(*) FROM map_results WHERE map_name = 'de_cbble'`); n == 0 {
+		t.Error("no de_cbble map")
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM map_results WHERE first_half_a + first_half_b <> 15`); n != 0 {
+		t.Errorf("%d maps with a first half not of 15 rounds", n)
+	}
+	// a known match: 2340454 Recon 5 0-2 TeamOne, Dust2 0-16, Inferno 13-16 on 2020-03-18
+	if s := one[string](t, db, `SELECT concat_ws('|', m.score_a, m.score_b, m.format, strftime(m.scheduled_at AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M'),
+	    ta.name, tb.name, w.name) FROM matches m JOIN teams ta ON ta.id = m.team_a_id JOIN teams tb ON tb.id = m.team_b_id
+	    JOIN teams w ON w.id = m.winner_team_id WHERE ta.name = 'Recon 5' AND tb.name = 'TeamOne'`); s != "0|2|bo3|2020-03-18 00:00|Recon 5|TeamOne|TeamOne" {
+		t.Errorf("match 2340454: %s", s)
+	}
+	// unknown fields stay null: tier, region
+	if n := one[int](t, db, `SELECT count(*) FROM tournaments WHERE tier IS NOT NULL OR region IS NOT NULL`); n != 0 {
+		t.Errorf("%d tournaments with an invented tier/region", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM teams WHERE region IS NOT NULL OR external_rank IS NULL`); n != 0 {
+		t.Errorf("%d teams with a region or without the HLTV rank", n)
+	}
+	// games for the harness carry the ranks
+	for _, g := range ds.Games {
+		if g.RankA <= 0 || g.RankB <= 0 {
+			t.Errorf("game %s without ranks", g.MatchID)
+		}
+	}
+}
+
+func TestCS22024(t *testing.T) {
+	ds, err := ReadCS22024("testdata/cs2-2024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Notes["duplicate hltv_match_id across the enhanced files (de-duplicated)"] != 2 {
+		t.Errorf("notes %v", ds.Notes)
+	}
+	db, rep := snapshot(t, ds)
+	noQuarantine(t, rep)
+	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 7 {
+		t.Errorf("completed matches %d, want 7", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 10 {
+		t.Errorf("map results %d, want 10", n)
+	}
+	// 2386834 Virtus.pro 1-2 3DMAX: map 1 Overpass 13-9 from the round winners, Virtus.pro started T
+	if s := one[string](t, db, `SELECT concat_ws('|', r.map_name, r.score_a, r.score_b, r.first_half_a, r.first_half_b, r.first_half_side_a, m.format, m.score_a, m.score_b)
+	    FROM map_results r JOIN matches m ON m.id = r.match_id JOIN teams ta ON ta.id = m.team_a_id
+	    WHERE ta.name = 'Virtus.pro' AND m.scheduled_at = TIMESTAMPTZ '2025-10-16 05:40:00Z' AND r.map_number = 1`); s != "de_overpass|13|9|5|7|t|bo3|1|2" {
+		t.Errorf("2386834 map 1: %s", s)
+	}
+	// LAN/online is known; tier/region are not
+	if n := one[int](t, db, `SELECT count(*) FROM tournaments WHERE is_lan IS NULL OR tier IS NOT NULL`); n != 0 {
+		t.Errorf("%d tournaments without is_lan or with a tier", n)
+	}
+	// the single-map matches: bo1, 1-0, with the map's round score
+	if n := one[int](t, db, `SELECT count(*) FROM matches m JOIN map_results r ON r.match_id = m.id
+	    WHERE m.format = 'bo1' AND greatest(m.score_a, m.score_b) = 1 AND greatest(r.score_a, r.score_b) >= 13`); n != 4 {
+		t.Errorf("bo1 matches with a map result: %d, want 4", n)
+	}
+}
+
+func TestCS22026(t *testing.T) {
+	ds, err := ReadCS22026("testdata/cs2-2026_results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, rep := snapshot(t, ds)
+	noQuarantine(t, rep)
+	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 5 {
+		t.Errorf("completed matches %d, want 5", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`); n != 2 {
+		t.Errorf("forfeits %d, want 2", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 9 {
+		t.Errorf("map results %d, want 9", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM vetoes`); n != 28 {
+		t.Errorf("vetoes %d, want 28", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM vetoes WHERE choice_type = 'decider' AND team_id IS NULL`); n != 4 {
+		t.Errorf("deciders %d, want 4", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM players`); n != 30 {
+		t.Errorf("players %d, want 30", n)
+	}
+	// 2389752 SportsBetExpert 2-0 regain: veto 1 regain bans Nuke; Inferno 13-7 (7:5; 6:2); sml 24-13, KAST 0.9
+	if s := one[string](t, db, `SELECT concat_ws('|', v.choice_type, v.map_name, tv.name) FROM vetoes v JOIN teams tv ON tv.id = v.team_id
+	    JOIN matches m ON m.id = v.match_id JOIN teams ta ON ta.id = m.team_a_id WHERE ta.name = 'SportsBetExpert' AND v."order" = 1`); s != "ban|de_nuke|regain" {
+		t.Errorf("veto 1: %s", s)
+	}
+	if s := one[string](t, db, `SELECT concat_ws('|', r.map_name, r.score_a, r.score_b, r.first_half_a, r.first_half_b, r.second_half_a, r.second_half_b,
+	    coalesce(r.first_half_side_a, 'null'), m.format, m.stage)
+	    FROM map_results r JOIN matches m ON m.id = r.match_id JOIN teams ta ON ta.id = m.team_a_id
+	    WHERE ta.name = 'SportsBetExpert' AND r.map_number = 1`); s != "de_inferno|13|7|7|5|6|2|null|bo3|Group A winners' match" {
+		t.Errorf("map 1: %s", s)
+	}
+	if s := one[string](t, db, `SELECT concat_ws('|', s.kills, s.deaths, coalesce(CAST(s.assists AS VARCHAR), 'null'), s.adr, s.kast, s.rounds_played)
+	    FROM player_stats s JOIN players p ON p.id = s.player_id JOIN matches m ON m.id = s.match_id
+	    JOIN teams ta ON ta.id = m.team_a_id WHERE ta.name = 'SportsBetExpert' AND p.name = 'sml' AND s.map_number = 1`); s != "24|13|null|117.3|0.9|20" {
+		t.Errorf("sml map 1: %s", s)
+	}
+	// an overtime map: halves + overtime add up
+	if n := one[int](t, db, `SELECT count(*) FROM map_results WHERE overtime_a IS NOT NULL
+	    AND first_half_a + second_half_a + overtime_a = score_a AND first_half_b + second_half_b + overtime_b = score_b`); n == 0 {
+		t.Error("no overtime map")
+	}
+}
+
+func TestVetoParse(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{"1. regain removed Nuke", "1 ban de_nuke B"},
+		{"4. SportsBetExpert picked Dust2", "4 pick de_dust2 A"},
+		{"7. Ancient was left over", "7 decider de_ancient "},
+		{"3. Team X destroyed Nuke", "bad"},
+	} {
+		v, ok := parseVeto(c.line, "SportsBetExpert", "regain", "A", "B")
+		got := "bad"
+		if ok {
+			got = strings.Join([]string{strconv.Itoa(v.Order), v.ChoiceType, v.MapName, v.TeamID}, " ")
+		}
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.line, got, c.want)
+		}
+	}
+	if MapName("Cobblestone") != "de_cbble" || MapName("Dust2") != "de_dust2" || MapName("Default") != "" {
+		t.Error("map names")
+	}
+	if Slug("  Ninjas in Pyjamas ") != "ninjas-in-pyjamas" || Slug("ex-KRÜ") != "ex-krü" {
+		t.Error("slug")
+	}
+}

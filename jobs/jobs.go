@@ -1,0 +1,162 @@
+// Package jobs runs the pipeline and publishes its snapshot, once or on a
+// cron schedule: never two runs at once, and a scheduled run is skipped when
+// no raw batch has landed since the snapshot the pointer names.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+)
+
+// Options configures a run.
+type Options struct {
+	// Pipeline configures the pipeline (store, work folder, logger).
+	Pipeline pipelines.Options
+	// Retention is how long superseded snapshots are kept; 0 means 7 days.
+	Retention time.Duration
+	// Keep is how many complete snapshots are always kept; 0 means 3.
+	Keep int
+	// Force runs even when no new batch landed.
+	Force bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Result says what a run did.
+type Result struct {
+	Skipped  bool
+	Report   pipelines.Report
+	Manifest publish.Manifest
+	Cleaned  []string
+}
+
+// ErrBusy is returned when a run is already in progress.
+var ErrBusy = errors.New("jobs: a run is already in progress")
+
+// batchesKey is the manifest Extra key that records which raw batches a
+// snapshot was built from.
+const batchesKey = "raw_batches"
+
+// Runner runs the pipeline and publish; at most one run at a time.
+type Runner struct {
+	o  Options
+	mu sync.Mutex
+}
+
+// NewRunner returns a Runner with defaults filled in.
+func NewRunner(o Options) *Runner {
+	if o.Retention == 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	if o.Keep == 0 {
+		o.Keep = 3
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Pipeline.Logger == nil {
+		o.Pipeline.Logger = slog.Default()
+	}
+	return &Runner{o: o}
+}
+
+// batchFingerprint is the sorted list of batch ids, joined.
+func batchFingerprint(ms []raw.BatchManifest) string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.BatchID
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, ",")
+}
+
+// RunOnce runs pipeline + publish + clean unless another run is in progress
+// (ErrBusy) or, without Force, nothing new landed since the current snapshot.
+func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
+	if !r.mu.TryLock() {
+		return Result{}, ErrBusy
+	}
+	defer r.mu.Unlock()
+	st := r.o.Pipeline.Store
+	log := r.o.Pipeline.Logger
+	batches, err := raw.ListBatches(ctx, st)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(batches) == 0 {
+		return Result{Skipped: true}, pipelines.ErrNoBatches
+	}
+	fp := batchFingerprint(batches)
+	if !r.o.Force {
+		_, cur, err := publish.LoadLatest(ctx, st)
+		if err == nil && cur.Extra[batchesKey] == fp {
+			log.Info("no new raw batch since the current snapshot; skipping", "snapshot", cur.SnapshotID)
+			return Result{Skipped: true, Manifest: cur}, nil
+		}
+	}
+	rep, err := pipelines.Run(ctx, r.o.Pipeline)
+	if err != nil {
+		return Result{Report: rep}, err
+	}
+	now := r.o.Now().UTC()
+	m := publish.Manifest{
+		SnapshotID:         publish.NewSnapshotID(now),
+		CreatedAt:          now,
+		SchemaVersion:      pipelines.SchemaVersion,
+		PipelineVersion:    pipelines.Version,
+		RawContractVersion: raw.ContractVersion,
+		Extra:              map[string]string{batchesKey: fp, "run_id": rep.RunID},
+	}
+	m, err = publish.Publish(ctx, st, m, rep.Tables)
+	if err != nil {
+		return Result{Report: rep}, fmt.Errorf("jobs: publish: %w", err)
+	}
+	log.Info("snapshot published", "snapshot", m.SnapshotID, "tables", len(m.Tables),
+		"quarantined", rep.QuarantinedTotal(), "elapsed", rep.Elapsed)
+	cleaned, err := publish.Clean(ctx, st, publish.CleanOptions{Retention: r.o.Retention, Keep: r.o.Keep, Now: now})
+	if err != nil {
+		// The snapshot is published; a failed clean-up is retried next run.
+		log.Warn("snapshot clean-up", "err", err)
+	}
+	return Result{Report: rep, Manifest: m, Cleaned: cleaned}, nil
+}
+
+// Schedule runs RunOnce on the cron spec until ctx ends. A tick that finds a
+// run in progress is skipped (logged), never queued.
+func (r *Runner) Schedule(ctx context.Context, spec string) error {
+	c := cron.New(cron.WithLocation(time.UTC))
+	log := r.o.Pipeline.Logger
+	_, err := c.AddFunc(spec, func() {
+		res, err := r.RunOnce(ctx)
+		switch {
+		case errors.Is(err, ErrBusy):
+			log.Warn("scheduled run skipped: previous run still in progress")
+		case errors.Is(err, pipelines.ErrNoBatches):
+			log.Info("scheduled run skipped: no raw batch landed yet")
+		case err != nil:
+			log.Error("scheduled run", "err", err)
+		case res.Skipped:
+		default:
+			log.Info("scheduled run done", "snapshot", res.Manifest.SnapshotID)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("jobs: bad schedule %q: %w", spec, err)
+	}
+	c.Start()
+	<-ctx.Done()
+	<-c.Stop().Done()
+	return nil
+}

@@ -1,0 +1,115 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+)
+
+func landFixture(t *testing.T, st publish.Store, at time.Time) {
+	t.Helper()
+	b, err := raw.NewBatch(t.TempDir(), "fixture", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "pipelines", "testdata", "fixture")
+	for _, e := range raw.Entities {
+		body, err := os.ReadFile(filepath.Join(dir, string(e)+".ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			if err := b.AddLine(e, []byte(l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := b.Land(context.Background(), st, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newTestRunner(t *testing.T, st publish.Store) *Runner {
+	return NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}})
+}
+
+func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	r := newTestRunner(t, st)
+	if _, err := r.RunOnce(ctx); !errors.Is(err, pipelines.ErrNoBatches) {
+		t.Fatalf("empty store: got %v, want ErrNoBatches", err)
+	}
+	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	first, err := r.RunOnce(ctx)
+	if err != nil || first.Skipped {
+		t.Fatalf("first run: %+v %v", first, err)
+	}
+	p, m, err := publish.LoadLatest(ctx, st)
+	if err != nil || p.SnapshotID != first.Manifest.SnapshotID || len(m.Tables) != len(pipelines.OutputTables) {
+		t.Fatalf("pointer %+v manifest tables %d err %v", p, len(m.Tables), err)
+	}
+	again, err := r.RunOnce(ctx)
+	if err != nil || !again.Skipped || again.Manifest.SnapshotID != first.Manifest.SnapshotID {
+		t.Fatalf("nothing new landed, the run must skip: %+v %v", again, err)
+	}
+	landFixture(t, st, time.Date(2025, 3, 2, 11, 0, 0, 0, time.UTC))
+	second, err := r.RunOnce(ctx)
+	if err != nil || second.Skipped || second.Manifest.SnapshotID == first.Manifest.SnapshotID {
+		t.Fatalf("a new batch must trigger a run: %+v %v", second, err)
+	}
+}
+
+func TestNeverTwoRunsAtOnce(t *testing.T) {
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	r := newTestRunner(t, st)
+	r.mu.Lock() // a run in progress
+	_, err := r.RunOnce(context.Background())
+	r.mu.Unlock()
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("got %v, want ErrBusy", err)
+	}
+	if _, err := publish.ReadPointer(context.Background(), st); !errors.Is(err, publish.ErrNoSnapshot) {
+		t.Fatalf("a refused run must not publish: %v", err)
+	}
+}
+
+func TestScheduleRejectsBadSpec(t *testing.T) {
+	r := newTestRunner(t, publish.NewMemory())
+	if err := r.Schedule(context.Background(), "not a schedule"); err == nil {
+		t.Fatal("a bad cron spec must be an error")
+	}
+}
+
+func TestScheduleRuns(t *testing.T) {
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	r := newTestRunner(t, st)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Schedule(ctx, "@every 1s") }()
+	for {
+		if _, err := publish.ReadPointer(ctx, st); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the schedule never published a snapshot")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,280 @@
+package live
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The live eo_market aggregator mirrors the batch step sql/derive/00_odds.sql
+// decision for decision, so a line pushed live equals the line the next
+// pipeline run publishes for the same captures:
+//
+//   - Contributor: a book and the white labels copying it are one
+//     contributor (the feed gives the root book in CopiesBook). Its price for
+//     an outcome is its latest capture; at one instant the source book's
+//     capture wins over a copy's.
+//   - Market: (market, match, map_number, line); market_id is the same
+//     deterministic UUID as the batch's eo_market_key/eo_uuid.
+//   - At a moment, each contributor that priced at least 2 outcomes of the
+//     market has its 1/price normalised over the outcomes it priced.
+//   - Per outcome, the median over contributors (even count: mean of the two
+//     middle values), published only with at least 2 contributors
+//     (book_count); a market needs at least 2 published outcomes; medians are
+//     renormalised over the published outcomes and price = 1/probability, in
+//     full double precision.
+//   - Append-on-change: an outcome's line is emitted only when its published
+//     price differs from its previous published price.
+
+// MarketKey identifies one market: rows differing only by line are
+// different markets. MatchID is the service match id (canonical uuid).
+type MarketKey struct {
+	Market    string
+	MatchID   string
+	MapNumber int // 0: none (only map_winner has one)
+	Line      float64
+	HasLine   bool
+}
+
+// Quote is one contributor's price for one outcome.
+type Quote struct {
+	Contributor string
+	Book        string // the book that captured it (ties prefer Book == Contributor)
+	Outcome     string
+	Price       float64
+	CapturedAt  time.Time
+}
+
+// MarketLine is one published eo_market outcome price.
+type MarketLine struct {
+	Key        MarketKey
+	MarketID   string
+	Outcome    string
+	Price      float64
+	BookCount  int
+	CapturedAt time.Time
+}
+
+// ID is the line's id, as the batch mints it (market, outcome, source and
+// capture instant).
+func (l MarketLine) ID() string {
+	return UUIDFromKey("odds_line\x00" + l.MarketID + "\x00" + l.Outcome + "\x00eo_market\x00" +
+		strconv.FormatInt(l.CapturedAt.UnixMicro(), 10))
+}
+
+type marketState struct {
+	quotes map[string]map[string]Quote // contributor -> outcome -> quote
+	last   map[string]MarketLine       // outcome -> last published line
+}
+
+// Aggregator keeps every live market's quotes and published lines. It is
+// safe for concurrent use.
+type Aggregator struct {
+	mu      sync.Mutex
+	markets map[MarketKey]*marketState
+}
+
+// NewAggregator returns an empty aggregator.
+func NewAggregator() *Aggregator { return &Aggregator{markets: map[MarketKey]*marketState{}} }
+
+// Apply records a quote without evaluating the market (apply every capture
+// of one instant, then Evaluate once, as the batch does per moment). A quote
+// older than the contributor's current one for that outcome is ignored.
+func (a *Aggregator) Apply(k MarketKey, q Quote) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.markets[k]
+	if st == nil {
+		st = &marketState{quotes: map[string]map[string]Quote{}, last: map[string]MarketLine{}}
+		a.markets[k] = st
+	}
+	byOutcome := st.quotes[q.Contributor]
+	if byOutcome == nil {
+		byOutcome = map[string]Quote{}
+		st.quotes[q.Contributor] = byOutcome
+	}
+	if cur, ok := byOutcome[q.Outcome]; ok {
+		if q.CapturedAt.Before(cur.CapturedAt) {
+			return
+		}
+		if q.CapturedAt.Equal(cur.CapturedAt) && cur.Book == q.Contributor && q.Book != q.Contributor {
+			return // same instant: the source book's capture wins over a copy's
+		}
+	}
+	byOutcome[q.Outcome] = q
+}
+
+// Evaluate computes the market at moment t and returns the lines whose
+// published price changed (append-on-change), stamped t.
+func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.markets[k]
+	if st == nil {
+		return nil
+	}
+	probs, counts := Aggregate(st.quotes)
+	var out []MarketLine
+	outcomes := make([]string, 0, len(probs))
+	for o := range probs {
+		outcomes = append(outcomes, o)
+	}
+	sort.Strings(outcomes)
+	id := MarketID(k)
+	for _, o := range outcomes {
+		price := 1 / probs[o]
+		if prev, ok := st.last[o]; ok && prev.Price == price {
+			continue
+		}
+		l := MarketLine{Key: k, MarketID: id, Outcome: o, Price: price, BookCount: counts[o], CapturedAt: t}
+		st.last[o] = l
+		out = append(out, l)
+	}
+	return out
+}
+
+// Add applies one quote and evaluates its market at the quote's instant.
+func (a *Aggregator) Add(k MarketKey, q Quote) []MarketLine {
+	a.Apply(k, q)
+	return a.Evaluate(k, q.CapturedAt)
+}
+
+// Latest returns the last published line of every outcome of every market
+// of a match (service id), ordered by market id then outcome.
+func (a *Aggregator) Latest(matchID string) []MarketLine {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []MarketLine
+	for k, st := range a.markets {
+		if k.MatchID != matchID {
+			continue
+		}
+		for _, l := range st.last {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].MarketID != out[j].MarketID {
+			return out[i].MarketID < out[j].MarketID
+		}
+		return out[i].Outcome < out[j].Outcome
+	})
+	return out
+}
+
+// Forget drops every market of a match (its lines are in a loaded snapshot).
+func (a *Aggregator) Forget(matchID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.markets {
+		if k.MatchID == matchID {
+			delete(a.markets, k)
+		}
+	}
+}
+
+// Aggregate is the eo_market rule on one market's current quotes
+// (contributor -> outcome -> quote): the published probability and
+// book_count per outcome. Nothing is published (nil) when fewer than 2
+// outcomes have at least 2 contributors.
+func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[string]int) {
+	per := map[string][]float64{}
+	for _, byOutcome := range quotes {
+		if len(byOutcome) < 2 {
+			continue // cannot be de-vigged
+		}
+		// Sum in outcome order, as the batch window does.
+		os := make([]string, 0, len(byOutcome))
+		for o := range byOutcome {
+			os = append(os, o)
+		}
+		sort.Strings(os)
+		tot := 0.0
+		for _, o := range os {
+			tot += 1 / byOutcome[o].Price
+		}
+		for _, o := range os {
+			per[o] = append(per[o], (1/byOutcome[o].Price)/tot)
+		}
+	}
+	med := map[string]float64{}
+	counts := map[string]int{}
+	for o, ps := range per {
+		if len(ps) < 2 {
+			continue
+		}
+		med[o] = median(ps)
+		counts[o] = len(ps)
+	}
+	if len(med) < 2 {
+		return nil, nil
+	}
+	os := make([]string, 0, len(med))
+	for o := range med {
+		os = append(os, o)
+	}
+	sort.Strings(os)
+	sum := 0.0
+	for _, o := range os {
+		sum += med[o]
+	}
+	probs := make(map[string]float64, len(med))
+	for _, o := range os {
+		probs[o] = med[o] / sum
+	}
+	return probs, counts
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
+}
+
+// MarketID is the batch's market_id: eo_uuid(eo_market_key(market, match_id,
+// tournament_id, map_number, line)) for a match market.
+func MarketID(k MarketKey) string {
+	var b strings.Builder
+	b.WriteString("market\x00")
+	b.WriteString(k.Market)
+	b.WriteByte(0)
+	b.WriteString(k.MatchID)
+	b.WriteByte(0)
+	b.WriteByte(0) // no tournament on a match market
+	if k.MapNumber > 0 {
+		b.WriteString(strconv.Itoa(k.MapNumber))
+	}
+	b.WriteByte(0)
+	if k.HasLine {
+		b.WriteString(DuckDouble(k.Line))
+	}
+	return UUIDFromKey(b.String())
+}
+
+// DuckDouble renders a double as DuckDB's CAST(x AS VARCHAR) does for the
+// values lines take (2.5, -1.5, 3.0).
+func DuckDouble(x float64) string {
+	s := strconv.FormatFloat(x, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s
+}
+
+// UUIDFromKey is the batch's eo_uuid: a version-7-shaped, RFC 4122 variant
+// UUID whose other bits come from SHA-256 of the key.
+func UUIDFromKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	h := hex.EncodeToString(sum[:])
+	const digits = "0123456789abcdef"
+	v := "89ab"[strings.IndexByte(digits, h[16])%4]
+	return h[0:8] + "-" + h[8:12] + "-7" + h[13:16] + "-" + string(v) + h[17:20] + "-" + h[20:32]
+}

@@ -1,0 +1,122 @@
+package live
+
+import (
+	"math"
+	"regexp"
+	"testing"
+	"time"
+)
+
+func q(contrib, book, outcome string, price float64, at time.Time) Quote {
+	return Quote{Contributor: contrib, Book: book, Outcome: outcome, Price: price, CapturedAt: at}
+}
+
+// devig is one contributor's normalised probability of the first leg.
+func devig(h, a float64) float64 { return (1 / h) / (1/h + 1/a) }
+
+func TestAggregateRules(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := MarketKey{Market: "match_winner", MatchID: "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"}
+	a := NewAggregator()
+
+	// One contributor: nothing published.
+	if got := a.Add(k, q("bk-01", "bk-01", "home", 1.80, t0)); len(got) != 0 {
+		t.Fatalf("one leg of one book published %v", got)
+	}
+	if got := a.Add(k, q("bk-01", "bk-01", "away", 2.05, t0)); len(got) != 0 {
+		t.Fatalf("one contributor published %v", got)
+	}
+	// A white label copying bk-01 is the same contributor: still nothing.
+	a.Apply(k, q("bk-01", "bk-06", "home", 1.80, t0.Add(time.Second)))
+	if got := a.Evaluate(k, t0.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("a white label counted as a second contributor: %v", got)
+	}
+	// A contributor with only one leg cannot be de-vigged: still nothing.
+	if got := a.Add(k, q("bk-02", "bk-02", "home", 1.70, t0.Add(2*time.Second))); len(got) != 0 {
+		t.Fatalf("a one-legged contributor counted: %v", got)
+	}
+	// Its second leg makes two contributors: published, both legs.
+	t3 := t0.Add(3 * time.Second)
+	got := a.Add(k, q("bk-02", "bk-02", "away", 2.20, t3))
+	if len(got) != 2 {
+		t.Fatalf("want both legs, got %v", got)
+	}
+	p1, p2 := devig(1.80, 2.05), devig(1.70, 2.20)
+	medH := (p1 + p2) / 2 // even count: mean of the two middle values
+	medA := ((1 - p1) + (1 - p2)) / 2
+	wantH := 1 / (medH / (medH + medA))
+	wantA := 1 / (medA / (medH + medA))
+	for _, l := range got {
+		want := wantH
+		if l.Outcome == "away" {
+			want = wantA
+		}
+		if math.Abs(l.Price-want) > 1e-12 || l.BookCount != 2 || !l.CapturedAt.Equal(t3) {
+			t.Errorf("%s: price %.12f book_count %d at %v; want %.12f, 2, %v", l.Outcome, l.Price, l.BookCount, l.CapturedAt, want, t3)
+		}
+		if l.MarketID != MarketID(k) {
+			t.Errorf("market id %s, want %s", l.MarketID, MarketID(k))
+		}
+	}
+	if s := 1/got[0].Price + 1/got[1].Price; math.Abs(s-1) > 1e-12 {
+		t.Errorf("implied probabilities sum to %v", s)
+	}
+	// Append-on-change: re-evaluating without a change publishes nothing.
+	if got := a.Evaluate(k, t0.Add(4*time.Second)); len(got) != 0 {
+		t.Errorf("no change, yet published %v", got)
+	}
+	// An older quote does not replace a newer one.
+	if got := a.Add(k, q("bk-02", "bk-02", "away", 9.0, t0)); len(got) != 0 {
+		t.Errorf("an out-of-order older quote changed the line: %v", got)
+	}
+	// A third contributor: odd count takes the middle value; book_count 3.
+	t5 := t0.Add(5 * time.Second)
+	a.Apply(k, q("bk-03", "bk-03", "home", 1.50, t5))
+	a.Apply(k, q("bk-03", "bk-03", "away", 2.60, t5))
+	got = a.Evaluate(k, t5)
+	p3 := devig(1.50, 2.60)
+	ps := []float64{p1, p2, p3}
+	mid := median(ps)
+	as := []float64{1 - p1, 1 - p2, 1 - p3}
+	midA := median(as)
+	if len(got) != 2 || got[1].Outcome != "home" || got[1].BookCount != 3 || math.Abs(got[1].Price-1/(mid/(mid+midA))) > 1e-12 {
+		t.Errorf("three contributors: %+v (want home %.12f)", got, 1/(mid/(mid+midA)))
+	}
+	if latest := a.Latest(k.MatchID); len(latest) != 2 || !latest[0].CapturedAt.Equal(t5) {
+		t.Errorf("latest: %+v", latest)
+	}
+}
+
+func TestSameInstantSourceBookWins(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := MarketKey{Market: "match_winner", MatchID: "m"}
+	a := NewAggregator()
+	a.Apply(k, q("bk-01", "bk-01", "home", 1.80, t0))
+	a.Apply(k, q("bk-01", "bk-06", "home", 1.90, t0)) // the copy at the same instant
+	a.Apply(k, q("bk-01", "bk-01", "away", 2.00, t0))
+	a.Apply(k, q("bk-02", "bk-02", "home", 1.80, t0))
+	a.Apply(k, q("bk-02", "bk-02", "away", 2.00, t0))
+	got := a.Evaluate(k, t0)
+	if len(got) != 2 || got[1].Outcome != "home" {
+		t.Fatalf("%+v", got)
+	}
+	if math.Abs(1/got[1].Price-devig(1.8, 2.0)) > 1e-12 {
+		t.Errorf("the copy's price won over the source's at the same instant: %+v", got)
+	}
+}
+
+func TestIDsMatchTheBatchShape(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	id := MarketID(MarketKey{Market: "total_maps", MatchID: "x", Line: 2.5, HasLine: true})
+	if !re.MatchString(id) {
+		t.Errorf("market id %q is not a v7-shaped uuid", id)
+	}
+	if id == MarketID(MarketKey{Market: "total_maps", MatchID: "x", Line: 3.5, HasLine: true}) {
+		t.Error("lines 2.5 and 3.5 share a market id")
+	}
+	for in, want := range map[float64]string{2.5: "2.5", -1.5: "-1.5", 3: "3.0"} {
+		if got := DuckDouble(in); got != want {
+			t.Errorf("DuckDouble(%v) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package live
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/eodata/eo/live/redistest"
+)
+
+// The same suites run against the in-memory and the Redis implementations.
+
+func TestTicketStores(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) TicketStore{
+		"memory": func(*testing.T) TicketStore { return NewMemoryTickets(nil) },
+		"redis":  func(t *testing.T) TicketStore { return &RedisTickets{Client: redistest.Start(t)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := mk(t)
+			tk := Ticket{KeyID: "k1", AccountID: "a1", Plan: "standard", ExpiresAt: time.Now().Add(time.Minute).UTC().Truncate(time.Second)}
+			if err := s.Put(ctx, "tok", tk, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := s.Take(ctx, "other"); ok {
+				t.Fatal("an unknown ticket was redeemed")
+			}
+			got, ok, err := s.Take(ctx, "tok")
+			if err != nil || !ok || got != tk {
+				t.Fatalf("take: %+v %v %v", got, ok, err)
+			}
+			if _, ok, _ := s.Take(ctx, "tok"); ok {
+				t.Fatal("a ticket was redeemed twice")
+			}
+		})
+	}
+}
+
+func TestConnLimiters(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) (ConnLimiter, ConnLimiter){
+		"memory": func(*testing.T) (ConnLimiter, ConnLimiter) { l := NewMemoryLimiter(); return l, l },
+		"redis": func(t *testing.T) (ConnLimiter, ConnLimiter) {
+			c := redistest.Start(t)
+			// Two limiters (two instances) sharing one Redis.
+			return &RedisLimiter{Client: c}, &RedisLimiter{Client: c}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a, b := mk(t)
+			var rels []func()
+			for i := 0; i < 5; i++ {
+				l := a
+				if i%2 == 1 {
+					l = b
+				}
+				rel, ok, err := l.Acquire(ctx, "k1", 5)
+				if err != nil || !ok {
+					t.Fatalf("slot %d refused: %v", i+1, err)
+				}
+				rels = append(rels, rel)
+			}
+			if _, ok, _ := b.Acquire(ctx, "k1", 5); ok {
+				t.Fatal("a 6th slot was granted")
+			}
+			if rel, ok, _ := a.Acquire(ctx, "k2", 5); !ok {
+				t.Fatal("another key was refused")
+			} else {
+				rel()
+			}
+			rels[0]()
+			rels[0]() // releasing twice frees one slot only
+			rel, ok, _ := b.Acquire(ctx, "k1", 5)
+			if !ok {
+				t.Fatal("a released slot was not freed")
+			}
+			if _, ok, _ := a.Acquire(ctx, "k1", 5); ok {
+				t.Fatal("a double release freed two slots")
+			}
+			rel()
+		})
+	}
+}
+
+func TestRedisLeaseLapses(t *testing.T) {
+	c := redistest.Start(t)
+	l := &RedisLimiter{Client: c, TTL: 300 * time.Millisecond}
+	ctx := context.Background()
+	rel, ok, err := l.Acquire(ctx, "k", 1)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	time.Sleep(700 * time.Millisecond) // refreshed meanwhile: still held
+	if _, ok, _ := l.Acquire(ctx, "k", 1); ok {
+		t.Fatal("a refreshed lease lapsed")
+	}
+	rel()
+	// A lease whose instance died (never refreshed, never released) lapses.
+	c.ZAdd(ctx, "eo:wsconn:dead", redisZ(time.Now().Add(-time.Second)))
+	if _, ok, _ := l.Acquire(ctx, "dead", 1); !ok {
+		t.Fatal("a lapsed lease still holds its slot")
+	}
+}
+
+func TestFeeds(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) (Feed, Feed){
+		"memory": func(*testing.T) (Feed, Feed) { f := NewMemoryFeed(); return f, f },
+		"redis": func(t *testing.T) (Feed, Feed) {
+			c := redistest.Start(t)
+			return &RedisFeed{Client: c}, &RedisFeed{Client: c}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pub, sub := mk(t)
+			c1, err := sub.Subscribe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2, err := pub.Subscribe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 3; i++ {
+				if err := pub.Publish(ctx, Event{Kind: KindScore, MatchID: "m", ScoreA: ip(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, ch := range []<-chan Event{c1, c2} {
+				for i := 1; i <= 3; i++ {
+					select {
+					case ev := <-ch:
+						if *ev.ScoreA != i || ev.SentAt.IsZero() {
+							t.Fatalf("event %d: %+v", i, ev)
+						}
+					case <-time.After(5 * time.Second):
+						t.Fatalf("event %d not received", i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func redisZ(at time.Time) redis.Z { return redis.Z{Score: float64(at.UnixMilli()), Member: "crashed"} }

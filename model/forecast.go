@@ -1,0 +1,227 @@
+package model
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Version is the eo_model version carried on every forecast and metric row.
+// Bump it when the forecast changes.
+const Version = "eo_model-glicko2-1.0.0"
+
+// Match is one fixture for the forecast: a not-cancelled match. A completed
+// match has Completed set, its result known at EndedAt.
+type Match struct {
+	ID          string
+	TeamA       string // the "home" outcome
+	TeamB       string // the "away" outcome
+	ScheduledAt time.Time
+	Completed   bool
+	EndedAt     time.Time // when the result became known (completed only)
+	WinnerA     bool      // completed only
+}
+
+// Forecast is the walk-forward forecast of one match: made from the results
+// that ended strictly before its ScheduledAt, before its own result is used.
+type Forecast struct {
+	MatchID     string
+	TeamA       string
+	TeamB       string
+	ScheduledAt time.Time
+	// CapturedAt is when the forecast's inputs last changed: the latest
+	// result or rating-period boundary before ScheduledAt (at most
+	// ScheduledAt minus one second). It is the forecast's publication time.
+	CapturedAt time.Time
+	PHome      float64 // probability that TeamA wins
+	PRaw       float64 // the uncalibrated Glicko-2 probability
+	Settled    bool
+	Outcome    int // 1 TeamA won, 0 TeamB won (settled only)
+	RatingA    Rating
+	RatingB    Rating
+}
+
+// Brier is the forecast's squared error (settled only).
+func (f Forecast) Brier() float64 {
+	d := f.PHome - float64(f.Outcome)
+	return d * d
+}
+
+// ForecastConfig configures the walk-forward run.
+type ForecastConfig struct {
+	Ratings Config
+	// CalibrateAfter is how many settled forecasts must exist before the
+	// logistic calibration is used; 0 disables calibration.
+	CalibrateAfter int
+	// RefitEvery refits the calibration after this many new settled forecasts.
+	RefitEvery int
+	// Checkpoints are times at which every team's current rating is
+	// recorded (results that ended at or before the time are included).
+	Checkpoints []time.Time
+}
+
+// DefaultForecastConfig is the pipeline's configuration.
+func DefaultForecastConfig() ForecastConfig {
+	return ForecastConfig{Ratings: DefaultConfig(), CalibrateAfter: 300, RefitEvery: 100}
+}
+
+// RunResult is the output of Run.
+type RunResult struct {
+	Forecasts []Forecast // in the input's (scheduled_at, id) order
+	// Ratings holds, per checkpoint (same index as the config), each team's
+	// rating at that time.
+	Ratings []map[string]Rating
+	// Calibration is the final calibration (A, B): p = logistic(A + B logit(raw)).
+	CalibA, CalibB float64
+}
+
+const (
+	evForecast = iota
+	evResult
+	evCheckpoint
+)
+
+type event struct {
+	at   time.Time
+	kind int
+	i    int
+}
+
+// Run processes the matches in time order: a forecast at each match's
+// scheduled_at, a result at each completed match's ended_at, checkpoints
+// at their times. At equal times a forecast comes before a result, so a
+// forecast never sees a result that was not known strictly before it.
+func Run(matches []Match, cfg ForecastConfig) RunResult {
+	evs := make([]event, 0, 2*len(matches)+len(cfg.Checkpoints))
+	for i := range matches {
+		m := &matches[i]
+		evs = append(evs, event{at: m.ScheduledAt, kind: evForecast, i: i})
+		if m.Completed {
+			at := m.EndedAt
+			if at.IsZero() || at.Before(m.ScheduledAt) {
+				at = m.ScheduledAt
+			}
+			evs = append(evs, event{at: at, kind: evResult, i: i})
+		}
+	}
+	for i, t := range cfg.Checkpoints {
+		evs = append(evs, event{at: t, kind: evCheckpoint, i: i})
+	}
+	sort.SliceStable(evs, func(a, b int) bool {
+		x, y := evs[a], evs[b]
+		if !x.at.Equal(y.at) {
+			return x.at.Before(y.at)
+		}
+		if x.kind != y.kind {
+			return x.kind < y.kind
+		}
+		if x.kind == evCheckpoint {
+			return x.i < y.i
+		}
+		return matches[x.i].ID < matches[y.i].ID
+	})
+
+	sys := NewSystem(cfg.Ratings)
+	out := RunResult{Forecasts: make([]Forecast, len(matches)), Ratings: make([]map[string]Rating, len(cfg.Checkpoints)), CalibB: 1}
+	var cal calibrator
+	calA, calB := 0.0, 1.0
+	sinceFit, fitted := 0, false
+	for _, e := range evs {
+		sys.AdvanceTo(e.at)
+		switch e.kind {
+		case evForecast:
+			m := &matches[e.i]
+			ra, rb := sys.Current(m.TeamA), sys.Current(m.TeamB)
+			raw := WinProbability(ra, rb)
+			p := raw
+			if cfg.CalibrateAfter > 0 && cal.n() >= cfg.CalibrateAfter {
+				p = logistic(calA + calB*logit(raw))
+			}
+			capAt := sys.LastChange()
+			if limit := m.ScheduledAt.Add(-time.Second); capAt.IsZero() || capAt.After(limit) {
+				capAt = limit
+			}
+			out.Forecasts[e.i] = Forecast{MatchID: m.ID, TeamA: m.TeamA, TeamB: m.TeamB, ScheduledAt: m.ScheduledAt,
+				CapturedAt: capAt, PHome: p, PRaw: raw, RatingA: ra, RatingB: rb}
+		case evResult:
+			m := &matches[e.i]
+			score := 0.0
+			if m.WinnerA {
+				score = 1
+			}
+			sys.AddResult(m.TeamA, m.TeamB, score, e.at)
+			f := &out.Forecasts[e.i]
+			f.Settled, f.Outcome = true, int(score)
+			cal.add(f.PRaw, score)
+			sinceFit++
+			// Refit every RefitEvery new results, or every 5% of the
+			// history once that is longer, so the cost stays near linear.
+			every := max(cfg.RefitEvery, cal.n()/20)
+			if cfg.CalibrateAfter > 0 && cal.n() >= cfg.CalibrateAfter && (!fitted || sinceFit >= every) {
+				calA, calB = cal.fit(calA, calB)
+				sinceFit, fitted = 0, true
+			}
+		case evCheckpoint:
+			out.Ratings[e.i] = sys.All()
+		}
+	}
+	out.CalibA, out.CalibB = calA, calB
+	return out
+}
+
+func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+func logit(p float64) float64 {
+	p = math.Min(math.Max(p, 1e-9), 1-1e-9)
+	return math.Log(p / (1 - p))
+}
+
+// calibrator fits p = logistic(a + b x), x = logit(raw), by Newton's method
+// on every settled forecast so far (maximum likelihood, with a weak ridge
+// towards the identity a=0, b=1 for stability).
+type calibrator struct {
+	x, y []float64
+}
+
+func (c *calibrator) n() int { return len(c.x) }
+
+func (c *calibrator) add(raw, y float64) {
+	c.x = append(c.x, logit(raw))
+	c.y = append(c.y, y)
+}
+
+// fit starts from the previous solution (a0, b0).
+func (c *calibrator) fit(a0, b0 float64) (float64, float64) {
+	const ridge = 1.0
+	a, b := a0, b0
+	for it := 0; it < 25; it++ {
+		// gradient and Hessian of the negative log-likelihood plus ridge
+		ga, gb := ridge*a, ridge*(b-1)
+		haa, hab, hbb := ridge, 0.0, ridge
+		for i, x := range c.x {
+			p := logistic(a + b*x)
+			r := p - c.y[i]
+			w := p * (1 - p)
+			ga += r
+			gb += r * x
+			haa += w
+			hab += w * x
+			hbb += w * x * x
+		}
+		det := haa*hbb - hab*hab
+		if det <= 0 {
+			break
+		}
+		da := (hbb*ga - hab*gb) / det
+		db := (haa*gb - hab*ga) / det
+		a -= da
+		b -= db
+		if math.Abs(da) < 1e-10 && math.Abs(db) < 1e-10 {
+			break
+		}
+	}
+	if math.IsNaN(a) || math.IsNaN(b) || b <= 0 {
+		return 0, 1
+	}
+	return a, b
+}

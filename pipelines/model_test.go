@@ -1,0 +1,136 @@
+package pipelines_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/synth"
+)
+
+// runWorld lands a synthetic world and runs the pipeline with the given
+// model options; it returns the report and a DuckDB with every exported
+// table as a view.
+func runWorld(t *testing.T, o synth.Options, mo pipelines.ModelOptions) (pipelines.Report, publish.Store, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	st := publish.NewMemory()
+	b, err := raw.NewBatch(t.TempDir(), "synth", o.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Generate(ctx, o, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Land(ctx, st, o.Now); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), Model: mo, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tf := range rep.Tables {
+		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s')`, tf.Name, filepath.ToSlash(tf.Path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rep, st, db
+}
+
+func one[T any](t *testing.T, db *sql.DB, q string) T {
+	t.Helper()
+	var v T
+	if err := db.QueryRow(q).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return v
+}
+
+// TestModelStepOpenGate runs a mid-size world with a low gate minimum: the
+// gate opens and eo_model lines reach odds_lines, sharing the eo_market
+// market_id; rankings, own_rank, roster history and the report exist.
+func TestModelStepOpenGate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 1,200-match world")
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	_, st, db := runWorld(t, synth.Options{Seed: 11, Now: now, Matches: 1200}, pipelines.ModelOptions{MinSettled: 300})
+
+	settled := one[int](t, db, `SELECT settled_matches FROM model_metrics WHERE market = 'match_winner'`)
+	completed := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed' AND winner_team_id IS NOT NULL`)
+	if settled < 300 || settled > completed {
+		t.Fatalf("settled %d of %d completed", settled, completed)
+	}
+	if !one[bool](t, db, `SELECT gate_passed AND brier_ci_high < 0.25 AND min_settled_matches = 300 FROM model_metrics`) {
+		t.Fatalf("gate closed: %v", one[string](t, db, `SELECT CAST(model_metrics AS VARCHAR) FROM model_metrics`))
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM model_forecasts WHERE outcome IN (0, 1) AND p_home > 0 AND p_home < 1`); n != settled {
+		t.Fatalf("model_forecasts rows %d, settled %d", n, settled)
+	}
+	if d := one[float64](t, db, `SELECT abs(avg(brier) - (SELECT brier FROM model_metrics)) FROM model_forecasts`); d > 1e-5 {
+		t.Fatalf("forecast table disagrees with the metric by %g", d)
+	}
+	// eo_model lines: two per forecast match, in odds_lines.
+	nm := one[int](t, db, `SELECT count(*) FROM odds_lines WHERE source = 'eo_model'`)
+	nMatches := one[int](t, db, `SELECT count(DISTINCT match_id) FROM odds_lines WHERE source = 'eo_model'`)
+	if nm == 0 || nm != 2*nMatches || nMatches < settled {
+		t.Fatalf("eo_model lines %d over %d matches (settled %d)", nm, nMatches, settled)
+	}
+	if bad := one[int](t, db, `
+SELECT count(*) FROM odds_lines l JOIN matches m ON m.id = l.match_id
+WHERE l.source = 'eo_model' AND NOT (l.market = 'match_winner' AND l.model_version IS NOT NULL AND l.book_count IS NULL
+  AND l.captured_at < m.scheduled_at AND l.participant_id = CASE l.outcome_key WHEN 'home' THEN m.team_a_id ELSE m.team_b_id END
+  AND (m.status <> 'completed' OR (l.is_winner = ((l.outcome_key = 'home') = (m.winner_team_id = m.team_a_id)) AND l.is_closing)))`); bad != 0 {
+		t.Fatalf("%d malformed eo_model lines", bad)
+	}
+	if s := one[float64](t, db, `
+SELECT max(abs(s - 1)) FROM (SELECT sum(1 / price) AS s FROM odds_lines WHERE source = 'eo_model' GROUP BY market_id)`); s > 1e-3 {
+		t.Fatalf("implied probabilities off by %g", s)
+	}
+	shared := one[int](t, db, `
+SELECT count(DISTINCT a.market_id) FROM odds_lines a JOIN odds_lines b ON a.market_id = b.market_id AND a.match_id = b.match_id
+WHERE a.source = 'eo_model' AND b.source = 'eo_market'`)
+	if shared == 0 {
+		t.Fatal("no eo_model market shares its market_id with the eo_market one")
+	}
+
+	// Rankings and own_rank agree.
+	if n := one[int](t, db, `SELECT count(*) FROM rankings r JOIN teams t ON t.id = r.entity_id
+WHERE r.entity_type = 'team' AND r.metric = 'glicko2_conservative' AND r."window" = '3mo' AND t.own_rank = r.rank AND r.rd IS NOT NULL`); n == 0 ||
+		n != one[int](t, db, `SELECT count(*) FROM teams WHERE own_rank IS NOT NULL`) {
+		t.Fatalf("own_rank does not match the team board (%d)", n)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM rankings WHERE entity_type = 'player' AND metric = 'rating' AND matches >= 20 AND rd IS NULL AND role IS NOT DISTINCT FROM role`); n == 0 {
+		t.Fatal("no ranked players")
+	}
+	// Roster history: five players, changes consistent.
+	if bad := one[int](t, db, `SELECT count(*) FROM roster_history WHERE len(player_ids) <> 5 OR len(players_in) <> changed_count
+  OR len(players_out) <> changed_count OR (continuity = 'new') <> (days_since_prev IS NULL)`); bad != 0 {
+		t.Fatalf("%d inconsistent roster rows", bad)
+	}
+	if n := one[int](t, db, `SELECT count(DISTINCT continuity) FROM roster_history`); n < 3 {
+		t.Fatalf("only %d continuity values", n)
+	}
+	// The report is in the store.
+	b, err := publish.GetBytes(context.Background(), st, pipelines.ModelReportLatestKey)
+	if err != nil || len(b) < 1000 {
+		t.Fatalf("report: %v (%d bytes)", err, len(b))
+	}
+}

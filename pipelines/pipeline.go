@@ -1,0 +1,493 @@
+// Package pipelines runs the batch pipeline on DuckDB: it stages every landed
+// raw batch (quarantining bad lines with their reason), normalises the records
+// into the service's tables with stable ids and slugs, derives match state and
+// player ratings, and exports one Parquet file per table for publish/.
+//
+// The SQL lives in sql/ (embedded); this package only orders the steps, mints
+// ids and slugs, and moves rows in and out of DuckDB.
+package pipelines
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/marcboeker/go-duckdb/v2"
+
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	eosql "github.com/eodata/eo/sql"
+)
+
+// Version is the pipeline version recorded in every manifest. Bump it when a
+// step changes what a table holds.
+const Version = "2.0.0"
+
+// SchemaVersion is the snapshot schema version: bumped on a breaking change
+// to a published table (a removed or retyped column).
+const SchemaVersion = 1
+
+// Options configures one run.
+type Options struct {
+	// Store holds the raw landing area and the pipeline state.
+	Store publish.Store
+	// WorkDir holds DuckDB's spill files, remote raw copies and the exported
+	// Parquet files. Required.
+	WorkDir string
+	// Logger receives structured progress; nil means slog.Default().
+	Logger *slog.Logger
+	// Progress, when set, is called after each step (for a terminal display).
+	Progress func(step string, rows int64, elapsed time.Duration)
+	// MemoryLimit is DuckDB's memory limit, e.g. "8GB"; empty keeps DuckDB's default.
+	MemoryLimit string
+	// Model configures the ratings and model step (zero values: defaults).
+	Model ModelOptions
+}
+
+// Report is what one run did.
+type Report struct {
+	RunID       string                    `json:"run_id"`
+	StartedAt   time.Time                 `json:"started_at"`
+	Elapsed     string                    `json:"elapsed"`
+	Batches     []string                  `json:"batches"`
+	Staged      map[string]int64          `json:"staged_rows"`
+	Quarantined map[string]map[string]int `json:"quarantined"` // entity -> reason -> rows
+	Tables      []publish.TableFile       `json:"tables"`
+	OutDir      string                    `json:"-"`
+}
+
+// QuarantinedTotal is the number of quarantined lines.
+func (r Report) QuarantinedTotal() int {
+	n := 0
+	for _, m := range r.Quarantined {
+		for _, c := range m {
+			n += c
+		}
+	}
+	return n
+}
+
+// ErrNoBatches is returned when the store holds no landed batch.
+var ErrNoBatches = raw.ErrNoBatches
+
+// State keys of the id and slug registries in the store.
+const (
+	idsKey   = "state/ids.parquet"
+	slugsKey = "state/slugs.parquet"
+)
+
+// OutputTables lists the published tables: snapshot name -> DuckDB table.
+var OutputTables = []string{
+	"games", "tournaments", "teams", "team_names", "players", "matches", "match_events",
+	"map_results", "vetoes", "player_stats", "rounds", "depth_weapons", "depth_grenades",
+	"depth_hitgroups", "depth_duels", "depth_flashes", "lineups", "streams", "sandbox_sample",
+	"odds_lines", // sql/derive/00_odds.sql + 90_odds_lines.sql
+	// ratings and model (pipelines/model.go)
+	"rankings", "roster_history", "model_metrics", "model_forecasts",
+	"live_ids", // sql/derive/95_live_ids.sql: upstream -> service ids for the edge's live path
+}
+
+// orderBy fixes each exported table's row order so that a re-run on the same
+// input writes identical files.
+var orderBy = map[string]string{
+	"games": "id", "tournaments": "id", "teams": "id", "team_names": "team_id, valid_from, name",
+	"players": "id", "matches": "id", "match_events": "match_id, seq",
+	"map_results": "match_id, map_number", "vetoes": `match_id, "order"`,
+	"player_stats":  "match_id, map_number NULLS LAST, team_id, player_id",
+	"rounds":        "match_id, map_number, round_number, team_id",
+	"depth_weapons": "match_id, map_number, player_id, weapon", "depth_grenades": "match_id, map_number, player_id, grenade_name",
+	"depth_hitgroups": "match_id, map_number, player_id, hit_group", "depth_duels": "match_id, map_number, player_id, opponent_id",
+	"depth_flashes": "match_id, map_number, player_id", "lineups": "match_id, team_id",
+	"streams": "match_id, platform, channel", "sandbox_sample": "tournament_id, match_id",
+	// odds: grouped by match (outrights last, by tournament), each series oldest first
+	"odds_lines": "match_id NULLS LAST, tournament_id NULLS LAST, market_id, source, outcome_key, captured_at, id",
+	"live_ids":   "kind, upstream_id",
+	// ratings and model (pipelines/model.go)
+	"rankings": "entity_type, rank", "roster_history": "team_id, played_at DESC, match_id",
+	"model_metrics": "market", "model_forecasts": "scheduled_at, match_id",
+}
+
+// Run executes the whole pipeline once and leaves the Parquet files in
+// WorkDir/out. It does not publish.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	start := time.Now()
+	rep := Report{RunID: raw.NewBatchID(start), StartedAt: start.UTC(), Staged: map[string]int64{},
+		Quarantined: map[string]map[string]int{}}
+	r := &run{o: o, rep: &rep, start: start}
+
+	batches, err := raw.ListBatches(ctx, o.Store)
+	if err != nil {
+		return rep, err
+	}
+	if len(batches) == 0 {
+		return rep, ErrNoBatches
+	}
+	for _, b := range batches {
+		rep.Batches = append(rep.Batches, b.BatchID)
+	}
+	dirs, err := raw.Materialize(ctx, o.Store, batches, filepath.Join(o.WorkDir, "raw-cache"))
+	if err != nil {
+		return rep, err
+	}
+	outDir := filepath.Join(o.WorkDir, "out")
+	if err := os.RemoveAll(outDir); err != nil {
+		return rep, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return rep, err
+	}
+	rep.OutDir = outDir
+
+	db, err := r.open()
+	if err != nil {
+		return rep, err
+	}
+	defer db.Close()
+	r.db = db
+	r.batches, r.dirs = batches, dirs
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) (int64, error)
+	}{
+		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, batches, dirs) }},
+		{"type and validate", r.validate},
+		{"check references", func(ctx context.Context) (int64, error) {
+			return r.execFolder(ctx, "normalise", "normalise/01_check.sql")
+		}},
+		{"load registries", r.loadRegistries},
+		{"mint ids", func(ctx context.Context) (int64, error) { return r.mintIDs(ctx, batches) }},
+		{"assign slugs", r.assignSlugs},
+		{"normalise", func(ctx context.Context) (int64, error) {
+			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
+		}},
+		{"derive", r.derive},
+		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
+		{"save state", r.saveState},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		t0 := time.Now()
+		n, err := s.fn(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("pipelines: %s: %w", s.name, err)
+		}
+		o.Logger.Info("pipeline step", "run", rep.RunID, "step", s.name, "rows", n,
+			"step_elapsed", time.Since(t0).Round(time.Millisecond), "elapsed", time.Since(start).Round(time.Millisecond))
+		if o.Progress != nil {
+			o.Progress(s.name, n, time.Since(start))
+		}
+	}
+	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return rep, nil
+}
+
+type run struct {
+	o       Options
+	batches []raw.BatchManifest
+	dirs    map[string]string // batch id -> local folder of its files
+	rep     *Report
+	db      *sql.DB
+	conn    *sql.Conn
+	start   time.Time
+}
+
+func (r *run) open() (*sql.DB, error) {
+	tmp := filepath.Join(r.o.WorkDir, "duckdb-tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("open duckdb: %w", err)
+	}
+	// One connection: temp tables and settings live per connection.
+	db.SetMaxOpenConns(1)
+	settings := []string{
+		"SET TimeZone = 'UTC'",
+		"SET temp_directory = '" + strings.ReplaceAll(tmp, "'", "''") + "'",
+	}
+	if r.o.MemoryLimit != "" {
+		settings = append(settings, "SET memory_limit = '"+r.o.MemoryLimit+"'")
+	}
+	for _, s := range settings {
+		if _, err := db.Exec(s); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("configure duckdb (%s): %w", s, err)
+		}
+	}
+	return db, nil
+}
+
+// stage reads every entity file of every batch line by line. A line that is
+// not a JSON object goes to quarantine as malformed; the rest is appended to
+// stage_<entity> with its batch sequence and line number.
+func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, dirs map[string]string) (int64, error) {
+	db := r.db
+	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TABLE quarantine (batch_seq INTEGER, entity VARCHAR, line_no INTEGER, reason VARCHAR, body VARCHAR)`); err != nil {
+		return 0, err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TABLE batches (batch_seq INTEGER, batch_id VARCHAR, landed_at TIMESTAMPTZ)`); err != nil {
+		return 0, err
+	}
+	for i, b := range batches {
+		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, ?)`, i, b.BatchID, b.LandedAt); err != nil {
+			return 0, err
+		}
+	}
+	for _, e := range raw.Entities {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE TABLE stage_%s (batch_seq INTEGER, line_no INTEGER, body VARCHAR)`, e)); err != nil {
+			return 0, err
+		}
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var total int64
+	err = conn.Raw(func(dc any) error {
+		drv, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return errors.New("not a duckdb connection")
+		}
+		qa, err := duckdb.NewAppenderFromConn(drv, "", "quarantine")
+		if err != nil {
+			return err
+		}
+		defer qa.Close()
+		for _, e := range raw.Entities {
+			app, err := duckdb.NewAppenderFromConn(drv, "", "stage_"+string(e))
+			if err != nil {
+				return err
+			}
+			for seq, b := range batches {
+				if _, listed := b.Files[e]; !listed {
+					continue
+				}
+				path := filepath.Join(dirs[b.BatchID], string(e)+".ndjson")
+				n, err := appendFile(ctx, app, qa, int32(seq), e, path)
+				if err != nil {
+					app.Close()
+					return fmt.Errorf("stage %s of batch %s: %w", e, b.BatchID, err)
+				}
+				total += n
+				r.rep.Staged[string(e)] += n
+			}
+			if err := app.Close(); err != nil {
+				return err
+			}
+		}
+		return qa.Flush()
+	})
+	return total, err
+}
+
+type driverValue = driver.Value
+
+func newAppender(dc any, table string) (*duckdb.Appender, error) {
+	drv, ok := dc.(*duckdb.Conn)
+	if !ok {
+		return nil, errors.New("not a duckdb connection")
+	}
+	return duckdb.NewAppenderFromConn(drv, "", table)
+}
+
+func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.Entity, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	var n int64
+	var lineNo int32
+	for sc.Scan() {
+		lineNo++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if lineNo%100000 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		if line[0] != '{' || !json.Valid(line) {
+			if err := qa.AppendRow(seq, string(e), lineNo, "malformed JSON", string(line)); err != nil {
+				return n, err
+			}
+			continue
+		}
+		if err := app.AppendRow(seq, lineNo, string(line)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		// An over-long line: quarantine what is known and stop this file.
+		if qerr := qa.AppendRow(seq, string(e), lineNo+1, "unreadable line: "+err.Error(), ""); qerr != nil {
+			return n, qerr
+		}
+	}
+	return n, nil
+}
+
+// validate renders the staging template for every entity and runs it.
+func (r *run) validate(ctx context.Context) (int64, error) {
+	src, err := eosql.Template("stage/stage.sql.tmpl")
+	if err != nil {
+		return 0, err
+	}
+	tmpl, err := template.New("stage").Parse(src)
+	if err != nil {
+		return 0, err
+	}
+	for _, spec := range raw.Specs {
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, newStageSpec(spec)); err != nil {
+			return 0, err
+		}
+		if err := execScript(ctx, r.db, buf.String()); err != nil {
+			return 0, fmt.Errorf("stage %s: %w", spec.Entity, err)
+		}
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf("DROP TABLE stage_%s", spec.Entity)); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	err = r.db.QueryRowContext(ctx, "SELECT count(*) FROM quarantine").Scan(&n)
+	return n, err
+}
+
+type tmplField struct {
+	raw.Field
+	EnumList string
+}
+
+func newStageSpec(s raw.Spec) any {
+	fields := make([]tmplField, len(s.Fields))
+	var st []string
+	for i, f := range s.Fields {
+		quoted := make([]string, len(f.Enum))
+		for j, v := range f.Enum {
+			quoted[j] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		}
+		fields[i] = tmplField{Field: f, EnumList: strings.Join(quoted, ", ")}
+		st = append(st, fmt.Sprintf(`"%s":"VARCHAR"`, f.Name))
+	}
+	keys := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		keys[i] = `"` + k + `"`
+	}
+	return struct {
+		E             string
+		Fields        []tmplField
+		VarcharStruct string
+		KeyList       string
+		Key           []string
+		Order         string
+	}{E: string(s.Entity), Fields: fields, VarcharStruct: "{" + strings.Join(st, ",") + "}",
+		KeyList: strings.Join(keys, ", "), Key: s.Key, Order: s.Order}
+}
+
+// execFolder runs one named step file.
+func (r *run) execFolder(ctx context.Context, folder, name string) (int64, error) {
+	steps, err := eosql.Steps(folder)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range steps {
+		if s.Name == name {
+			if err := execScript(ctx, r.db, s.SQL); err != nil {
+				return 0, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			return 0, nil
+		}
+	}
+	return 0, fmt.Errorf("no step %s", name)
+}
+
+// derive runs every derive step in order.
+func (r *run) derive(ctx context.Context) (int64, error) {
+	// odds_matches lists matches with published odds lines; the odds steps
+	// (when present) fill it before data_available is derived.
+	if _, err := r.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS odds_matches (match_id UUID)`); err != nil {
+		return 0, err
+	}
+	steps, err := eosql.Steps("derive")
+	if err != nil {
+		return 0, err
+	}
+	modelDone := false // ratings and model (pipelines/model.go)
+	for _, s := range steps {
+		// The ratings and model step runs after the derive steps it reads
+		// (matches, player ratings) and before the ones numbered from
+		// modelBefore (the odds lines union its eo_model lines).
+		if !modelDone && s.Name >= modelBefore {
+			if err := r.ratingsAndModel(ctx); err != nil {
+				return 0, err
+			}
+			modelDone = true
+		}
+		t0 := time.Now()
+		if err := execScript(ctx, r.db, s.SQL); err != nil {
+			return 0, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		// per-file timing (BENCHMARKS.md reads the odds steps from it)
+		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
+	}
+	if !modelDone {
+		if err := r.ratingsAndModel(ctx); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	err = r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_matches").Scan(&n)
+	return n, err
+}
+
+// export writes every output table to Parquet in a fixed row order.
+func (r *run) export(ctx context.Context, outDir string) (int64, error) {
+	var total int64
+	for _, name := range OutputTables {
+		path := filepath.Join(outDir, name+".parquet")
+		q := fmt.Sprintf(`COPY (SELECT * FROM out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+			name, orderBy[name], strings.ReplaceAll(path, "'", "''"))
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return total, fmt.Errorf("export %s: %w", name, err)
+		}
+		var n int64
+		if err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_"+name).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n})
+	}
+	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
+	return total, nil
+}
+
+// execScript runs a multi-statement SQL script.
+func execScript(ctx context.Context, db *sql.DB, script string) error {
+	_, err := db.ExecContext(ctx, script)
+	return err
+}

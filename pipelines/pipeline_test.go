@@ -1,0 +1,320 @@
+package pipelines_test
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/marcboeker/go-duckdb/v2"
+
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var landedAt = time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC)
+
+// landDir lands every NDJSON file of a folder as one batch.
+func landDir(t *testing.T, st publish.Store, dir string, at time.Time, extra map[raw.Entity][]string) string {
+	t.Helper()
+	b, err := raw.NewBatch(t.TempDir(), "fixture", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range raw.Entities {
+		body, err := os.ReadFile(filepath.Join(dir, string(e)+".ndjson"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			if line == "" {
+				continue
+			}
+			if err := b.AddLine(e, []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, line := range extra[e] {
+			if err := b.AddLine(e, []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m, err := b.Land(context.Background(), st, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.BatchID
+}
+
+func runPipeline(t *testing.T, st publish.Store) pipelines.Report {
+	t.Helper()
+	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// dump renders every exported table as text, one row a line, in file order.
+func dump(t *testing.T, rep pipelines.Report) map[string]string {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tf := range rep.Tables {
+		rows, err := db.Query(fmt.Sprintf("SELECT * FROM read_parquet('%s')", tf.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		types, _ := rows.ColumnTypes()
+		var sb strings.Builder
+		for i, c := range cols {
+			fmt.Fprintf(&sb, "%s:%s ", c, types[i].DatabaseTypeName())
+		}
+		sb.WriteString("\n")
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vals {
+				if i > 0 {
+					sb.WriteString(" | ")
+				}
+				switch x := v.(type) {
+				case time.Time:
+					sb.WriteString(x.UTC().Format(time.RFC3339Nano))
+				case []byte:
+					fmt.Fprintf(&sb, "%x", x)
+				case nil:
+					sb.WriteString("NULL")
+				default:
+					fmt.Fprint(&sb, x)
+				}
+			}
+			sb.WriteString("\n")
+		}
+		rows.Close()
+		out[tf.Name] = sb.String()
+	}
+	return out
+}
+
+func TestGolden(t *testing.T) {
+	st, err := publish.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	rep := runPipeline(t, st)
+	if q := rep.QuarantinedTotal(); q != 0 {
+		t.Fatalf("clean fixture quarantined %d lines: %v", q, rep.Quarantined)
+	}
+	got := dump(t, rep)
+	for name, text := range got {
+		path := filepath.Join("testdata", "golden", name+".txt")
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run go test ./pipelines -run TestGolden -update)", name, err)
+		}
+		if string(want) != text {
+			t.Errorf("table %s differs from %s:\n--- want\n%s\n--- got\n%s", name, path, want, text)
+		}
+	}
+}
+
+// TestRerunIsIdentical: the same raw input gives the same ids and contents,
+// both with the registry in the store (a re-run) and without it (a full
+// rebuild into a fresh store from the same batches).
+func TestRerunIsIdentical(t *testing.T) {
+	dir := t.TempDir()
+	st, err := publish.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	first := dump(t, runPipeline(t, st))
+	second := dump(t, runPipeline(t, st))
+	for name := range first {
+		if first[name] != second[name] {
+			t.Errorf("re-run changed table %s", name)
+		}
+	}
+	// Full rebuild: wipe the registries, keep the raw batches.
+	for _, k := range []string{"state/ids.parquet", "state/slugs.parquet"} {
+		if err := st.Delete(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := dump(t, runPipeline(t, st))
+	for name := range first {
+		if first[name] != third[name] {
+			t.Errorf("full rebuild changed table %s", name)
+		}
+	}
+}
+
+func TestRenameChangesSlugOnly(t *testing.T) {
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	before := dump(t, runPipeline(t, st))
+	if !strings.Contains(before["teams"], "bravo-reborn") {
+		t.Fatalf("renamed team should carry the new name's slug:\n%s", before["teams"])
+	}
+	// A later batch renames Alpha Wolves.
+	later := landedAt.Add(24 * time.Hour)
+	landDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
+		`{"id":"tm-1","name":"Alpha Pack","short_name":"AP","region":"Europe","country_code":"DE","external_rank":3,"changed_at":"2025-03-06T00:00:00Z"}`}})
+	after := dump(t, runPipeline(t, st))
+	if !strings.Contains(after["teams"], "alpha-pack") || strings.Contains(after["teams"], "alpha-wolves") {
+		t.Fatalf("slug should follow the rename:\n%s", after["teams"])
+	}
+	idOf := func(text, slug string) string {
+		for _, l := range strings.Split(text, "\n") {
+			if strings.Contains(l, "| "+slug+" |") {
+				return strings.SplitN(l, " | ", 2)[0]
+			}
+		}
+		return ""
+	}
+	if a, b := idOf(before["teams"], "alpha-wolves"), idOf(after["teams"], "alpha-pack"); a == "" || a != b {
+		t.Fatalf("a rename must keep the id: %q vs %q", a, b)
+	}
+	if idOf(before["teams"], "bravo-reborn") != idOf(after["teams"], "bravo-reborn") {
+		t.Fatal("an unrenamed team's slug or id changed")
+	}
+}
+
+func TestBadRowsAreQuarantined(t *testing.T) {
+	st := publish.NewMemory()
+	bad := map[raw.Entity][]string{
+		raw.Teams: {
+			`{"id":"tm-9","name":"Broken`, // malformed JSON
+			`{"id":"tm-8","name":"Eight","region":"Mars","changed_at":"2025-03-01T10:00:00Z"}`,                         // unknown enum value
+			`{"id":"tm-7","region":"Europe","changed_at":"2025-03-01T10:00:00Z"}`,                                      // missing name
+			`{"id":"tm-6","name":"Six","region":"Europe","external_rank":"first","changed_at":"2025-03-01T10:00:00Z"}`, // bad type
+		},
+		raw.Matches: {
+			`{"id":"m-9","tournament_id":"tr-1","team_a_id":"tm-1","team_b_id":"tm-404","format":"bo3","stage":"x","scheduled_at":"2025-03-02T15:00:00Z","changed_at":"2025-03-01T10:00:00Z"}`, // broken reference
+		},
+		raw.MatchUpdates: {
+			`{"match_id":"m-9","status":"live","score_a":0,"score_b":0,"changed_at":"2025-03-02T15:00:00Z"}`,      // child of a quarantined match
+			`{"match_id":"m-2","status":"completed","score_a":3,"score_b":0,"changed_at":"2025-03-01T09:00:00Z"}`, // impossible score for bo1
+		},
+		raw.MapResults: {
+			`{"match_id":"m-1","map_number":3,"map_name":"de_inferno","score_a":13,"score_b":13,"first_half_side_a":"t","changed_at":"2025-03-02T17:00:00Z"}`, // impossible score
+		},
+		raw.PriceCaptures: {
+			`{"book":"bk-1","market":"match_winner","match_id":"m-1","outcome":"home","price":0.5,"captured_at":"2025-03-01T12:00:00Z"}`,
+		},
+		raw.Players: {`[1,2,3]`, `   `},
+	}
+	landDir(t, st, "testdata/fixture", landedAt, bad)
+	rep := runPipeline(t, st)
+	want := map[string]string{
+		"teams/malformed JSON":                 "1",
+		"teams/unknown region value":           "1",
+		"teams/missing name":                   "1",
+		"teams/invalid external_rank":          "1",
+		"matches/unknown team_b_id":            "1",
+		"match_updates/unknown match_id":       "1",
+		"match_updates/impossible score":       "1",
+		"map_results/impossible score":         "1",
+		"price_captures/price must be above 1": "1",
+		"players/malformed JSON":               "1",
+	}
+	for k, n := range want {
+		parts := strings.SplitN(k, "/", 2)
+		if got := fmt.Sprint(rep.Quarantined[parts[0]][parts[1]]); got != n {
+			t.Errorf("quarantined %s: got %s, want %s (all: %v)", k, got, n, rep.Quarantined)
+		}
+	}
+	if rep.QuarantinedTotal() != len(want) {
+		t.Errorf("quarantined %d lines, want %d: %v", rep.QuarantinedTotal(), len(want), rep.Quarantined)
+	}
+	// The rest of the batch landed: the fixture's tables are unchanged.
+	clean := publish.NewMemory()
+	landDir(t, clean, "testdata/fixture", landedAt, nil)
+	want2, got2 := dump(t, runPipeline(t, clean)), dump(t, rep)
+	for _, name := range []string{"teams", "matches", "map_results", "players"} {
+		if want2[name] != got2[name] {
+			t.Errorf("bad rows changed table %s:\n%s\nvs\n%s", name, want2[name], got2[name])
+		}
+	}
+	// The quarantine file keeps every line with its reason, in the raw area.
+	objs, err := st.List(context.Background(), pipelines.QuarantinePrefix)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("quarantine objects: %v %v", objs, err)
+	}
+	body, _ := publish.GetBytes(context.Background(), st, objs[0].Key)
+	for _, s := range []string{`"reason":"unknown team_b_id"`, `tm-404`, `"reason":"malformed JSON"`, `Broken`} {
+		if !strings.Contains(string(body), s) {
+			t.Errorf("quarantine file lacks %s:\n%s", s, body)
+		}
+	}
+}
+
+func TestNoBatches(t *testing.T) {
+	_, err := pipelines.Run(context.Background(), pipelines.Options{Store: publish.NewMemory(), WorkDir: t.TempDir()})
+	if err != pipelines.ErrNoBatches {
+		t.Fatalf("got %v, want ErrNoBatches", err)
+	}
+}
+
+func TestMintIDIsV7AndStable(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := pipelines.MintID("team", "tm-1", at)
+	if a != pipelines.MintID("team", "tm-1", at) {
+		t.Fatal("not deterministic")
+	}
+	if a == pipelines.MintID("team", "tm-2", at) || a == pipelines.MintID("player", "tm-1", at) {
+		t.Fatal("different keys share an id")
+	}
+	if a.Version() != 7 || a.Variant().String() != "RFC4122" {
+		t.Fatalf("not a v7 uuid: %s", a)
+	}
+	sec, nsec := a.Time().UnixTime()
+	if time.Unix(sec, nsec).UTC() != at {
+		t.Fatalf("timestamp %v, want %v", time.Unix(sec, nsec).UTC(), at)
+	}
+}
+
+func TestSlugify(t *testing.T) {
+	for in, want := range map[string]string{
+		"Natus Vincere": "natus-vincere", "Café Cup 2025": "cafe-cup-2025", "  --x--  ": "x",
+		"FURIA Esports!": "furia-esports", "Nick Ñoño": "nick-nono", "日本": "",
+	} {
+		if got := pipelines.Slugify(in); got != want {
+			t.Errorf("Slugify(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,383 @@
+package pipelines
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+)
+
+// MintID returns the service id of an upstream key: a UUIDv7 whose time is
+// when the key was first seen (its batch's landing time) and whose remaining
+// bits come from a hash of the kind and key. The registry in the store keeps
+// ids stable; minting deterministically means a full rebuild from the same
+// raw batches reproduces them even if the registry were lost.
+func MintID(kind, key string, firstSeen time.Time) uuid.UUID {
+	h := sha256.Sum256([]byte(kind + "\x00" + key))
+	var u uuid.UUID
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(firstSeen.UnixMilli()))
+	copy(u[0:6], ms[2:8])
+	copy(u[6:], h[:10])
+	u[6] = (u[6] & 0x0f) | 0x70 // version 7
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u
+}
+
+// Slugify turns a display name into a slug: lowercase ASCII letters and
+// digits separated by single hyphens, diacritics removed.
+func Slugify(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range norm.NFKD.String(name) {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+			continue
+		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(unicode.ToLower(r))
+			dash = false
+		default:
+			if !dash && b.Len() > 0 {
+				b.WriteByte('-')
+				dash = true
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+func (r *run) loadRegistries(ctx context.Context) (int64, error) {
+	stmts := []string{
+		`CREATE OR REPLACE TABLE id_map (kind VARCHAR, ukey VARCHAR, id UUID, first_seen TIMESTAMPTZ)`,
+		`CREATE OR REPLACE TABLE slug_map (kind VARCHAR, ukey VARCHAR, name VARCHAR, slug VARCHAR)`,
+	}
+	for _, s := range stmts {
+		if _, err := r.db.ExecContext(ctx, s); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	for key, table := range map[string]string{idsKey: "id_map", slugsKey: "slug_map"} {
+		path := filepath.Join(r.o.WorkDir, filepath.Base(key))
+		b, err := publish.GetBytes(ctx, r.o.Store, key)
+		if errors.Is(err, publish.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", key, err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return 0, err
+		}
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
+			return 0, fmt.Errorf("load %s: %w", key, err)
+		}
+	}
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM id_map`).Scan(&n)
+	return n, err
+}
+
+// mintIDs gives every tournament, team, player and match seen for the first
+// time its id.
+func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, error) {
+	rows, err := r.db.QueryContext(ctx, `
+SELECT kind, ukey, min(batch_seq) FROM (
+  SELECT 'game' AS kind, 'cs2' AS ukey, 0 AS batch_seq
+  UNION ALL SELECT 'tournament', id, batch_seq FROM c_tournaments WHERE id IN (SELECT id FROM v_tournaments)
+  UNION ALL SELECT 'team', id, batch_seq FROM c_teams WHERE id IN (SELECT id FROM v_teams)
+  UNION ALL SELECT 'player', id, batch_seq FROM c_players WHERE id IN (SELECT id FROM v_players)
+  UNION ALL SELECT 'match', id, batch_seq FROM c_matches WHERE id IN (SELECT id FROM v_matches)
+) k
+WHERE NOT EXISTS (SELECT 1 FROM id_map i WHERE i.kind = k.kind AND i.ukey = k.ukey)
+GROUP BY kind, ukey ORDER BY kind, ukey`)
+	if err != nil {
+		return 0, err
+	}
+	type rec struct {
+		kind, key string
+		seq       int
+	}
+	var recs []rec
+	for rows.Next() {
+		var x rec
+		if err := rows.Scan(&x.kind, &x.key, &x.seq); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		recs = append(recs, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE new_ids (kind VARCHAR, ukey VARCHAR, id VARCHAR, first_seen TIMESTAMPTZ)`); err != nil {
+		return 0, err
+	}
+	err = appendRows(ctx, r.db, "new_ids", len(recs), func(i int) []any {
+		x := recs[i]
+		// The game's id is fixed: the first batch's time would tie it to a
+		// particular history.
+		seen := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+		if x.kind != "game" {
+			seen = batches[x.seq].LandedAt
+		}
+		return []any{x.kind, x.key, MintID(x.kind, x.key, seen).String(), seen}
+	})
+	if err != nil {
+		return 0, err
+	}
+	_, err = r.db.ExecContext(ctx, `INSERT INTO id_map SELECT kind, ukey, CAST(id AS UUID), first_seen FROM new_ids`)
+	return int64(len(recs)), err
+}
+
+// assignSlugs keeps the slug of every key whose name did not change and gives
+// new and renamed keys a fresh slug, unique within its kind.
+func (r *run) assignSlugs(ctx context.Context) (int64, error) {
+	rows, err := r.db.QueryContext(ctx, `
+WITH cur AS (
+  SELECT 'tournament' AS kind, t.id AS ukey, t.name FROM v_tournaments t
+  UNION ALL SELECT 'team', id, name FROM v_teams
+  UNION ALL SELECT 'player', id, nickname FROM v_players)
+SELECT c.kind, c.ukey, c.name, s.name, s.slug, i.first_seen
+FROM cur c
+JOIN id_map i ON i.kind = c.kind AND i.ukey = c.ukey
+LEFT JOIN slug_map s ON s.kind = c.kind AND s.ukey = c.ukey
+ORDER BY c.kind, i.first_seen, c.ukey`)
+	if err != nil {
+		return 0, err
+	}
+	type rec struct {
+		kind, key, name string
+		oldName, slug   sql.NullString
+		seen            time.Time
+	}
+	var recs []rec
+	for rows.Next() {
+		var x rec
+		if err := rows.Scan(&x.kind, &x.key, &x.name, &x.oldName, &x.slug, &x.seen); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		recs = append(recs, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	used := map[string]bool{}
+	final := make([]string, len(recs))
+	// First pass: keys whose name is unchanged keep their slug.
+	for i, x := range recs {
+		if x.slug.Valid && x.oldName.Valid && x.oldName.String == x.name {
+			final[i] = x.slug.String
+			used[x.kind+"/"+x.slug.String] = true
+		}
+	}
+	changed := 0
+	for i, x := range recs {
+		if final[i] != "" {
+			continue
+		}
+		base := Slugify(x.name)
+		if base == "" {
+			h := sha256.Sum256([]byte(x.key))
+			base = x.kind + "-" + hex.EncodeToString(h[:3])
+		}
+		slug := base
+		for n := 2; used[x.kind+"/"+slug]; n++ {
+			slug = base + "-" + strconv.Itoa(n)
+		}
+		used[x.kind+"/"+slug] = true
+		final[i] = slug
+		changed++
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE slug_map (kind VARCHAR, ukey VARCHAR, name VARCHAR, slug VARCHAR)`); err != nil {
+		return 0, err
+	}
+	err = appendRows(ctx, r.db, "slug_map", len(recs), func(i int) []any {
+		return []any{recs[i].kind, recs[i].key, recs[i].name, final[i]}
+	})
+	return int64(changed), err
+}
+
+// saveState writes the registries back to the store, the quarantined lines
+// (with their reasons) into the raw area, and the run report.
+func (r *run) saveState(ctx context.Context) (int64, error) {
+	for key, q := range map[string]string{
+		idsKey:   `SELECT * FROM id_map ORDER BY kind, ukey`,
+		slugsKey: `SELECT * FROM slug_map ORDER BY kind, ukey`,
+	} {
+		path := filepath.Join(r.o.WorkDir, "state-"+filepath.Base(key))
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet)`, q, sqlString(path))); err != nil {
+			return 0, err
+		}
+		if err := publish.PutFile(ctx, r.o.Store, key, path); err != nil {
+			return 0, fmt.Errorf("save %s: %w", key, err)
+		}
+	}
+	if err := r.fillQuarantineBodies(ctx); err != nil {
+		return 0, fmt.Errorf("read quarantined lines back: %w", err)
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT entity, reason, count(*) FROM quarantine GROUP BY ALL ORDER BY ALL`)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for rows.Next() {
+		var e, reason string
+		var n int
+		if err := rows.Scan(&e, &reason, &n); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if r.rep.Quarantined[e] == nil {
+			r.rep.Quarantined[e] = map[string]int{}
+		}
+		r.rep.Quarantined[e][reason] = n
+		total += int64(n)
+	}
+	rows.Close()
+	if total > 0 {
+		path := filepath.Join(r.o.WorkDir, "quarantine.ndjson")
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`COPY (
+SELECT b.batch_id, q.entity, q.line_no, q.reason, q.body FROM quarantine q JOIN batches b USING (batch_seq)
+ORDER BY b.batch_id, q.entity, q.line_no) TO '%s' (FORMAT json)`, sqlString(path))); err != nil {
+			return 0, err
+		}
+		if err := publish.PutFile(ctx, r.o.Store, QuarantinePrefix+r.rep.RunID+".ndjson", path); err != nil {
+			return 0, fmt.Errorf("save quarantine: %w", err)
+		}
+	}
+	body, err := json.MarshalIndent(r.rep, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	if err := publish.PutBytes(ctx, r.o.Store, RunsPrefix+r.rep.RunID+".json", body); err != nil {
+		return 0, fmt.Errorf("save run report: %w", err)
+	}
+	return total, nil
+}
+
+// QuarantinePrefix holds one NDJSON file of quarantined lines per run. It is
+// inside the raw area because a quarantined price capture names its book.
+const QuarantinePrefix = "raw/quarantine/"
+
+// RunsPrefix holds one JSON report per pipeline run.
+const RunsPrefix = "state/runs/"
+
+func sqlString(s string) string { return strings.ReplaceAll(s, "'", "''") }
+
+// appendRows bulk-inserts n rows into a table through a DuckDB appender.
+func appendRows(ctx context.Context, db *sql.DB, table string, n int, row func(i int) []any) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		app, err := newAppender(dc, table)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			vals := row(i)
+			dv := make([]driverValue, len(vals))
+			for j, v := range vals {
+				dv[j] = v
+			}
+			if err := app.AppendRow(dv...); err != nil {
+				app.Close()
+				return err
+			}
+		}
+		return app.Close()
+	})
+}
+
+// fillQuarantineBodies reads the lines quarantined after staging back from
+// their raw files (batches are immutable), so the quarantine keeps every
+// rejected line verbatim without the pipeline holding all bodies in memory.
+func (r *run) fillQuarantineBodies(ctx context.Context) error {
+	rows, err := r.db.QueryContext(ctx, `SELECT batch_seq, entity, line_no FROM quarantine WHERE body IS NULL ORDER BY ALL`)
+	if err != nil {
+		return err
+	}
+	type ref struct {
+		seq    int
+		entity string
+	}
+	want := map[ref]map[int32]bool{}
+	for rows.Next() {
+		var x ref
+		var line int32
+		if err := rows.Scan(&x.seq, &x.entity, &line); err != nil {
+			rows.Close()
+			return err
+		}
+		if want[x] == nil {
+			want[x] = map[int32]bool{}
+		}
+		want[x][line] = true
+	}
+	rows.Close()
+	if len(want) == 0 {
+		return nil
+	}
+	type body struct {
+		seq    int
+		entity string
+		line   int32
+		text   string
+	}
+	var bodies []body
+	for x, lines := range want {
+		path := filepath.Join(r.dirs[r.batches[x.seq].BatchID], x.entity+".ndjson")
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		var n int32
+		for sc.Scan() && len(lines) > 0 {
+			n++
+			if lines[n] {
+				bodies = append(bodies, body{x.seq, x.entity, n, sc.Text()})
+				delete(lines, n)
+			}
+		}
+		f.Close()
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE q_bodies (batch_seq INTEGER, entity VARCHAR, line_no INTEGER, body VARCHAR)`); err != nil {
+		return err
+	}
+	if err := appendRows(ctx, r.db, "q_bodies", len(bodies), func(i int) []any {
+		b := bodies[i]
+		return []any{int32(b.seq), b.entity, b.line, b.text}
+	}); err != nil {
+		return err
+	}
+	_, err = r.db.ExecContext(ctx, `UPDATE quarantine SET body = b.body FROM q_bodies b
+WHERE quarantine.body IS NULL AND b.batch_seq = quarantine.batch_seq AND b.entity = quarantine.entity AND b.line_no = quarantine.line_no`)
+	return err
+}

@@ -1,0 +1,254 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// tempPrefix starts the name of every in-progress file Local writes. List
+// ignores such files and validKey refuses keys that would collide with them.
+const tempPrefix = ".tmp-"
+
+// Local is a Store backed by a folder. Each key maps to the file at
+// dir/<key>; Put writes a temp file in the destination folder, syncs it,
+// renames it into place and syncs the folder, so readers never see a
+// partial object.
+type Local struct {
+	dir string
+}
+
+// NewLocal returns a store rooted at dir, creating the folder if needed.
+func NewLocal(dir string) (*Local, error) {
+	if dir == "" {
+		return nil, errors.New("publish: local store: empty folder path")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("publish: local store %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("publish: local store: create folder: %w", err)
+	}
+	return &Local{dir: abs}, nil
+}
+
+// Dir returns the absolute folder the store lives in.
+func (l *Local) Dir() string { return l.dir }
+
+func (l *Local) path(key string) string {
+	return filepath.Join(l.dir, filepath.FromSlash(key))
+}
+
+// Put implements Store.
+func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: local put: %w", err)
+	}
+	if err := writeFileAtomic(ctx, l.path(key), r, size); err != nil {
+		return fmt.Errorf("publish: local put %s: %w", key, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes r to dst via a temp file in the same folder: write,
+// fsync, close, rename, fsync folder. On any error the temp file is removed
+// and dst is left as it was.
+func writeFileAtomic(ctx context.Context, dst string, r io.Reader, size int64) (err error) {
+	dir := filepath.Dir(dst)
+	var f *os.File
+	// A concurrent Delete may prune a freshly created empty folder; retry.
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create folder: %w", err)
+		}
+		f, err = os.CreateTemp(dir, tempPrefix+filepath.Base(dst)+"-*")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt >= 3 {
+			return fmt.Errorf("create temp file: %w", err)
+		}
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	n, err := io.Copy(f, ctxReader{ctx, r})
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("wrote %d bytes, want %d", n, size)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("chmod: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync folder: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// Get implements Store.
+func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := validKey(key); err != nil {
+		return nil, fmt.Errorf("publish: local get: %w", err)
+	}
+	f, err := os.Open(l.path(key))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
+			return nil, fmt.Errorf("publish: local get %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("publish: local get %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("publish: local get %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("publish: local get %s: %w", key, ErrNotFound)
+	}
+	return f, nil
+}
+
+// Stat implements Store.
+func (l *Local) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := validKey(key); err != nil {
+		return ObjectInfo{}, fmt.Errorf("publish: local stat: %w", err)
+	}
+	fi, err := os.Stat(l.path(key))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+			return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, ErrNotFound)
+		}
+		return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, ErrNotFound)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// isNotDir reports ENOTDIR-style errors (a path component is a file).
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+// List implements Store. Temp files of in-progress or abandoned Puts are
+// never listed.
+func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	// Walk only the deepest folder that can hold matching keys.
+	start := l.dir
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = filepath.Join(l.dir, filepath.FromSlash(path.Clean(prefix[:i])))
+		if !strings.HasPrefix(start, l.dir) {
+			return nil, fmt.Errorf("publish: local list %q: prefix escapes the store", prefix)
+		}
+	}
+	var out []ObjectInfo
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(l.dir, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		out = append(out, ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish: local list %q: %w", prefix, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Delete implements Store. Folders left empty are removed too.
+func (l *Local) Delete(ctx context.Context, key string) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: local delete: %w", err)
+	}
+	p := l.path(key)
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return nil // a folder is not an object
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+		return fmt.Errorf("publish: local delete %s: %w", key, err)
+	}
+	// Prune empty parents up to (not including) the root; os.Remove fails
+	// harmlessly on a non-empty folder.
+	for dir := filepath.Dir(p); dir != l.dir && strings.HasPrefix(dir, l.dir); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// String implements Store.
+func (l *Local) String() string { return "local folder " + l.dir }

@@ -1,0 +1,243 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Options configures an S3-compatible store (AWS S3, MinIO, ...).
+type S3Options struct {
+	// Endpoint is the server as host[:port], e.g. "127.0.0.1:9000" or
+	// "s3.amazonaws.com". An "http://" or "https://" scheme is accepted and
+	// then decides UseSSL.
+	Endpoint string
+	// Bucket is the bucket holding every object of the store.
+	Bucket string
+	// Prefix is prepended (with a '/') to every key, so several stores can
+	// share one bucket. Leading and trailing '/' are ignored; empty means the
+	// bucket root.
+	Prefix string
+	// AccessKey is the access key ID. Empty together with SecretKey means
+	// anonymous access.
+	AccessKey string
+	// SecretKey is the secret access key. It is never printed by String.
+	SecretKey string
+	// Region is the bucket region, e.g. "us-east-1"; empty lets the client
+	// discover it.
+	Region string
+	// UseSSL selects HTTPS instead of plain HTTP.
+	UseSSL bool
+	// CreateBucket makes the bucket when it does not exist yet; without it
+	// a missing bucket is an error.
+	CreateBucket bool
+}
+
+// S3 is a Store backed by an S3-compatible bucket, via minio-go. Single
+// PutObject calls are atomic on S3: readers see the old or the new object.
+type S3 struct {
+	client   *minio.Client
+	bucket   string
+	prefix   string // "" or "some/prefix/"
+	endpoint string
+	secure   bool
+}
+
+// NewS3 connects to the bucket described by o and checks that it exists
+// (creating it when o.CreateBucket is set).
+func NewS3(ctx context.Context, o S3Options) (*S3, error) {
+	endpoint, secure := o.Endpoint, o.UseSSL
+	switch {
+	case strings.HasPrefix(endpoint, "http://"):
+		endpoint, secure = strings.TrimPrefix(endpoint, "http://"), false
+	case strings.HasPrefix(endpoint, "https://"):
+		endpoint, secure = strings.TrimPrefix(endpoint, "https://"), true
+	}
+	endpoint = strings.TrimSuffix(endpoint, "/")
+	if endpoint == "" {
+		return nil, errors.New("publish: s3 store: empty endpoint")
+	}
+	if o.Bucket == "" {
+		return nil, errors.New("publish: s3 store: empty bucket")
+	}
+	prefix := strings.Trim(o.Prefix, "/")
+	if prefix != "" {
+		if err := validKey(prefix); err != nil {
+			return nil, fmt.Errorf("publish: s3 store: bad prefix: %w", err)
+		}
+		prefix += "/"
+	}
+	var creds *credentials.Credentials
+	if o.AccessKey != "" || o.SecretKey != "" {
+		creds = credentials.NewStaticV4(o.AccessKey, o.SecretKey, "")
+	} else {
+		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
+	}
+	client, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: o.Region})
+	if err != nil {
+		return nil, fmt.Errorf("publish: s3 store %s: %w", endpoint, err)
+	}
+	s := &S3{client: client, bucket: o.Bucket, prefix: prefix, endpoint: endpoint, secure: secure}
+	exists, err := client.BucketExists(ctx, o.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("publish: s3 store %s: check bucket: %w", s, err)
+	}
+	if !exists {
+		if !o.CreateBucket {
+			return nil, fmt.Errorf("publish: s3 store %s: bucket %q does not exist", s, o.Bucket)
+		}
+		err := client.MakeBucket(ctx, o.Bucket, minio.MakeBucketOptions{Region: o.Region})
+		if err != nil {
+			code := minio.ToErrorResponse(err).Code
+			if code != "BucketAlreadyOwnedByYou" && code != "BucketAlreadyExists" {
+				return nil, fmt.Errorf("publish: s3 store %s: create bucket: %w", s, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *S3) objectName(key string) string { return s.prefix + key }
+
+func isS3NotFound(err error) bool {
+	resp := minio.ToErrorResponse(err)
+	return resp.Code == "NoSuchKey" || resp.Code == "NotFound" || resp.StatusCode == http.StatusNotFound
+}
+
+// Put implements Store.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: s3 put: %w", err)
+	}
+	if size >= 0 {
+		if sk, ok := r.(io.Seeker); ok {
+			// Seekable readers keep minio-go's retries; check their length now.
+			cur, err1 := sk.Seek(0, io.SeekCurrent)
+			end, err2 := sk.Seek(0, io.SeekEnd)
+			if err := errors.Join(err1, err2); err != nil {
+				return fmt.Errorf("publish: s3 put %s: measure reader: %w", key, err)
+			}
+			if _, err := sk.Seek(cur, io.SeekStart); err != nil {
+				return fmt.Errorf("publish: s3 put %s: measure reader: %w", key, err)
+			}
+			if end-cur != size {
+				return fmt.Errorf("publish: s3 put %s: reader holds %d bytes, want %d", key, end-cur, size)
+			}
+		} else {
+			r = &exactReader{r: r, left: size}
+		}
+	}
+	info, err := s.client.PutObject(ctx, s.bucket, s.objectName(key), r, size,
+		minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return fmt.Errorf("publish: s3 put %s: %w", key, err)
+	}
+	if size >= 0 && info.Size != size {
+		return fmt.Errorf("publish: s3 put %s: stored %d bytes, want %d", key, info.Size, size)
+	}
+	return nil
+}
+
+// exactReader turns an early EOF into io.ErrUnexpectedEOF, so a short
+// reader fails the upload instead of being retried or stored short.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		err = fmt.Errorf("reader ended %d bytes early: %w", e.left, io.ErrUnexpectedEOF)
+	}
+	return n, err
+}
+
+// Get implements Store.
+func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := validKey(key); err != nil {
+		return nil, fmt.Errorf("publish: s3 get: %w", err)
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, s.objectName(key), minio.GetObjectOptions{})
+	if err != nil {
+		if isS3NotFound(err) {
+			return nil, fmt.Errorf("publish: s3 get %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("publish: s3 get %s: %w", key, err)
+	}
+	// GetObject is lazy; Stat issues the request so a missing key fails here.
+	if _, err := obj.Stat(); err != nil {
+		obj.Close()
+		if isS3NotFound(err) {
+			return nil, fmt.Errorf("publish: s3 get %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("publish: s3 get %s: %w", key, err)
+	}
+	return obj, nil
+}
+
+// Stat implements Store.
+func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := validKey(key); err != nil {
+		return ObjectInfo{}, fmt.Errorf("publish: s3 stat: %w", err)
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, s.objectName(key), minio.StatObjectOptions{})
+	if err != nil {
+		if isS3NotFound(err) {
+			return ObjectInfo{}, fmt.Errorf("publish: s3 stat %s: %w", key, ErrNotFound)
+		}
+		return ObjectInfo{}, fmt.Errorf("publish: s3 stat %s: %w", key, err)
+	}
+	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified}, nil
+}
+
+// List implements Store.
+func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing goroutine on early return
+	var out []ObjectInfo
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{
+		Prefix:    s.prefix + prefix,
+		Recursive: true,
+	}) {
+		if o.Err != nil {
+			return nil, fmt.Errorf("publish: s3 list %q: %w", prefix, o.Err)
+		}
+		key, ok := strings.CutPrefix(o.Key, s.prefix)
+		if !ok || key == "" || strings.HasSuffix(key, "/") {
+			continue
+		}
+		out = append(out, ObjectInfo{Key: key, Size: o.Size, ModTime: o.LastModified})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Delete implements Store.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: s3 delete: %w", err)
+	}
+	err := s.client.RemoveObject(ctx, s.bucket, s.objectName(key), minio.RemoveObjectOptions{})
+	if err != nil && !isS3NotFound(err) {
+		return fmt.Errorf("publish: s3 delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// String implements Store.
+func (s *S3) String() string {
+	scheme := "http"
+	if s.secure {
+		scheme = "https"
+	}
+	return fmt.Sprintf("s3://%s/%s (%s://%s)", s.bucket, s.prefix, scheme, s.endpoint)
+}

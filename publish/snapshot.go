@@ -1,0 +1,578 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+const (
+	// snapshotsPrefix holds every snapshot folder and the pointer.
+	snapshotsPrefix = "snapshots/"
+	// PointerKey names the object that says which snapshot is current.
+	PointerKey = "snapshots/latest.json"
+	// manifestName is the manifest's file name inside a snapshot folder.
+	manifestName = "manifest.json"
+)
+
+// TableFile is a local Parquet file to publish as one table.
+type TableFile struct {
+	Name string // table name, e.g. "matches"; stored as <Name>.parquet
+	Path string // local path of the Parquet file
+	Rows int64  // row count, recorded in the manifest
+}
+
+// TableEntry describes one published table in a manifest.
+type TableEntry struct {
+	Name   string `json:"name"`
+	File   string `json:"file"` // relative to the snapshot folder, e.g. "matches.parquet"
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"` // lowercase hex
+}
+
+// Manifest lists the tables of one snapshot. It is written after every table
+// file, so a snapshot with a manifest is complete.
+type Manifest struct {
+	SnapshotID         string            `json:"snapshot_id"`
+	CreatedAt          time.Time         `json:"created_at"`
+	SchemaVersion      int               `json:"schema_version"`
+	PipelineVersion    string            `json:"pipeline_version"`
+	RawContractVersion int               `json:"raw_contract_version"`
+	Tables             []TableEntry      `json:"tables"` // sorted by Name
+	Extra              map[string]string `json:"extra,omitempty"`
+}
+
+// Pointer names the current snapshot; it is written last by Publish.
+type Pointer struct {
+	SnapshotID     string    `json:"snapshot_id"`
+	Manifest       string    `json:"manifest"` // store key of the manifest
+	ManifestSHA256 string    `json:"manifest_sha256"`
+	PublishedAt    time.Time `json:"published_at"`
+}
+
+// NewSnapshotID returns a new snapshot id that sorts by time: the UTC second
+// of now followed by 6 random hex digits, e.g. "20261123T085500Z-3f9a1c".
+func NewSnapshotID(now time.Time) string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("publish: crypto/rand: " + err.Error())
+	}
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func snapshotDir(id string) string    { return snapshotsPrefix + id + "/" }
+func manifestKey(id string) string    { return snapshotDir(id) + manifestName }
+func tableKey(id, file string) string { return snapshotDir(id) + file }
+
+// validSnapshotID refuses ids that would escape or confuse the key layout.
+func validSnapshotID(id string) error {
+	if id == "" {
+		return errors.New("empty snapshot id")
+	}
+	if strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." ||
+		strings.HasPrefix(id, tempPrefix) || id == path.Base(PointerKey) {
+		return fmt.Errorf("bad snapshot id %q", id)
+	}
+	return nil
+}
+
+// validTableFile refuses manifest file names that leave the snapshot folder.
+func validTableFile(file string) error {
+	if file == "" || path.IsAbs(file) || path.Clean(file) != file ||
+		file == manifestName || strings.HasPrefix(file, "../") || file == ".." {
+		return fmt.Errorf("bad table file name %q", file)
+	}
+	return validKey(file)
+}
+
+// Publish uploads every table file to snapshots/<id>/<name>.parquet (size
+// and SHA-256 computed while streaming), then writes
+// snapshots/<id>/manifest.json, then moves the pointer. Any error aborts
+// before the pointer moves, so readers keep the previous snapshot.
+//
+// m carries SnapshotID, CreatedAt and the versions; an empty SnapshotID is
+// generated from CreatedAt and a zero CreatedAt becomes now. Publish fills
+// m.Tables and returns the manifest it wrote.
+func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manifest, error) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now()
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	if m.SnapshotID == "" {
+		m.SnapshotID = NewSnapshotID(m.CreatedAt)
+	}
+	if err := validSnapshotID(m.SnapshotID); err != nil {
+		return Manifest{}, fmt.Errorf("publish: %w", err)
+	}
+	if len(files) == 0 {
+		return Manifest{}, fmt.Errorf("publish: snapshot %s: no table files", m.SnapshotID)
+	}
+	sorted := append([]TableFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i, f := range sorted {
+		if f.Name == "" || strings.ContainsAny(f.Name, "/\\") || strings.HasPrefix(f.Name, ".") ||
+			validTableFile(f.Name+".parquet") != nil {
+			return Manifest{}, fmt.Errorf("publish: snapshot %s: bad table name %q", m.SnapshotID, f.Name)
+		}
+		if i > 0 && sorted[i-1].Name == f.Name {
+			return Manifest{}, fmt.Errorf("publish: snapshot %s: table %q listed twice", m.SnapshotID, f.Name)
+		}
+	}
+	// Never overwrite a published snapshot.
+	if _, err := s.Stat(ctx, manifestKey(m.SnapshotID)); err == nil {
+		return Manifest{}, fmt.Errorf("publish: snapshot %s is already published", m.SnapshotID)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Manifest{}, fmt.Errorf("publish: snapshot %s: check manifest: %w", m.SnapshotID, err)
+	}
+
+	m.Tables = make([]TableEntry, 0, len(sorted))
+	for _, f := range sorted {
+		e, err := uploadTable(ctx, s, m.SnapshotID, f)
+		if err != nil {
+			return Manifest{}, err
+		}
+		m.Tables = append(m.Tables, e)
+	}
+
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("publish: encode manifest: %w", err)
+	}
+	mb = append(mb, '\n')
+	if err := PutBytes(ctx, s, manifestKey(m.SnapshotID), mb); err != nil {
+		return Manifest{}, fmt.Errorf("publish: write manifest of %s: %w", m.SnapshotID, err)
+	}
+
+	sum := sha256.Sum256(mb)
+	p := Pointer{
+		SnapshotID:     m.SnapshotID,
+		Manifest:       manifestKey(m.SnapshotID),
+		ManifestSHA256: hex.EncodeToString(sum[:]),
+		PublishedAt:    time.Now().UTC(),
+	}
+	pb, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("publish: encode pointer: %w", err)
+	}
+	pb = append(pb, '\n')
+	if err := PutBytes(ctx, s, PointerKey, pb); err != nil {
+		return Manifest{}, fmt.Errorf("publish: move pointer to %s: %w", m.SnapshotID, err)
+	}
+	return m, nil
+}
+
+// hashCounter computes SHA-256 and length of what passes through it.
+type hashCounter struct {
+	h interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	n int64
+}
+
+func newHashCounter() *hashCounter { return &hashCounter{h: sha256.New()} }
+
+func (c *hashCounter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+func (c *hashCounter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
+
+func uploadTable(ctx context.Context, s Store, id string, f TableFile) (TableEntry, error) {
+	file := f.Name + ".parquet"
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return TableEntry{}, fmt.Errorf("publish: upload %s: %w", file, err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return TableEntry{}, fmt.Errorf("publish: upload %s: %w", file, err)
+	}
+	hc := newHashCounter()
+	// LimitReader keeps the declared size honest if the file grows meanwhile.
+	r := io.TeeReader(io.LimitReader(fh, fi.Size()), hc)
+	if err := s.Put(ctx, tableKey(id, file), r, fi.Size()); err != nil {
+		return TableEntry{}, fmt.Errorf("publish: upload %s: %w", file, err)
+	}
+	if hc.n != fi.Size() {
+		return TableEntry{}, fmt.Errorf("publish: upload %s: read %d bytes, want %d", file, hc.n, fi.Size())
+	}
+	return TableEntry{Name: f.Name, File: file, Rows: f.Rows, Bytes: hc.n, SHA256: hc.sum()}, nil
+}
+
+// ReadPointer returns the current pointer; the error wraps ErrNoSnapshot if
+// nothing has been published.
+func ReadPointer(ctx context.Context, s Store) (Pointer, error) {
+	b, err := GetBytes(ctx, s, PointerKey)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Pointer{}, fmt.Errorf("publish: read pointer in %s: %w", s, ErrNoSnapshot)
+		}
+		return Pointer{}, fmt.Errorf("publish: read pointer: %w", err)
+	}
+	var p Pointer
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Pointer{}, fmt.Errorf("publish: decode pointer %s: %w", PointerKey, err)
+	}
+	if err := validSnapshotID(p.SnapshotID); err != nil {
+		return Pointer{}, fmt.Errorf("publish: decode pointer %s: %w", PointerKey, err)
+	}
+	return p, nil
+}
+
+// ReadManifest reads the manifest of one snapshot; the error wraps
+// ErrNotFound if the snapshot has no manifest.
+func ReadManifest(ctx context.Context, s Store, snapshotID string) (Manifest, error) {
+	if err := validSnapshotID(snapshotID); err != nil {
+		return Manifest{}, fmt.Errorf("publish: read manifest: %w", err)
+	}
+	b, err := GetBytes(ctx, s, manifestKey(snapshotID))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("publish: read manifest of %s: %w", snapshotID, err)
+	}
+	return decodeManifest(b, snapshotID)
+}
+
+func decodeManifest(b []byte, snapshotID string) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Manifest{}, fmt.Errorf("publish: decode manifest of %s: %w", snapshotID, err)
+	}
+	if m.SnapshotID != snapshotID {
+		return Manifest{}, fmt.Errorf("publish: manifest of %s names snapshot %q", snapshotID, m.SnapshotID)
+	}
+	return m, nil
+}
+
+// LoadLatest reads the pointer and the manifest it names, verifying the
+// manifest's SHA-256 against the pointer (ErrChecksum on mismatch).
+func LoadLatest(ctx context.Context, s Store) (Pointer, Manifest, error) {
+	p, err := ReadPointer(ctx, s)
+	if err != nil {
+		return Pointer{}, Manifest{}, err
+	}
+	key := p.Manifest
+	if key == "" {
+		key = manifestKey(p.SnapshotID)
+	}
+	b, err := GetBytes(ctx, s, key)
+	if err != nil {
+		return Pointer{}, Manifest{}, fmt.Errorf("publish: load snapshot %s: %w", p.SnapshotID, err)
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, p.ManifestSHA256) {
+		return Pointer{}, Manifest{}, fmt.Errorf("publish: load snapshot %s: manifest sha256 %s, pointer says %s: %w",
+			p.SnapshotID, got, p.ManifestSHA256, ErrChecksum)
+	}
+	m, err := decodeManifest(b, p.SnapshotID)
+	if err != nil {
+		return Pointer{}, Manifest{}, err
+	}
+	return p, m, nil
+}
+
+// Fetch downloads every table of m into destDir/<snapshot_id>/, verifying
+// size and SHA-256 (an error wrapping ErrChecksum names the table) and
+// writing each file atomically. Files already present with the right size
+// and checksum are kept, so destDir works as a local cache. Fetch also writes
+// destDir/<id>/manifest.json and returns the snapshot folder.
+func Fetch(ctx context.Context, s Store, m Manifest, destDir string) (string, error) {
+	if err := validSnapshotID(m.SnapshotID); err != nil {
+		return "", fmt.Errorf("publish: fetch: %w", err)
+	}
+	dir := filepath.Join(destDir, m.SnapshotID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("publish: fetch %s: %w", m.SnapshotID, err)
+	}
+	for _, t := range m.Tables {
+		if err := fetchTable(ctx, s, m.SnapshotID, t, dir); err != nil {
+			return "", err
+		}
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("publish: fetch %s: encode manifest: %w", m.SnapshotID, err)
+	}
+	mb = append(mb, '\n')
+	if err := writeFileAtomic(ctx, filepath.Join(dir, manifestName), bytes.NewReader(mb), int64(len(mb))); err != nil {
+		return "", fmt.Errorf("publish: fetch %s: write manifest: %w", m.SnapshotID, err)
+	}
+	return dir, nil
+}
+
+func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir string) error {
+	if err := validTableFile(t.File); err != nil {
+		return fmt.Errorf("publish: fetch table %s: %w", t.Name, err)
+	}
+	dst := filepath.Join(dir, filepath.FromSlash(t.File))
+	if ok, err := fileMatches(dst, t.Bytes, t.SHA256); err != nil {
+		return fmt.Errorf("publish: fetch table %s: check cached %s: %w", t.Name, dst, err)
+	} else if ok {
+		return nil
+	}
+	rc, err := s.Get(ctx, tableKey(id, t.File))
+	if err != nil {
+		return fmt.Errorf("publish: fetch table %s: %w", t.Name, err)
+	}
+	defer rc.Close()
+	hc := newHashCounter()
+	// Read at most one byte past the expected size so an oversized object is
+	// detected without downloading all of it.
+	r := io.TeeReader(io.LimitReader(rc, t.Bytes+1), hc)
+	v := &verifyReader{r: r, hc: hc, want: t}
+	if err := writeFileAtomic(ctx, dst, v, -1); err != nil {
+		if errors.Is(err, ErrChecksum) {
+			return fmt.Errorf("publish: fetch table %s (%s): %w", t.Name, t.File, errors.Unwrap(err))
+		}
+		return fmt.Errorf("publish: fetch table %s (%s): %w", t.Name, t.File, err)
+	}
+	return nil
+}
+
+// verifyReader fails at EOF, before the file is renamed into place, when
+// the bytes read do not match the table entry.
+type verifyReader struct {
+	r    io.Reader
+	hc   *hashCounter
+	want TableEntry
+}
+
+func (v *verifyReader) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	if err == io.EOF {
+		if v.hc.n != v.want.Bytes {
+			return n, checksumError{fmt.Errorf("size %d, manifest says %d: %w", v.hc.n, v.want.Bytes, ErrChecksum)}
+		}
+		if got := v.hc.sum(); !strings.EqualFold(got, v.want.SHA256) {
+			return n, checksumError{fmt.Errorf("sha256 %s, manifest says %s: %w", got, v.want.SHA256, ErrChecksum)}
+		}
+	}
+	return n, err
+}
+
+// checksumError carries a checksum failure through writeFileAtomic's own
+// wrapping so fetchTable can report it plainly.
+type checksumError struct{ err error }
+
+func (e checksumError) Error() string { return e.err.Error() }
+func (e checksumError) Unwrap() error { return e.err }
+
+// fileMatches reports whether the file at p exists with the given size and
+// SHA-256.
+func fileMatches(p string, size int64, sha string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != size {
+		return false, nil
+	}
+	hc := newHashCounter()
+	if _, err := io.Copy(hc, f); err != nil {
+		return false, err
+	}
+	return strings.EqualFold(hc.sum(), sha), nil
+}
+
+// ListSnapshots returns the complete snapshots (those with a manifest),
+// oldest first by CreatedAt.
+func ListSnapshots(ctx context.Context, s Store) ([]Manifest, error) {
+	objs, err := s.List(ctx, snapshotsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("publish: list snapshots: %w", err)
+	}
+	var out []Manifest
+	for _, o := range objs {
+		id, ok := manifestID(o.Key)
+		if !ok {
+			continue
+		}
+		m, err := ReadManifest(ctx, s, id)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			return nil, fmt.Errorf("publish: list snapshots: %w", err)
+		}
+		out = append(out, m)
+	}
+	sortManifests(out)
+	return out, nil
+}
+
+func sortManifests(ms []Manifest) {
+	sort.SliceStable(ms, func(i, j int) bool {
+		if !ms[i].CreatedAt.Equal(ms[j].CreatedAt) {
+			return ms[i].CreatedAt.Before(ms[j].CreatedAt)
+		}
+		return ms[i].SnapshotID < ms[j].SnapshotID
+	})
+}
+
+// manifestID returns the snapshot id when key is snapshots/<id>/manifest.json.
+func manifestID(key string) (string, bool) {
+	id, ok := snapshotIDOf(key)
+	if !ok || key != manifestKey(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// snapshotIDOf returns <id> when key is snapshots/<id>/<something>.
+func snapshotIDOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, snapshotsPrefix)
+	if !ok {
+		return "", false
+	}
+	id, tail, ok := strings.Cut(rest, "/")
+	if !ok || tail == "" || validSnapshotID(id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// CleanOptions controls Clean.
+type CleanOptions struct {
+	// Retention is the age after which a snapshot may be removed.
+	Retention time.Duration
+	// Keep is how many of the newest complete snapshots are always kept.
+	Keep int
+	// Now is the reference time; zero means time.Now().
+	Now time.Time
+}
+
+// Clean removes snapshots older than o.Now-o.Retention, judged by the
+// manifest's CreatedAt or, for partial uploads without a manifest, by the
+// newest object's ModTime. The snapshot the pointer names and the o.Keep
+// newest complete snapshots are always kept. Each snapshot's manifest is
+// deleted first, so a half-deleted snapshot is already invisible. Only keys
+// under "snapshots/" are touched. Clean returns the removed ids, sorted.
+func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
+	if o.Retention < 0 {
+		return nil, fmt.Errorf("publish: clean: negative retention %s", o.Retention)
+	}
+	if o.Keep < 0 {
+		return nil, fmt.Errorf("publish: clean: negative keep %d", o.Keep)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cutoff := now.Add(-o.Retention)
+
+	protected := map[string]bool{}
+	p, err := ReadPointer(ctx, s)
+	switch {
+	case err == nil:
+		protected[p.SnapshotID] = true
+	case errors.Is(err, ErrNoSnapshot):
+	default:
+		// Without the pointer we cannot tell what is live; delete nothing.
+		return nil, fmt.Errorf("publish: clean: %w", err)
+	}
+
+	objs, err := s.List(ctx, snapshotsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("publish: clean: %w", err)
+	}
+	type snap struct {
+		id       string
+		keys     []string
+		complete bool
+		created  time.Time
+	}
+	byID := map[string]*snap{}
+	var order []*snap
+	for _, obj := range objs {
+		id, ok := snapshotIDOf(obj.Key)
+		if !ok {
+			continue
+		}
+		sn := byID[id]
+		if sn == nil {
+			sn = &snap{id: id}
+			byID[id] = sn
+			order = append(order, sn)
+		}
+		sn.keys = append(sn.keys, obj.Key)
+		if obj.Key == manifestKey(id) {
+			sn.complete = true
+		}
+		if !sn.complete && obj.ModTime.After(sn.created) {
+			sn.created = obj.ModTime
+		}
+	}
+
+	var complete []*snap
+	for _, sn := range order {
+		if !sn.complete {
+			continue
+		}
+		m, err := ReadManifest(ctx, s, sn.id)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				sn.complete = false // removed meanwhile; judge by ModTime
+				continue
+			}
+			return nil, fmt.Errorf("publish: clean: %w", err)
+		}
+		sn.created = m.CreatedAt
+		complete = append(complete, sn)
+	}
+	sort.SliceStable(complete, func(i, j int) bool {
+		if !complete[i].created.Equal(complete[j].created) {
+			return complete[i].created.After(complete[j].created)
+		}
+		return complete[i].id > complete[j].id
+	})
+	for i := 0; i < o.Keep && i < len(complete); i++ {
+		protected[complete[i].id] = true
+	}
+
+	var removed []string
+	for _, sn := range order {
+		if protected[sn.id] || !sn.created.Before(cutoff) {
+			continue
+		}
+		// Manifest first: from then on the snapshot is invisible.
+		if sn.complete {
+			if err := s.Delete(ctx, manifestKey(sn.id)); err != nil {
+				return removed, fmt.Errorf("publish: clean %s: delete manifest: %w", sn.id, err)
+			}
+		}
+		for _, k := range sn.keys {
+			if k == manifestKey(sn.id) {
+				continue
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				return removed, fmt.Errorf("publish: clean %s: delete %s: %w", sn.id, k, err)
+			}
+		}
+		removed = append(removed, sn.id)
+	}
+	sort.Strings(removed)
+	return removed, nil
+}

@@ -1,0 +1,224 @@
+package raw
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/eodata/eo/publish"
+)
+
+// NewBatchID returns a sortable batch id: the UTC landing time to the
+// millisecond and six random hex digits.
+func NewBatchID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Batch accumulates records in local NDJSON files and lands them as one
+// immutable batch. It is not safe for concurrent use.
+type Batch struct {
+	id     string
+	source string
+	dir    string
+	files  map[Entity]*os.File
+	bufs   map[Entity]*bufio.Writer
+	counts map[Entity]int
+}
+
+// NewBatch starts a batch whose files are staged in a temporary folder under
+// tmpDir ("" means the system default).
+func NewBatch(tmpDir, source string, now time.Time) (*Batch, error) {
+	id := NewBatchID(now)
+	dir, err := os.MkdirTemp(tmpDir, "eo-batch-")
+	if err != nil {
+		return nil, fmt.Errorf("raw: stage batch: %w", err)
+	}
+	return &Batch{id: id, source: source, dir: dir,
+		files: map[Entity]*os.File{}, bufs: map[Entity]*bufio.Writer{}, counts: map[Entity]int{}}, nil
+}
+
+// ID is the batch id.
+func (b *Batch) ID() string { return b.id }
+
+// Add appends one record to the entity's file.
+func (b *Batch) Add(e Entity, rec any) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("raw: encode %s record: %w", e, err)
+	}
+	return b.AddLine(e, line)
+}
+
+// AddLine appends one already-encoded line (used by importers and tests that
+// need to land malformed rows on purpose).
+func (b *Batch) AddLine(e Entity, line []byte) error {
+	w, ok := b.bufs[e]
+	if !ok {
+		f, err := os.Create(filepath.Join(b.dir, string(e)+".ndjson"))
+		if err != nil {
+			return fmt.Errorf("raw: stage %s: %w", e, err)
+		}
+		b.files[e] = f
+		w = bufio.NewWriterSize(f, 1<<20)
+		b.bufs[e] = w
+	}
+	if _, err := w.Write(line); err != nil {
+		return fmt.Errorf("raw: stage %s: %w", e, err)
+	}
+	if err := w.WriteByte('\n'); err != nil {
+		return fmt.Errorf("raw: stage %s: %w", e, err)
+	}
+	b.counts[e]++
+	return nil
+}
+
+// Count returns how many lines the entity has so far.
+func (b *Batch) Count(e Entity) int { return b.counts[e] }
+
+// Land uploads every file, then the batch manifest last, and removes the
+// staging folder. A batch interrupted before its manifest is written has not
+// landed and is invisible to the pipeline.
+func (b *Batch) Land(ctx context.Context, s publish.Store, now time.Time) (BatchManifest, error) {
+	defer os.RemoveAll(b.dir)
+	m := BatchManifest{BatchID: b.id, ContractVersion: ContractVersion, Source: b.source,
+		LandedAt: now.UTC(), Files: map[Entity]int{}}
+	ents := make([]Entity, 0, len(b.bufs))
+	for e := range b.bufs {
+		ents = append(ents, e)
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i] < ents[j] })
+	for _, e := range ents {
+		if err := b.bufs[e].Flush(); err != nil {
+			return m, fmt.Errorf("raw: flush %s: %w", e, err)
+		}
+		if err := b.files[e].Close(); err != nil {
+			return m, fmt.Errorf("raw: close %s: %w", e, err)
+		}
+		key := BatchesPrefix + b.id + "/" + string(e) + ".ndjson"
+		if err := publish.PutFile(ctx, s, key, b.files[e].Name()); err != nil {
+			return m, fmt.Errorf("raw: land %s: %w", e, err)
+		}
+		m.Files[e] = b.counts[e]
+	}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return m, err
+	}
+	if err := publish.PutBytes(ctx, s, BatchesPrefix+b.id+"/"+BatchManifestName, body); err != nil {
+		return m, fmt.Errorf("raw: land batch manifest: %w", err)
+	}
+	return m, nil
+}
+
+// Discard drops a batch that will not be landed.
+func (b *Batch) Discard() {
+	for _, f := range b.files {
+		f.Close()
+	}
+	os.RemoveAll(b.dir)
+}
+
+// ListBatches returns the landed batches (those with a manifest), oldest first.
+func ListBatches(ctx context.Context, s publish.Store) ([]BatchManifest, error) {
+	objs, err := s.List(ctx, BatchesPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("raw: list batches: %w", err)
+	}
+	var out []BatchManifest
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, "/"+BatchManifestName) {
+			continue
+		}
+		body, err := publish.GetBytes(ctx, s, o.Key)
+		if err != nil {
+			return nil, fmt.Errorf("raw: read %s: %w", o.Key, err)
+		}
+		var m BatchManifest
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, fmt.Errorf("raw: decode %s: %w", o.Key, err)
+		}
+		if m.ContractVersion != ContractVersion {
+			return nil, fmt.Errorf("raw: batch %s has contract version %d, this build reads %d", m.BatchID, m.ContractVersion, ContractVersion)
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	return out, nil
+}
+
+// localPather is implemented by stores backed by a local folder, so that the
+// pipeline can read raw files in place instead of copying them.
+type localPather interface {
+	LocalPath(key string) string
+}
+
+// Materialize makes every file of the given batches readable on local disk and
+// returns, per batch id, the local folder holding its entity files. Stores on
+// a local folder are read in place; remote ones are copied into cacheDir once
+// (a landed batch is immutable, so a cached copy never goes stale).
+func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, cacheDir string) (map[string]string, error) {
+	out := make(map[string]string, len(batches))
+	lp, local := s.(localPather)
+	for _, m := range batches {
+		prefix := BatchesPrefix + m.BatchID + "/"
+		if local {
+			out[m.BatchID] = lp.LocalPath(prefix)
+			continue
+		}
+		dir := filepath.Join(cacheDir, m.BatchID)
+		if _, err := os.Stat(filepath.Join(dir, BatchManifestName)); err == nil {
+			out[m.BatchID] = dir
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		for e := range m.Files {
+			if err := download(ctx, s, prefix+string(e)+".ndjson", filepath.Join(dir, string(e)+".ndjson")); err != nil {
+				return nil, err
+			}
+		}
+		if err := download(ctx, s, prefix+BatchManifestName, filepath.Join(dir, BatchManifestName)); err != nil {
+			return nil, err
+		}
+		out[m.BatchID] = dir
+	}
+	return out, nil
+}
+
+func download(ctx context.Context, s publish.Store, key, path string) error {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("raw: fetch %s: %w", key, err)
+	}
+	defer rc.Close()
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("raw: fetch %s: %w", key, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ErrNoBatches is returned when the store has no landed batch.
+var ErrNoBatches = errors.New("raw: no landed batch")

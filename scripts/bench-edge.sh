@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Benchmark of the REST edge (`eo serve`) against a bare Fiber handler that
+# returns the same bytes (`eo bench-bare`), and of the metering backends.
+# Loopback only; every process it starts is stopped on exit (also on failure
+# or Ctrl-C) and every temporary folder removed.
+#
+#   scripts/bench-edge.sh                       # 5,000-match world, then the 100k-match world
+#   SKIP_100K=1 scripts/bench-edge.sh           # skip the 100k world (its pipeline takes ~5-6 min, ~17 GB RAM)
+#   MATCHES=10000 scripts/bench-edge.sh         # another size for the main world
+#   WORLD_100K=/path scripts/bench-edge.sh      # reuse a 100k world: /path/store and /path/work from
+#                                               # `eo generate --matches 100000` + `eo pipeline run`
+#   ONLY_100K=1 WORLD_100K=/path scripts/bench-edge.sh   # phase 5 only
+#   EO_BIN=/path/to/eo scripts/bench-edge.sh    # measure that binary, skip the build
+#   WRK_ARGS="-t2 -c32 -d10s" WARMUP=2s LOG_DIR=/tmp/edge-logs scripts/bench-edge.sh
+#
+# Needs wrk (apt-get install -y wrk), curl, jq, and redis-server for the Redis
+# row (apt-get install -y redis-server; without it the row says SKIPPED).
+#
+# Phases, all in one run so the figures share the machine's state:
+#   1. generate + pipeline a world of MATCHES matches in a temporary store;
+#      create an account and an internal-plan key.
+#   2. start `eo serve` (embedded bbolt counters); record the snapshot load
+#      time it logs and VmRSS once it answers /health.
+#   3. per target: fetch the body once, start `eo bench-bare` with it, then
+#      wrk the edge and the bare handler back to back.
+#   4. metering on /v1/cs2/matches?limit=50: edge with embedded counters, edge
+#      with Redis counters (EO_REDIS_URL, a redis-server started here), bare.
+#   5. unless SKIP_100K=1: the same load time + VmRSS (and one wrk row) for a
+#      100,000-match world, generated after phases 2-4 so it does not compete
+#      with wrk for the CPU.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+MATCHES=${MATCHES:-5000}
+SEED=${SEED:-42}
+WRK_ARGS=${WRK_ARGS:--t2 -c32 -d10s}
+WARMUP=${WARMUP:-2s}
+# Usage export (every 5 min by default) would land inside a measurement.
+export EO_USAGE_EXPORT_INTERVAL=${EO_USAGE_EXPORT_INTERVAL:-24h}
+unset EO_REDIS_URL EO_PLANS EO_STORE EO_WORK
+
+for tool in wrk curl jq; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "bench-edge: $tool is needed (apt-get install -y $tool)" >&2
+		exit 1
+	fi
+done
+
+if [[ -n "${EO_BIN:-}" ]]; then
+	EO=$EO_BIN
+else
+	go build -o bin/eo ./cmd/eo
+	EO=bin/eo
+fi
+
+TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/eo-bench-edge.XXXXXX")
+LOGS=${LOG_DIR:-$TMPROOT/logs}
+mkdir -p "$LOGS"
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	rm -rf "$TMPROOT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log() { echo "bench-edge: $*" >&2; }
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# stop PID: stop one process this script started.
+stop() {
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	local keep=() p
+	for p in "${PIDS[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+
+# wait_http URL PID SECONDS: until URL answers 200, the process dies, or the time is up.
+wait_http() {
+	local deadline=$((SECONDS + $3))
+	while ((SECONDS < deadline)); do
+		if ! kill -0 "$2" 2>/dev/null; then
+			log "process $2 exited before $1 answered"
+			return 1
+		fi
+		if curl -fsS -o /dev/null "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	log "$1 did not answer within $3 s"
+	return 1
+}
+
+# world DIR N: generate + pipeline an N-match world into DIR/store, DIR/work.
+world() {
+	local dir=$1 n=$2
+	log "generating $n matches"
+	"$EO" generate --store "$dir/store" --work "$dir/work" --matches "$n" --seed "$SEED" >"$LOGS/generate-$n.log" 2>&1
+	log "running the pipeline on $n matches"
+	"$EO" pipeline run --store "$dir/store" --work "$dir/work" >"$LOGS/pipeline-$n.log" 2>&1
+}
+
+# mint_key DIR: an account and an internal-plan key in DIR/work; prints the key.
+mint_key() {
+	local acct
+	acct=$("$EO" keys account create --name bench-edge --store "$1/store" --work "$1/work" | awk '/^account /{print $2; exit}')
+	"$EO" keys create --account "$acct" --plan internal --store "$1/store" --work "$1/work" | tail -n 1
+}
+
+# serve DIR LOG [ENV=VALUE...]: start `eo serve` on a free port; sets SERVE_PID and SERVE_URL.
+serve() {
+	local dir=$1 logf=$2 port
+	shift 2
+	port=$(free_port)
+	env "$@" "$EO" serve --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" >"$logf" 2>&1 &
+	SERVE_PID=$!
+	PIDS+=("$SERVE_PID")
+	SERVE_URL="http://127.0.0.1:$port"
+	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
+}
+
+# load_stats LOG PID: "elapsed|VmRSS MiB" of a serving edge.
+load_stats() {
+	local el rss
+	el=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*elapsed=\([^ ]*\).*/\1/p')
+	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$2/status")
+	echo "$el|$rss"
+}
+
+# bare BODY: start `eo bench-bare` serving BODY; sets BARE_PID and BARE_URL.
+bare() {
+	local port
+	port=$(free_port)
+	"$EO" bench-bare --addr "127.0.0.1:$port" --body "$1" >"$LOGS/bare-$port.log" 2>&1 &
+	BARE_PID=$!
+	PIDS+=("$BARE_PID")
+	BARE_URL="http://127.0.0.1:$port"
+	wait_http "$BARE_URL/health" "$BARE_PID" 30
+}
+
+# bench NAME URL: warm up, then wrk; prints "req/s|p99 ms|non-2xx".
+bench() {
+	local name=$1 url=$2 out=$LOGS/wrk-$1.txt
+	wrk -t2 -c32 -d"$WARMUP" -H "Authorization: Bearer $KEY" "$url" >/dev/null
+	# shellcheck disable=SC2086
+	wrk $WRK_ARGS --latency -H "Authorization: Bearer $KEY" "$url" >"$out"
+	awk '
+		function ms(v) {
+			if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+			if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+			if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+			return v
+		}
+		/Requests\/sec:/ { rps = $2 }
+		$1 == "99%" { p99 = ms($2) }
+		/Non-2xx or 3xx responses:/ { bad = $NF }
+		END { printf "%.0f|%.2f|%d\n", rps, p99, bad }' "$out"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f %%", 100 * a / b }'; }
+
+# fetch URL FILE: the body of one authenticated GET (fails on a non-200).
+fetch() { curl -fsS -H "Authorization: Bearer $KEY" -o "$2" "$1"; }
+
+cpus=$(nproc)
+log "logs in $LOGS; $cpus CPUs; wrk $WRK_ARGS (warm-up $WARMUP)"
+
+ROWS=()
+MROWS=()
+LROWS=()
+if [[ "${ONLY_100K:-}" != 1 ]]; then
+# 1. the world
+W=$TMPROOT/world
+world "$W" "$MATCHES"
+KEY=$(mint_key "$W")
+
+# 2. the edge, embedded counters
+serve "$W" "$LOGS/serve-embedded.log"
+IFS='|' read -r LOAD_MAIN RSS_MAIN <<<"$(load_stats "$LOGS/serve-embedded.log" "$SERVE_PID")"
+log "snapshot of $MATCHES matches loaded in $LOAD_MAIN, VmRSS $RSS_MAIN MiB"
+
+# 3. the targets
+LIST="/v1/cs2/matches?limit=50"
+fetch "$SERVE_URL/v1/cs2/matches?status=completed&limit=1" "$TMPROOT/completed.json"
+MATCH_ID=$(jq -r '.data[0].id' "$TMPROOT/completed.json")
+DETAIL="/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
+ODDS="/v1/cs2/odds"
+TARGETS=("$LIST" "$DETAIL" "$ODDS")
+i=0
+for t in "${TARGETS[@]}"; do
+	i=$((i + 1))
+	body=$TMPROOT/body-$i.json
+	fetch "$SERVE_URL$t" "$body"
+	bare "$body"
+	log "target $t ($(wc -c <"$body") bytes)"
+	IFS='|' read -r e_rps e_p99 e_bad <<<"$(bench "edge-$i" "$SERVE_URL$t")"
+	IFS='|' read -r b_rps b_p99 b_bad <<<"$(bench "bare-$i" "$BARE_URL$t")"
+	stop "$BARE_PID"
+	ROWS+=("| \`GET $t\` | $(wc -c <"$body") | $e_rps | $b_rps | **$(ratio "$e_rps" "$b_rps")** | $e_p99 | $b_p99 | $e_bad |")
+done
+
+# 4. metering: embedded vs Redis vs bare, on the list
+IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-embedded "$SERVE_URL$LIST")"
+MROWS+=("| edge, embedded bbolt counters (internal plan) | $m_rps | $m_p99 | $m_bad |")
+stop "$SERVE_PID"
+if command -v redis-server >/dev/null; then
+	rport=$(free_port)
+	mkdir -p "$TMPROOT/redis"
+	redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$TMPROOT/redis" \
+		>"$LOGS/redis.log" 2>&1 &
+	REDIS_PID=$!
+	PIDS+=("$REDIS_PID")
+	for _ in $(seq 50); do
+		redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	serve "$W" "$LOGS/serve-redis.log" EO_REDIS_URL="redis://127.0.0.1:$rport/0"
+	IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-redis "$SERVE_URL$LIST")"
+	MROWS+=("| edge, Redis counters (EO_REDIS_URL, local redis-server) | $m_rps | $m_p99 | $m_bad |")
+	stop "$SERVE_PID"
+	stop "$REDIS_PID"
+else
+	MROWS+=("| edge, Redis counters | SKIPPED (no redis-server) | | |")
+fi
+bare "$TMPROOT/body-1.json"
+IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-bare "$BARE_URL$LIST")"
+MROWS+=("| no metering: bare Fiber handler, same bytes | $m_rps | $m_p99 | $m_bad |")
+stop "$BARE_PID"
+LROWS+=("| $MATCHES | $LOAD_MAIN | $RSS_MAIN |")
+fi
+
+# 5. the 100k world
+LIST="/v1/cs2/matches?limit=50"
+if [[ "${SKIP_100K:-}" != 1 ]]; then
+	if [[ -n "${WORLD_100K:-}" ]]; then
+		W100=$WORLD_100K
+	else
+		W100=$TMPROOT/world-100k
+		world "$W100" 100000
+	fi
+	KEY=$(mint_key "$W100")
+	serve "$W100" "$LOGS/serve-100k.log"
+	IFS='|' read -r l100 r100 <<<"$(load_stats "$LOGS/serve-100k.log" "$SERVE_PID")"
+	log "snapshot of 100000 matches loaded in $l100, VmRSS $r100 MiB"
+	IFS='|' read -r h_rps h_p99 h_bad <<<"$(bench edge-100k "$SERVE_URL$LIST")"
+	stop "$SERVE_PID"
+	LROWS+=("| 100000 | $l100 | $r100 |")
+	LIST100="| edge at 100,000 matches, \`GET $LIST\` | $h_rps | $h_p99 | $h_bad |"
+fi
+
+echo
+echo "### Edge vs bare Fiber ($MATCHES matches; wrk $WRK_ARGS; $cpus CPUs)"
+echo
+echo "| target | body bytes | edge req/s | bare req/s | edge / bare | edge p99 ms | bare p99 ms | edge non-2xx |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+((${#ROWS[@]})) && printf '%s\n' "${ROWS[@]}"
+echo
+echo "### Metering on \`GET $LIST\` (one run)"
+echo
+echo "| setup | req/s | p99 ms | non-2xx |"
+echo "| --- | ---: | ---: | ---: |"
+((${#MROWS[@]})) && printf '%s\n' "${MROWS[@]}"
+[[ -n "${LIST100:-}" ]] && echo "$LIST100"
+echo
+echo "### Snapshot load (eo serve: \"snapshot loaded ... elapsed=\"; VmRSS once /health answers)"
+echo
+echo "| matches | load time | VmRSS MiB |"
+echo "| ---: | ---: | ---: |"
+((${#LROWS[@]})) && printf '%s\n' "${LROWS[@]}"
+exit 0

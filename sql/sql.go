@@ -1,0 +1,52 @@
+// Package sql embeds the pipeline's DuckDB SQL: the staging template that
+// types and validates raw lines, and the numbered normalise and derive steps.
+// Files run in name order within a folder; each is idempotent (CREATE OR
+// REPLACE), so a step can be re-run after a failure.
+package sql
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed stage/*.tmpl normalise/*.sql derive/*.sql
+var files embed.FS
+
+// Step is one named SQL file.
+type Step struct {
+	Name string // e.g. "normalise/02_tables.sql"
+	SQL  string
+}
+
+// Steps returns the .sql files of a folder in name order.
+func Steps(folder string) ([]Step, error) {
+	ents, err := fs.ReadDir(files, folder)
+	if err != nil {
+		return nil, fmt.Errorf("sql: read %s: %w", folder, err)
+	}
+	var out []Step
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		b, err := files.ReadFile(folder + "/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Step{Name: folder + "/" + e.Name(), SQL: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Template returns a text template file's source, e.g. "stage/stage.sql.tmpl".
+func Template(name string) (string, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("sql: read %s: %w", name, err)
+	}
+	return string(b), nil
+}
