@@ -90,12 +90,16 @@ func (s *Server) headToHead(c *fiber.Ctx) error {
 				continue
 			}
 			h.Matches++
-			own, other := *m.ScoreA, *m.ScoreB
-			if m.TeamBID == team {
-				own, other = other, own
+			// A completed match can lack a score (imported results that
+			// name only the winner): it counts as a win or loss, not maps.
+			if m.ScoreA != nil && m.ScoreB != nil {
+				own, other := *m.ScoreA, *m.ScoreB
+				if m.TeamBID == team {
+					own, other = other, own
+				}
+				h.MapsWon += own
+				h.MapsLost += other
 			}
-			h.MapsWon += own
-			h.MapsLost += other
 			if *m.WinnerTeamID == team {
 				h.Wins++
 			} else {

@@ -278,14 +278,6 @@ func loadSnapshot(ctx context.Context, dir string, m publish.Manifest) (*Snapsho
 	s.teamProfiles = buildTeamProfiles(s, maps, rounds, vetoes)
 	s.playerSummaries = buildPlayerSummaries(s, stats, maps)
 	s.coverageJSON = buildCoverage(s)
-	s.sampleTournaments, s.sampleMatches = map[ID]bool{}, map[ID]bool{}
-	for _, r := range sample {
-		s.sampleTournaments[r.TournamentID] = true
-		s.sampleMatches[r.MatchID] = true
-	}
-	s.teamProfiles = buildTeamProfiles(s, maps, rounds, vetoes)
-	s.playerSummaries = buildPlayerSummaries(s, stats, maps)
-	s.coverageJSON = buildCoverage(s)
 	s.odds = buildOdds(s, oddsLines)
 	s.LoadedAt = time.Now().UTC()
 	return s, nil

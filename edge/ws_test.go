@@ -17,8 +17,8 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/live/redistest"
 )
 
 // liveServer is a test server with the live path configured and a real TCP
@@ -532,7 +532,7 @@ func abs(x float64) float64 {
 }
 
 func TestWSRedisFanOut(t *testing.T) {
-	rc := redistest.Start(t)
+	rc := redistest.Client(t)
 	opts := func() LiveOptions {
 		return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
 			Limiter: &live.RedisLimiter{Client: rc}}

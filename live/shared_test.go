@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/eodata/eo/live/redistest"
+	"github.com/eodata/eo/access/redistest"
 )
 
 // The same suites run against the in-memory and the Redis implementations.
@@ -15,7 +15,7 @@ import (
 func TestTicketStores(t *testing.T) {
 	for name, mk := range map[string]func(t *testing.T) TicketStore{
 		"memory": func(*testing.T) TicketStore { return NewMemoryTickets(nil) },
-		"redis":  func(t *testing.T) TicketStore { return &RedisTickets{Client: redistest.Start(t)} },
+		"redis":  func(t *testing.T) TicketStore { return &RedisTickets{Client: redistest.Client(t)} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -42,7 +42,7 @@ func TestConnLimiters(t *testing.T) {
 	for name, mk := range map[string]func(t *testing.T) (ConnLimiter, ConnLimiter){
 		"memory": func(*testing.T) (ConnLimiter, ConnLimiter) { l := NewMemoryLimiter(); return l, l },
 		"redis": func(t *testing.T) (ConnLimiter, ConnLimiter) {
-			c := redistest.Start(t)
+			c := redistest.Client(t)
 			// Two limiters (two instances) sharing one Redis.
 			return &RedisLimiter{Client: c}, &RedisLimiter{Client: c}
 		},
@@ -85,7 +85,7 @@ func TestConnLimiters(t *testing.T) {
 }
 
 func TestRedisLeaseLapses(t *testing.T) {
-	c := redistest.Start(t)
+	c := redistest.Client(t)
 	l := &RedisLimiter{Client: c, TTL: 300 * time.Millisecond}
 	ctx := context.Background()
 	rel, ok, err := l.Acquire(ctx, "k", 1)
@@ -108,7 +108,7 @@ func TestFeeds(t *testing.T) {
 	for name, mk := range map[string]func(t *testing.T) (Feed, Feed){
 		"memory": func(*testing.T) (Feed, Feed) { f := NewMemoryFeed(); return f, f },
 		"redis": func(t *testing.T) (Feed, Feed) {
-			c := redistest.Start(t)
+			c := redistest.Client(t)
 			return &RedisFeed{Client: c}, &RedisFeed{Client: c}
 		},
 	} {

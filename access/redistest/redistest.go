@@ -51,3 +51,16 @@ func Start(t testing.TB) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Client runs a fresh redis-server (as Start) and returns a client to it,
+// closed when the test ends.
+func Client(t testing.TB) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
