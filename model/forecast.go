@@ -7,8 +7,9 @@ import (
 )
 
 // Version is the eo_model version carried on every forecast and metric row.
-// Bump it when the forecast changes.
-const Version = "eo_model-glicko2-1.0.0"
+// Bump it when the forecast changes. 1.0.0: weekly rating periods, initial
+// RD 350; 1.1.0: daily rating periods, initial RD 200 (MODEL.md).
+const Version = "eo_model-glicko2-1.1.0"
 
 // Match is one fixture for the forecast: a not-cancelled match. A completed
 // match has Completed set, its result known at EndedAt.

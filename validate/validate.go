@@ -4,7 +4,7 @@
 // with four forecasters:
 //
 //   - eo_model: model.Run with model.DefaultForecastConfig(), exactly as
-//     pipelines/model.go calls it (Glicko-2 in weekly periods plus the
+//     pipelines/model.go calls it (Glicko-2 in daily periods plus the
 //     walk-forward logistic calibration), on the same matches;
 //   - coin: 0.5 for every match;
 //   - elo: Elo on the logistic 400 scale with K and a team-A advantage H
