@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"time"
 
@@ -35,8 +34,6 @@ const (
 	LivePrefix    = "eo_live_"
 	SandboxPrefix = "eo_sandbox_"
 )
-
-var keyPattern = regexp.MustCompile(`^(eo_live_|eo_sandbox_)[0-9a-f]{48}$`)
 
 // Errors.
 var (
@@ -331,7 +328,7 @@ func (s *Store) createRotated(old Key) (string, Key, error) {
 // Authenticate resolves a presented key. Unknown, revoked and expired keys
 // all return ErrInvalidKey.
 func (s *Store) Authenticate(_ context.Context, key string) (Principal, error) {
-	if !keyPattern.MatchString(key) {
+	if !validKeyFormat(key) {
 		return Principal{}, ErrInvalidKey
 	}
 	h := hashKey(key)

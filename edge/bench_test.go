@@ -7,7 +7,7 @@ package edge
 // BenchmarkMeterCheck and BenchmarkMeterRecord measure the metering calls one
 // request makes, on the embedded (bbolt) and Redis backends (a real
 // redis-server via access/redistest; skipped without the binary).
-// BenchmarkAuth measures the API-key lookup. BenchmarkListMatches drives
+// BenchmarkAuth measures the API-key lookup (keyring and store). BenchmarkListMatches drives
 // GET /v1/cs2/matches?limit=50 through the Fiber handler in memory (a
 // fasthttp.RequestCtx, no sockets) on the edge and on a bare Fiber handler
 // that returns the same bytes.
@@ -102,14 +102,17 @@ func BenchmarkMeterRecord(b *testing.B) {
 	}
 }
 
-// benchKeys opens an access store with one internal-plan key.
-func benchKeys(b *testing.B) (*access.Store, string) {
+// benchKeys creates an access database with one internal-plan key and
+// returns its path and the key (the database is closed, as `eo keys`
+// leaves it).
+func benchKeys(b *testing.B) (string, string) {
 	b.Helper()
-	st, err := access.Open(filepath.Join(b.TempDir(), "access.db"), nil)
+	path := filepath.Join(b.TempDir(), "access.db")
+	st, err := access.Open(path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
+	defer st.Close()
 	acct, err := st.CreateAccount("bench", 0)
 	if err != nil {
 		b.Fatal(err)
@@ -118,19 +121,49 @@ func benchKeys(b *testing.B) (*access.Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st, key
+	return path, key
 }
 
-// BenchmarkAuth: access.Store.Authenticate (hash, bbolt read, JSON decode).
+// benchKeyring is what eo serve authenticates with: the keys in memory.
+func benchKeyring(b *testing.B) (*access.Keyring, string) {
+	b.Helper()
+	path, key := benchKeys(b)
+	kr, err := access.OpenKeyring(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kr, key
+}
+
+// BenchmarkAuth: resolving a presented API key. keyring: access.Keyring
+// (what eo serve uses: SHA-256 and a map lookup); store:
+// access.Store.Authenticate (hash, bbolt read transaction, JSON decode), the
+// read-write store `eo keys` uses.
 func BenchmarkAuth(b *testing.B) {
-	st, key := benchKeys(b)
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := st.Authenticate(ctx, key); err != nil {
+	b.Run("keyring", func(b *testing.B) {
+		kr, key := benchKeyring(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := kr.Authenticate(ctx, key); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("store", func(b *testing.B) {
+		path, key := benchKeys(b)
+		st, err := access.Open(path, nil)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
+		defer st.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Authenticate(ctx, key); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // inMemory runs requests through a Fiber app's fasthttp handler without a
@@ -160,7 +193,7 @@ func (im *inMemory) do() *fasthttp.Response {
 
 // BenchmarkListMatches: GET /v1/cs2/matches?limit=50 through the handler in
 // memory. edge: the fixture server (test authenticator, no metering: the
-// handler + middleware cost); edge-metered: the same with access.Store
+// handler + middleware cost); edge-metered: the same with access.Keyring
 // authentication and the embedded Meter (internal plan), as eo serve runs;
 // bare: a Fiber app with the edge's config and one handler returning the
 // edge's response bytes.
@@ -174,7 +207,7 @@ func BenchmarkListMatches(b *testing.B) {
 	}
 	body := bytes.Clone(resp.Body())
 
-	keys, key := benchKeys(b)
+	keys, key := benchKeyring(b)
 	metered, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
 		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
 		Meter: &access.Meter{C: benchCounters(b, "embedded"), Plans: benchPlans(), Accounts: keys, Now: time.Now}})

@@ -103,7 +103,7 @@ func New(o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{o: o, log: o.Logger, cursors: cursorCodec{key: o.CursorSecret}, metrics: newMetrics()}
+	s := &Server{o: o, log: o.Logger, cursors: newCursorCodec(o.CursorSecret), metrics: newMetrics()}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Games lists the onboarded game slugs.
@@ -150,50 +151,59 @@ func sendJSON(c *fiber.Ctx, b []byte) error {
 	return c.Send(b)
 }
 
+// jsonBody starts a JSON response and returns it to append the body into:
+// fasthttp's pooled body buffer, so assembling a response from pre-rendered
+// parts copies each part once and allocates nothing per request.
+func jsonBody(c *fiber.Ctx) *fasthttp.Response {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	r := c.Response()
+	r.ResetBody()
+	return r
+}
+
 // sendSingle writes {"data": obj}.
 func sendSingle(c *fiber.Ctx, obj []byte) error {
-	b := make([]byte, 0, len(obj)+10)
-	b = append(b, `{"data":`...)
-	b = append(b, obj...)
-	b = append(b, '}')
-	return sendJSON(c, b)
+	r := jsonBody(c)
+	r.AppendBodyString(`{"data":`)
+	r.AppendBody(obj)
+	r.AppendBodyString("}")
+	return nil
+}
+
+// appendMeta writes the list envelope's tail: count and next cursor.
+func appendMeta(r *fasthttp.Response, count int, next string) {
+	var num [20]byte
+	r.AppendBodyString(`,"meta":{"count":`)
+	r.AppendBody(strconv.AppendInt(num[:0], int64(count), 10))
+	if next == "" {
+		r.AppendBodyString(`,"next_cursor":null}}`)
+		return
+	}
+	r.AppendBodyString(`,"next_cursor":"`)
+	r.AppendBodyString(next)
+	r.AppendBodyString(`"}}`)
 }
 
 // sendList writes the list envelope from pre-rendered rows.
 func sendList(c *fiber.Ctx, rows [][]byte, next string) error {
-	n := 64 + len(next)
-	for _, r := range rows {
-		n += len(r) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"data":[`...)
-	for i, r := range rows {
+	r := jsonBody(c)
+	r.AppendBodyString(`{"data":[`)
+	for i, row := range rows {
 		if i > 0 {
-			b = append(b, ',')
+			r.AppendBodyString(",")
 		}
-		b = append(b, r...)
+		r.AppendBody(row)
 	}
-	b = append(b, `],"meta":{"count":`...)
-	b = strconv.AppendInt(b, int64(len(rows)), 10)
-	b = append(b, `,"next_cursor":`...)
-	if next == "" {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '"')
-		b = append(b, next...)
-		b = append(b, '"')
-	}
-	b = append(b, "}}"...)
-	return sendJSON(c, b)
+	r.AppendBodyString("]")
+	appendMeta(r, len(rows), next)
+	return nil
 }
 
 // sendArray writes a pre-rendered JSON array as an unpaginated list.
 func sendArray(c *fiber.Ctx, a arr) error {
-	b := make([]byte, 0, len(a.b)+64)
-	b = append(b, `{"data":`...)
-	b = append(b, orEmpty(a.b)...)
-	b = append(b, `,"meta":{"count":`...)
-	b = strconv.AppendInt(b, int64(a.n), 10)
-	b = append(b, `,"next_cursor":null}}`...)
-	return sendJSON(c, b)
+	r := jsonBody(c)
+	r.AppendBodyString(`{"data":`)
+	r.AppendBody(orEmpty(a.b))
+	appendMeta(r, a.n, "")
+	return nil
 }

@@ -225,7 +225,7 @@ func (r *run) open() (*sql.DB, error) {
 		"SET temp_directory = '" + strings.ReplaceAll(tmp, "'", "''") + "'",
 	}
 	if r.o.MemoryLimit != "" {
-		settings = append(settings, "SET memory_limit = '"+r.o.MemoryLimit+"'")
+		settings = append(settings, "SET memory_limit = '"+strings.ReplaceAll(r.o.MemoryLimit, "'", "''")+"'")
 	}
 	for _, s := range settings {
 		if _, err := db.Exec(s); err != nil {

@@ -32,12 +32,21 @@ type common struct {
 	store string
 	work  string
 	json  bool
+	// duckMemory is DuckDB's memory_limit for the pipeline commands (set by
+	// registerPipeline); empty keeps DuckDB's default, 80 % of RAM.
+	duckMemory string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", env("EO_STORE", ".eo/store"), "snapshot store: a folder, or s3://bucket/prefix (EO_S3_* env for endpoint and credentials)")
 	fs.StringVar(&c.work, "work", env("EO_WORK", ".eo/work"), "local work folder (DuckDB spill, exported files, snapshot cache)")
 	fs.BoolVar(&c.json, "log-json", os.Getenv("EO_LOG_JSON") != "", "log JSON lines instead of text")
+}
+
+// registerPipeline adds the flags of the commands that run the pipeline.
+func (c *common) registerPipeline(fs *flag.FlagSet) {
+	fs.StringVar(&c.duckMemory, "duckdb-memory", env("EO_DUCKDB_MEMORY", ""),
+		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
 }
 
 func (c *common) logger() *slog.Logger {
@@ -108,7 +117,7 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 }
 
 func newRunner(c common, log *slog.Logger, st publish.Store, force bool) *jobs.Runner {
-	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log}
+	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory}
 	if isTerminal(os.Stderr) {
 		po.Progress = func(step string, rows int64, elapsed time.Duration) {
 			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))
@@ -121,6 +130,7 @@ func cmdPipelineRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pipeline run", flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	c.registerPipeline(fs)
 	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -183,6 +193,7 @@ func cmdJobs(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	c.registerPipeline(fs)
 	spec := fs.String("schedule", env("EO_SCHEDULE", "*/15 * * * *"), "cron schedule (UTC, 5 fields)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -204,12 +215,7 @@ func cmdServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	keys, err := c.openAccess()
-	if err != nil {
-		return err
-	}
-	defer keys.Close()
-	return serve(ctx, c, *addr, keys, nil)
+	return serve(ctx, c, *addr, nil)
 }
 
 func (c *common) openAccess() (*access.Store, error) {
@@ -240,6 +246,7 @@ func cmdUp(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	c.registerPipeline(fs)
 	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")
 	liveMatches := fs.Int("live-matches", 4, "matches the local live replay plays out (0: no replay)")
@@ -271,16 +278,15 @@ func cmdUp(ctx context.Context, args []string) error {
 	} else {
 		fmt.Printf("published snapshot %s (%d quarantined lines)\n", res.Manifest.SnapshotID, res.Report.QuarantinedTotal())
 	}
-	keys, err := c.openAccess()
+	rk, err := c.mintReadyKeys()
 	if err != nil {
 		return err
 	}
-	defer keys.Close()
-	return serve(ctx, c, *addr, keys, func(srv *edge.Server, addr string) error {
+	return serve(ctx, c, *addr, func(srv *edge.Server, addr string) error {
 		// Live path: replay a few matches on an in-process feed (cmd/eo/live.go).
 		if err := startLocalLive(ctx, log, st, c.work, srv, *liveMatches, *liveSpeed); err != nil {
 			return err
 		}
-		return printReadyKeys(keys, srv, addr)
+		return printReadyKeys(rk, srv, addr)
 	})
 }

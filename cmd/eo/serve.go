@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -46,9 +47,37 @@ func plans() (map[string]access.PlanLimits, error) {
 	return p, nil
 }
 
-func serve(ctx context.Context, c common, addr string, keys *access.Store, banner func(*edge.Server, string) error) error {
+// openKeyring creates the key file if needed (as `eo keys` would), loads it
+// into memory and reloads it every EO_KEY_RELOAD (default 1s) while ctx
+// lives: the serving process holds no lock on the file, so `eo keys` works
+// beside it and its changes apply within that interval.
+func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Keyring, error) {
+	st, err := c.openAccess()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	kr, err := access.OpenKeyring(filepath.Join(c.work, "access.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	every, err := time.ParseDuration(env("EO_KEY_RELOAD", "1s"))
+	if err != nil || every <= 0 {
+		return nil, fmt.Errorf("EO_KEY_RELOAD: want a positive duration such as 1s, got %q", os.Getenv("EO_KEY_RELOAD"))
+	}
+	go kr.Watch(ctx, every, log)
+	return kr, nil
+}
+
+func serve(ctx context.Context, c common, addr string, banner func(*edge.Server, string) error) error {
 	log := c.logger()
 	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	keys, err := c.openKeyring(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -99,22 +128,36 @@ func serve(ctx context.Context, c common, addr string, keys *access.Store, banne
 	return srv.Serve(ctx, ln)
 }
 
-// printReadyKeys creates a demo account with a standard key and a sandbox
-// key for make run, and prints them with the sandbox sample's tournaments.
-// Keys are stored hashed, so new ones are minted (and printed) on each start.
-func printReadyKeys(keys *access.Store, srv *edge.Server, addr string) error {
+// readyKeys are the demo keys make run prints.
+type readyKeys struct{ standard, sandbox string }
+
+// mintReadyKeys creates a demo account with a standard key and a sandbox key
+// for make run. Keys are stored hashed, so new ones are minted (and printed)
+// on each start.
+func (c *common) mintReadyKeys() (readyKeys, error) {
+	keys, err := c.openAccess()
+	if err != nil {
+		return readyKeys{}, err
+	}
+	defer keys.Close()
 	acct, err := keys.CreateAccount("make-run demo", 0)
 	if err != nil {
-		return err
+		return readyKeys{}, err
 	}
 	std, _, err := keys.CreateKey(acct.ID, access.PlanStandard)
 	if err != nil {
-		return err
+		return readyKeys{}, err
 	}
 	sb, _, err := keys.CreateKey(acct.ID, access.PlanSandbox)
 	if err != nil {
-		return err
+		return readyKeys{}, err
 	}
+	return readyKeys{standard: std, sandbox: sb}, nil
+}
+
+// printReadyKeys prints the demo keys with the sandbox sample's tournaments.
+func printReadyKeys(rk readyKeys, srv *edge.Server, addr string) error {
+	std, sb := rk.standard, rk.sandbox
 	fmt.Printf("\nAPI key (standard plan): %s\n", std)
 	fmt.Printf("  curl -H 'Authorization: Bearer %s' 'http://%s/v1/cs2/matches?limit=5'\n", std, addr)
 	fmt.Printf("Sandbox key:             %s\n", sb)
