@@ -16,7 +16,7 @@ type Team struct {
 	Slug         string    `col:"slug" json:"slug"`
 	Name         string    `col:"name" json:"name"`
 	ShortName    string    `col:"short_name" json:"short_name"`
-	Region       string    `col:"region" json:"region"`
+	Region       *string   `col:"region" json:"region"` // null when unknown (imported data)
 	CountryCode  string    `col:"country_code" json:"country_code"`
 	LogoURL      string    `col:"logo_url" json:"logo_url"`
 	OwnRank      *int      `col:"own_rank" json:"own_rank"`
@@ -52,8 +52,8 @@ type Tournament struct {
 	GameID    ID         `col:"game_id" json:"game_id"`
 	Slug      string     `col:"slug" json:"slug"`
 	Name      string     `col:"name" json:"name"`
-	Tier      string     `col:"tier" json:"tier"`
-	Region    string     `col:"region" json:"region"`
+	Tier      *string    `col:"tier" json:"tier"`     // null when unknown (imported data)
+	Region    *string    `col:"region" json:"region"` // null when unknown (imported data)
 	StartsAt  *time.Time `col:"starts_at" json:"starts_at"`
 	EndsAt    *time.Time `col:"ends_at" json:"ends_at"`
 	PrizePool *int64     `col:"prize_pool_usd" json:"prize_pool_usd"`
@@ -165,7 +165,7 @@ type MapResult struct {
 	SecondHalfB    *int       `col:"second_half_b" json:"second_half_b"`
 	OvertimeA      *int       `col:"overtime_a" json:"overtime_a"`
 	OvertimeB      *int       `col:"overtime_b" json:"overtime_b"`
-	FirstHalfSideA string     `col:"first_half_side_a" json:"first_half_side_a"`
+	FirstHalfSideA *string    `col:"first_half_side_a" json:"first_half_side_a"` // null when unknown (imported data)
 	Status         string     `col:"status" json:"status"`
 	RoundsPlayed   int        `col:"rounds_played" json:"rounds_played"`
 	StartedAt      *time.Time `col:"started_at" json:"started_at"`
@@ -189,7 +189,7 @@ type StatLine struct {
 	RoundsPlayed int      `col:"rounds_played" json:"rounds_played"`
 	Kills        int      `col:"kills" json:"kills"`
 	Deaths       int      `col:"deaths" json:"deaths"`
-	Assists      int      `col:"assists" json:"assists"`
+	Assists      *int     `col:"assists" json:"assists"` // null when the source lacks it
 	ADR          float64  `col:"adr" json:"adr"`
 	KAST         *float64 `col:"kast" json:"kast"`
 	Headshots    *int     `col:"headshots" json:"headshots"`

@@ -16,6 +16,16 @@ type sortVal struct {
 
 func strVal(s string) sortVal { return sortVal{Str: s} }
 func numVal(n int64) sortVal  { return sortVal{Num: n} }
+func strPtrVal(p *string) sortVal {
+	if p == nil {
+		return sortVal{Null: true}
+	}
+	return sortVal{Str: *p}
+}
+
+// strEq is an exact filter on a nullable text column: null (unknown, e.g.
+// an imported tournament's tier) matches no value.
+func strEq(p *string, v string) bool { return p != nil && *p == v }
 func intPtrVal(p *int) sortVal {
 	if p == nil {
 		return sortVal{Null: true}
@@ -185,7 +195,7 @@ func teamSortValue(t *Team, key string) sortVal {
 	case "slug":
 		return strVal(t.Slug)
 	case "region":
-		return strVal(t.Region)
+		return strPtrVal(t.Region)
 	case "country_code":
 		return strVal(t.CountryCode)
 	case "own_rank":

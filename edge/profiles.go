@@ -212,7 +212,7 @@ type PlayerSummary struct {
 	RoundsPlayed  int                `json:"rounds_played"`
 	Kills         int                `json:"kills"`
 	Deaths        int                `json:"deaths"`
-	Assists       int                `json:"assists"`
+	Assists       *int               `json:"assists"`
 	KDRatio       *float64           `json:"kd_ratio"`
 	ADR           *float64           `json:"adr"`
 	KAST          *float64           `json:"kast"`
@@ -241,8 +241,8 @@ func buildPlayerSummaries(s *Snapshot, stats []StatLine, maps []MapResult) map[I
 		matches                 map[ID]bool
 		dmg, rating, kast       float64
 		kastRounds, hsKills, hs int
-		fk, fd, cl              int
-		fkN, fdN, clN           int
+		fk, fd, cl, as          int
+		fkN, fdN, clN, asN      int
 		maps                    map[string]*mapAcc
 	}
 	accs := map[ID]*acc{}
@@ -261,7 +261,10 @@ func buildPlayerSummaries(s *Snapshot, stats []StatLine, maps []MapResult) map[I
 		a.p.RoundsPlayed += r
 		a.p.Kills += l.Kills
 		a.p.Deaths += l.Deaths
-		a.p.Assists += l.Assists
+		if l.Assists != nil {
+			a.as += *l.Assists
+			a.asN++
+		}
 		a.dmg += l.ADR * float64(r)
 		a.rating += l.Rating * float64(r)
 		if l.KAST != nil {
@@ -333,6 +336,7 @@ func buildPlayerSummaries(s *Snapshot, stats []StatLine, maps []MapResult) map[I
 		p.Rating = perRound(a.rating, p.RoundsPlayed, 100)
 		p.KAST = perRound(a.kast, a.kastRounds, 1000)
 		p.HeadshotPct = pct(a.hs, a.hsKills)
+		p.Assists = count(a.as, a.asN)
 		p.FirstKills, p.FirstDeaths, p.Clutches = count(a.fk, a.fkN), count(a.fd, a.fdN), count(a.cl, a.clN)
 		p.Maps = []PlayerMapSummary{}
 		for name, m := range a.maps {

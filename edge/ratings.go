@@ -19,7 +19,7 @@ type RankingRow struct {
 	EntityID     ID       `col:"entity_id" json:"entity_id"`
 	Name         string   `col:"name" json:"name"`
 	Slug         string   `col:"slug" json:"slug"`
-	Region       string   `col:"region" json:"region"`
+	Region       *string  `col:"region" json:"region"`
 	Role         *string  `col:"role" json:"role"`
 	TeamID       *ID      `col:"team_id" json:"team_id"`
 	Value        float64  `col:"value" json:"value"`
@@ -199,7 +199,7 @@ func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte 
 			break
 		}
 		r := &b.rows[i]
-		if region != "" && r.Region != region {
+		if region != "" && !strEq(r.Region, region) {
 			continue
 		}
 		if role != "" && (r.Role == nil || *r.Role != role) {

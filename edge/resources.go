@@ -59,7 +59,7 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 	slug, region := c.Query("slug"), c.Query("region")
 	keep := func(i int32) bool {
 		t := &snap.teams[i]
-		return (slug == "" || t.Slug == slug) && (region == "" || t.Region == region)
+		return (slug == "" || t.Slug == slug) && (region == "" || strEq(t.Region, region))
 	}
 	return s.pageRows(c, "teams", snap.teamOrders[spec], cur, parseLimit(c, limTeams), keep,
 		func(i int32) []byte { return snap.teamJSON[i] })
@@ -171,7 +171,8 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 	now := s.o.Now()
 	keep := func(i int32) bool {
 		t := &snap.tournaments[i]
-		if (slug != "" && t.Slug != slug) || (tier != "" && t.Tier != tier) || (region != "" && t.Region != region) {
+		// A null tier or region (imported data) matches no filter value.
+		if (slug != "" && t.Slug != slug) || (tier != "" && !strEq(t.Tier, tier)) || (region != "" && !strEq(t.Region, region)) {
 			return false
 		}
 		if year != 0 && (t.StartsAt == nil || t.StartsAt.Year() != year) {

@@ -374,8 +374,8 @@ func splitStatus(t *Tournament) [2][]byte {
 		GameID    ID         `json:"game_id"`
 		Slug      string     `json:"slug"`
 		Name      string     `json:"name"`
-		Tier      string     `json:"tier"`
-		Region    string     `json:"region"`
+		Tier      *string    `json:"tier"`
+		Region    *string    `json:"region"`
 		Status    string     `json:"status"`
 		StartsAt  *time.Time `json:"starts_at"`
 		EndsAt    *time.Time `json:"ends_at"`

@@ -84,8 +84,9 @@ var (
 //     player; two players with one name in one team would merge). kd
 //     "24-13" → kills 24, deaths 13; adr; kast "90.0%" → 0.9;
 //     rounds_played = the map's rounds. Assists are NOT in the file: null
-//     (made optional in raw/schema.go), so the service's player rating of
-//     these lines is null (sql/derive/02_player_rating.sql needs assists).
+//     (made optional in raw/schema.go); the service's player rating scores
+//     the missing assists component as neutral (sql/derive/
+//     02_player_rating.sql) and the API serves assists: null.
 //     HLTV's own rating in the file is not imported (no contract field).
 //   - players: nickname = name, team_id = the team of their latest match.
 //

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,6 +220,18 @@ func TestCS22026(t *testing.T) {
 	    FROM player_stats s JOIN players p ON p.id = s.player_id JOIN matches m ON m.id = s.match_id
 	    JOIN teams ta ON ta.id = m.team_a_id WHERE ta.name = 'SportsBetExpert' AND p.name = 'sml' AND s.map_number = 1`); s != "24|13|null|117.3|0.9|20" {
 		t.Errorf("sml map 1: %s", s)
+	}
+	// Assists are missing, not zero: the rating scores that component as
+	// neutral (1.00), like KAST, multi-kills and opening duels when absent.
+	// sml map 1: 24-13, ADR 117.3, KAST 0.9, 20 rounds, nothing else.
+	want := 0.30*(24.0/20)/0.67 + 0.15*(1-13.0/20)/0.33 + 0.25*117.3/75 + 0.05*1 + 0.10*0.9/0.79 + 0.10*1 + 0.05*1
+	if got := one[string](t, db, `SELECT coalesce(CAST(s.rating AS VARCHAR), 'null')
+	    FROM player_stats s JOIN players p ON p.id = s.player_id JOIN matches m ON m.id = s.match_id
+	    JOIN teams ta ON ta.id = m.team_a_id WHERE ta.name = 'SportsBetExpert' AND p.name = 'sml' AND s.map_number = 1`); got != strconv.FormatFloat(math.Round(want*100)/100, 'f', -1, 64) {
+		t.Errorf("sml map 1 rating %s, want %.2f (assists neutral, not 0 and not null)", got, want)
+	}
+	if n := one[int](t, db, `SELECT count(*) FROM player_stats WHERE assists IS NOT NULL OR rating IS NULL`); n != 0 {
+		t.Errorf("%d stat lines with assists or without a rating", n)
 	}
 	// an overtime map: halves + overtime add up
 	if n := one[int](t, db, `SELECT count(*) FROM map_results WHERE overtime_a IS NOT NULL

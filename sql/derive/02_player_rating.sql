@@ -7,8 +7,9 @@
 --   0.25 ADR / 75                      0.05 assists per round / 0.27
 --   0.10 KAST / 0.79                   0.10 multi-kill rounds (2k + 2*3k + 3*4k + 4*5k)/round / 0.18
 --   0.05 opening duels: 1 + 2*(first kills - first deaths)/round
--- An input the upstream did not provide (KAST, multi-kills, opening duels)
--- scores exactly 1.00 (neutral) rather than 0.
+-- An input the upstream did not provide (assists, KAST, multi-kills, opening
+-- duels) scores exactly 1.00 (neutral) rather than 0: a line without assists
+-- (imported HLTV data) is not rated as if the player had none.
 -- The divisors are the mean per-line values of the default synthetic world's
 -- 79,260 map lines (kills/round 0.670, deaths/round 0.670, ADR 75.0,
 -- assists/round 0.268, KAST 0.786, multi-kill score 0.181), so the mean map
@@ -23,7 +24,7 @@ SELECT s.match_id, s.map_number, s.player_id, s.team_id, s.rounds_played,
          0.30 * (s.kills / r) / 0.67
        + 0.15 * greatest(0, 1 - s.deaths / r) / 0.33
        + 0.25 * s.adr / 75
-       + 0.05 * (s.assists / r) / 0.27
+       + 0.05 * coalesce((s.assists / r) / 0.27, 1)
        + 0.10 * coalesce(s.kast / 0.79, 1)
        + 0.10 * coalesce(((s.multikills_2k + 2 * s.multikills_3k + 3 * s.multikills_4k + 4 * s.multikills_5k) / r) / 0.18, 1)
        + 0.05 * coalesce(1 + 2 * (s.first_kills - s.first_deaths) / r, 1)
