@@ -199,14 +199,14 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		return *stop, nil
 	}
 	d := Decision{}
-	tok, err := m.C.TakeToken(ctx, "b:"+p.KeyID, pl.Burst, pl.Rate, now)
+	tok, res, err := m.draw(ctx, "b:"+p.KeyID, pl, now, q.counters, drawQuota)
 	if err != nil {
-		return d, fmt.Errorf("access: take token: %w", err)
+		return d, err
 	}
 	d.Headers = append(d.Headers,
 		[2]string{"X-RateLimit-Limit", strconv.FormatFloat(pl.Burst, 'f', -1, 64)},
 		[2]string{"X-RateLimit-Remaining", strconv.FormatInt(int64(math.Floor(tok.Remaining)), 10)})
-	var vals []int64
+	vals := res.Values
 	switch {
 	case !tok.OK:
 		d.Code, d.Message = "rate_limited", "rate limit exceeded; retry after the Retry-After delay"
@@ -214,32 +214,57 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		if d.RetryAfter < 1 {
 			d.RetryAfter = 1
 		}
-	case drawQuota:
-		res, err := m.C.Consume(ctx, now, q.counters)
-		if err != nil {
-			return d, fmt.Errorf("access: consume quota: %w", err)
-		}
-		vals = res.Values
-		if !res.OK {
-			d.Code = q.codes[res.Failed]
-			d.Message = quotaMessage(d.Code)
-			d.RetryAfter = q.retry[res.Failed]
-		}
-	}
-	if vals == nil {
-		keys := make([]string, len(q.counters))
-		for i, c := range q.counters {
-			keys[i] = c.Key
-		}
-		if vals, err = m.C.Get(ctx, now, keys); err != nil {
-			return d, fmt.Errorf("access: read quota: %w", err)
-		}
+	case drawQuota && !res.OK:
+		d.Code = q.codes[res.Failed]
+		d.Message = quotaMessage(d.Code)
+		d.RetryAfter = q.retry[res.Failed]
 	}
 	d.Headers = append(d.Headers,
 		[2]string{"X-Quota-Limit", strconv.FormatInt(q.limit, 10)},
 		[2]string{"X-Quota-Remaining", strconv.FormatInt(remaining(q.counters, vals), 10)},
 		[2]string{"X-Quota-Reset", q.reset})
 	return d, nil
+}
+
+// TokenAndQuota is implemented by a Counters backend that takes the bucket
+// token and draws the quota in one round trip (Redis: one Lua script). The
+// semantics are Meter.draw's.
+type TokenAndQuota interface {
+	TakeAndConsume(ctx context.Context, bucket string, burst, rate float64, now time.Time, cs []Counter, draw bool) (TokenResult, ConsumeResult, error)
+}
+
+// draw takes a bucket token and, when the token was granted and drawQuota is
+// set, one unit of every counter (all or nothing). The returned
+// ConsumeResult's Values are the counters after the call, whether or not
+// anything was drawn; its OK is meaningful only when a draw was attempted.
+func (m *Meter) draw(ctx context.Context, bucket string, pl PlanLimits, now time.Time, cs []Counter, drawQuota bool) (TokenResult, ConsumeResult, error) {
+	if tq, ok := m.C.(TokenAndQuota); ok {
+		tok, res, err := tq.TakeAndConsume(ctx, bucket, pl.Burst, pl.Rate, now, cs, drawQuota)
+		if err != nil {
+			return tok, res, fmt.Errorf("access: meter: %w", err)
+		}
+		return tok, res, nil
+	}
+	tok, err := m.C.TakeToken(ctx, bucket, pl.Burst, pl.Rate, now)
+	if err != nil {
+		return tok, ConsumeResult{}, fmt.Errorf("access: take token: %w", err)
+	}
+	if tok.OK && drawQuota {
+		res, err := m.C.Consume(ctx, now, cs)
+		if err != nil {
+			return tok, res, fmt.Errorf("access: consume quota: %w", err)
+		}
+		return tok, res, nil
+	}
+	keys := make([]string, len(cs))
+	for i, c := range cs {
+		keys[i] = c.Key
+	}
+	vals, err := m.C.Get(ctx, now, keys)
+	if err != nil {
+		return tok, ConsumeResult{}, fmt.Errorf("access: read quota: %w", err)
+	}
+	return tok, ConsumeResult{Values: vals}, nil
 }
 
 func quotaMessage(code string) string {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only on EO_DEBUG_ADDR
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,6 +82,12 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	keys, err := c.openKeyring(ctx, log)
 	if err != nil {
 		return err
+	}
+	if dbg := os.Getenv("EO_DEBUG_ADDR"); dbg != "" {
+		// Go's profiler (net/http/pprof) for operators, on its own listener:
+		// never on the public address.
+		go func() { log.Warn("debug listener stopped", "err", http.ListenAndServe(dbg, nil)) }()
+		log.Info("debug listener (pprof)", "addr", "http://"+dbg+"/debug/pprof/")
 	}
 	secret, err := c.cursorSecret()
 	if err != nil {
