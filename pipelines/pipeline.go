@@ -449,8 +449,8 @@ func (r *run) derive(ctx context.Context) (int64, error) {
 			modelDone = true
 		}
 		t0 := time.Now()
-		if err := execScript(ctx, r.db, s.SQL); err != nil {
-			return 0, fmt.Errorf("%s: %w", s.Name, err)
+		if err := r.execStatements(ctx, s.Name, s.SQL); err != nil {
+			return 0, err
 		}
 		// per-file timing (BENCHMARKS.md reads the odds steps from it)
 		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
@@ -490,4 +490,62 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 func execScript(ctx context.Context, db *sql.DB, script string) error {
 	_, err := db.ExecContext(ctx, script)
 	return err
+}
+
+// slowStatement is how long one derive statement may take before the run
+// logs it on its own (long runs show where they are).
+const slowStatement = 2 * time.Second
+
+// execStatements runs a script one statement at a time and logs each
+// statement slower than slowStatement with its first line. A statement ends
+// at a line whose last non-blank character is ';' (how every file in sql/
+// is written: no string literal or comment in them ends a line with one).
+func (r *run) execStatements(ctx context.Context, name, script string) error {
+	var stmt strings.Builder
+	flush := func() error {
+		q := strings.TrimSpace(stmt.String())
+		stmt.Reset()
+		if q == "" || isOnlyComments(q) {
+			return nil
+		}
+		t0 := time.Now()
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: statement %q: %w", name, firstCodeLine(q), err)
+		}
+		if el := time.Since(t0); el >= slowStatement {
+			r.o.Logger.Info("slow statement", "run", r.rep.RunID, "file", name, "statement", firstCodeLine(q),
+				"step_elapsed", el.Round(time.Millisecond))
+		}
+		return nil
+	}
+	for _, line := range strings.SplitAfter(script, "\n") {
+		stmt.WriteString(line)
+		if strings.HasSuffix(strings.TrimRight(line, " \t\r\n"), ";") && !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func isOnlyComments(q string) bool {
+	for _, l := range strings.Split(q, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+			return false
+		}
+	}
+	return true
+}
+
+func firstCodeLine(q string) string {
+	for _, l := range strings.Split(q, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+			if len(l) > 120 {
+				l = l[:120] + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }
