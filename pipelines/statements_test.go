@@ -1,0 +1,43 @@
+package pipelines
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"log/slog"
+	"strings"
+	"testing"
+
+	_ "github.com/marcboeker/go-duckdb/v2"
+)
+
+func TestExecStatementsSplitsAndNamesTheFailingStatement(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var logs bytes.Buffer
+	r := &run{o: Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, rep: &Report{RunID: "test"}, db: db}
+	script := `-- a header comment; with a semicolon inside
+CREATE TABLE a AS SELECT 1 AS x;
+-- the next statement spans lines
+CREATE TABLE b AS
+SELECT x + 1 AS y
+FROM a;
+INSERT INTO b VALUES (';'); -- a string literal with a semicolon, not at the line end
+`
+	if err := r.execStatements(context.Background(), "t.sql", script); err == nil {
+		t.Fatal("inserting a string into an integer column should fail")
+	} else if !strings.Contains(err.Error(), "t.sql") || !strings.Contains(err.Error(), "INSERT INTO b") {
+		t.Fatalf("the error should name the file and the statement: %v", err)
+	}
+	var y int
+	if err := db.QueryRow(`SELECT y FROM b`).Scan(&y); err != nil || y != 2 {
+		t.Fatalf("statements before the failing one ran: y=%d %v", y, err)
+	}
+	if err := r.execStatements(context.Background(), "t.sql", "-- only a comment;\n"); err != nil {
+		t.Fatalf("a comment-only script: %v", err)
+	}
+}
