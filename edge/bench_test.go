@@ -195,6 +195,7 @@ func (im *inMemory) do() *fasthttp.Response {
 // memory. edge: the fixture server (test authenticator, no metering: the
 // handler + middleware cost); edge-metered: the same with access.Keyring
 // authentication and the embedded Meter (internal plan), as eo serve runs;
+// edge-metered-redis: the same with the Redis backend (a local redis-server);
 // bare: a Fiber app with the edge's config and one handler returning the
 // edge's response bytes.
 func BenchmarkListMatches(b *testing.B) {
@@ -208,19 +209,24 @@ func BenchmarkListMatches(b *testing.B) {
 	body := bytes.Clone(resp.Body())
 
 	keys, key := benchKeyring(b)
-	metered, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
-		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
-		Meter: &access.Meter{C: benchCounters(b, "embedded"), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
-	if err != nil {
-		b.Fatal(err)
+	meteredOn := func(backend string) *inMemory {
+		srv, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
+			CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
+			Meter: &access.Meter{C: benchCounters(b, backend), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := srv.Load(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		im := newInMemory(srv.App(), uri, key)
+		if r := im.do(); r.StatusCode() != fiber.StatusOK {
+			b.Fatalf("edge-metered-%s: status %d: %s", backend, r.StatusCode(), r.Body())
+		}
+		return im
 	}
-	if err := metered.Load(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	meteredReq := newInMemory(metered.App(), uri, key)
-	if r := meteredReq.do(); r.StatusCode() != fiber.StatusOK {
-		b.Fatalf("edge-metered: status %d: %s", r.StatusCode(), r.Body())
-	}
+	meteredReq := meteredOn("embedded")
+	meteredRedis := meteredOn("redis")
 
 	bareApp := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, ReadBufferSize: 32 * 1024})
@@ -233,7 +239,7 @@ func BenchmarkListMatches(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		im   *inMemory
-	}{{"edge", edge}, {"edge-metered", meteredReq}, {"bare", bare}} {
+	}{{"edge", edge}, {"edge-metered", meteredReq}, {"edge-metered-redis", meteredRedis}, {"bare", bare}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))

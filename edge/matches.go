@@ -216,7 +216,7 @@ func (s *Server) getMatch(c *fiber.Ctx) error {
 		case "vetoes":
 			b = append(b, orEmpty(d.vetoes.b)...)
 		case "rounds":
-			b = append(b, orEmpty(d.rounds.b)...)
+			b = d.rounds.appendTo(b, "[]")
 		case "lineups":
 			b = append(b, orEmpty(d.lineups.b)...)
 		}
@@ -254,17 +254,16 @@ func (s *Server) matchSub(sub string) fiber.Handler {
 		case "vetoes":
 			return sendArray(c, d.vetoes)
 		case "rounds":
-			return sendArray(c, d.rounds)
+			sendPacked(jsonBody(c), d.rounds, "[]", true)
+			return nil
 		}
 		if _, ok := snap.matchByID[id]; !ok {
 			return notFound("match")
 		}
 		switch sub {
 		case "depth":
-			if d.depth == nil {
-				return sendSingle(c, emptyDepth)
-			}
-			return sendSingle(c, d.depth)
+			sendPacked(jsonBody(c), d.depth, string(emptyDepth), false)
+			return nil
 		case "lineups":
 			return sendArray(c, d.lineups)
 		case "history":

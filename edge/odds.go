@@ -45,7 +45,11 @@ const oddsSpec = "-captured_at"
 // oddsIndex is the snapshot's odds: every line pre-rendered, each match's
 // history in page order, each match's latest lines, and the bulk snapshot.
 type oddsIndex struct {
-	lines   []OddsLine
+	// src is each line's source as an index into sources; the rows
+	// themselves are not kept once rendered (a 100k-match snapshot has
+	// millions of lines).
+	src     []uint8
+	sources []string
 	json    [][]byte
 	byMatch map[ID]*order // captured_at desc, id desc
 	latest  map[ID][]byte // match -> JSON array of its latest line per (market, outcome, source)
@@ -73,7 +77,17 @@ type seriesKey struct {
 
 // buildOdds indexes the lines; the matches and tournaments must be indexed.
 func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
-	x := &oddsIndex{lines: lines, json: make([][]byte, len(lines)), latest: map[ID][]byte{}}
+	x := &oddsIndex{src: make([]uint8, len(lines)), json: make([][]byte, len(lines)), latest: map[ID][]byte{}}
+	srcCode := map[string]uint8{}
+	for i := range lines {
+		c, ok := srcCode[lines[i].Source]
+		if !ok {
+			c = uint8(len(x.sources))
+			srcCode[lines[i].Source] = c
+			x.sources = append(x.sources, lines[i].Source)
+		}
+		x.src[i] = c
+	}
 	// open price: the earliest row of each series; latest: the newest.
 	first := map[seriesKey]int{}
 	last := map[seriesKey]int{}
@@ -205,7 +219,7 @@ func (s *Snapshot) oddsSnapshot(source string, limit int, now time.Time) [][]byt
 		if len(rows) == limit {
 			break
 		}
-		if source != "" && x.lines[i].Source != source {
+		if source != "" && x.sources[x.src[i]] != source {
 			continue
 		}
 		if ti := x.openTour[j]; ti >= 0 {
@@ -231,7 +245,7 @@ func (s *Server) oddsHistory(c *fiber.Ctx, snap *Snapshot, match ID, source stri
 	x := snap.odds
 	var keep func(int32) bool
 	if source != "" {
-		keep = func(i int32) bool { return x.lines[i].Source == source }
+		keep = func(i int32) bool { return x.sources[x.src[i]] == source }
 	}
 	return s.pageRows(c, "odds", x.byMatch[match], cur, limit, keep, func(i int32) []byte { return x.json[i] })
 }

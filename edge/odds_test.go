@@ -234,13 +234,20 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 	snap := ts.snap()
 	// The fixture has settled markets: they must not be in the snapshot.
 	settled, open := 0, 0
-	for i := range snap.odds.lines {
-		l := &snap.odds.lines[i]
+	for _, b := range snap.odds.json {
+		var l struct {
+			IsWinner *bool   `json:"is_winner"`
+			MatchID  *string `json:"match_id"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
 		if l.IsWinner != nil {
 			settled++
 		}
 		if l.MatchID != nil {
-			if st := snap.matches[snap.matchByID[*l.MatchID]].Status; st == "scheduled" || st == "live" {
+			mid, _ := ParseID(*l.MatchID)
+			if st := snap.matches[snap.matchByID[mid]].Status; st == "scheduled" || st == "live" {
 				open++
 			}
 		}

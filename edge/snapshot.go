@@ -17,8 +17,9 @@ import (
 
 // matchData holds one match's pre-rendered sub-resources (JSON arrays).
 type matchData struct {
-	maps, stats, vetoes, rounds, lineups, history, streams arr
-	depth                                                  []byte // the five-array object
+	maps, stats, vetoes, lineups, history, streams arr
+	rounds                                         packed // compressed: large and rarely requested (packed.go)
+	depth                                          packed // the five-array object, compressed
 }
 
 // arr is a pre-rendered JSON array and its element count.
@@ -249,7 +250,7 @@ func loadSnapshot(ctx context.Context, dir string, m publish.Manifest) (*Snapsho
 	groupRender(maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a arr) { md(id).maps = a })
 	groupRender(vetoes, func(r *Veto) ID { return r.MatchID }, func(id ID, a arr) { md(id).vetoes = a })
 	groupRender(stats, func(r *StatLine) ID { return r.MatchID }, func(id ID, a arr) { md(id).stats = a })
-	groupRender(rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a arr) { md(id).rounds = a })
+	groupRender(rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a arr) { md(id).rounds = pack(a.b, a.n) })
 	groupRender(lineups, func(r *Lineup) ID { return r.MatchID }, func(id ID, a arr) { md(id).lineups = a })
 	groupRender(events, func(r *MatchEvent) ID { return r.MatchID }, func(id ID, a arr) { md(id).history = a })
 	groupRender(streams, func(r *Stream) ID { return r.MatchID }, func(id ID, a arr) { md(id).streams = a })
@@ -268,7 +269,7 @@ func loadSnapshot(ctx context.Context, dir string, m publish.Manifest) (*Snapsho
 	groupRender(dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a arr) { dp(id).duels = a.b })
 	groupRender(df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a arr) { dp(id).flashes = a.b })
 	for id, d := range depth {
-		md(id).depth = d.render()
+		md(id).depth = pack(d.render(), 0)
 	}
 	s.sampleTournaments, s.sampleMatches = map[ID]bool{}, map[ID]bool{}
 	for _, r := range sample {
@@ -298,19 +299,24 @@ func orEmpty(b []byte) []byte {
 var emptyDepth = []byte(`{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}`)
 
 func (d *depthParts) render() []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"weapons":`)
-	b.Write(orEmpty(d.weapons))
-	b.WriteString(`,"grenades":`)
-	b.Write(orEmpty(d.grenades))
-	b.WriteString(`,"hitgroups":`)
-	b.Write(orEmpty(d.hitgroups))
-	b.WriteString(`,"duels":`)
-	b.Write(orEmpty(d.duels))
-	b.WriteString(`,"flashes":`)
-	b.Write(orEmpty(d.flashes))
-	b.WriteString(`}`)
-	return b.Bytes()
+	parts := [5][]byte{orEmpty(d.weapons), orEmpty(d.grenades), orEmpty(d.hitgroups), orEmpty(d.duels), orEmpty(d.flashes)}
+	n := len(`{"weapons":,"grenades":,"hitgroups":,"duels":,"flashes":}`)
+	for _, p := range parts {
+		n += len(p)
+	}
+	// Exactly sized: the object is kept for the snapshot's life.
+	b := make([]byte, 0, n)
+	b = append(b, `{"weapons":`...)
+	b = append(b, parts[0]...)
+	b = append(b, `,"grenades":`...)
+	b = append(b, parts[1]...)
+	b = append(b, `,"hitgroups":`...)
+	b = append(b, parts[2]...)
+	b = append(b, `,"duels":`...)
+	b = append(b, parts[3]...)
+	b = append(b, `,"flashes":`...)
+	b = append(b, parts[4]...)
+	return append(b, '}')
 }
 
 // groupRender renders consecutive rows with the same match id as one JSON

@@ -136,12 +136,13 @@ serve() {
 	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
 }
 
-# load_stats LOG PID: "elapsed|VmRSS MiB" of a serving edge.
+# load_stats LOG PID: "elapsed|VmRSS MiB|live heap MiB" of a serving edge.
 load_stats() {
-	local el rss
+	local el rss heap
 	el=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*elapsed=\([^ ]*\).*/\1/p')
+	heap=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*heap_bytes=\([0-9]*\).*/\1/p')
 	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$2/status")
-	echo "$el|$rss"
+	echo "$el|$rss|$(awk -v h="${heap:-0}" 'BEGIN { printf "%.0f", h / 1048576 }')"
 }
 
 # bare BODY: start `eo bench-bare` serving BODY; sets BARE_PID and BARE_URL.
@@ -208,7 +209,7 @@ KEY=$(mint_key "$W")
 
 # 2. the edge, embedded counters
 serve "$W" "$LOGS/serve-embedded.log"
-IFS='|' read -r LOAD_MAIN RSS_MAIN <<<"$(load_stats "$LOGS/serve-embedded.log" "$SERVE_PID")"
+IFS='|' read -r LOAD_MAIN RSS_MAIN HEAP_MAIN <<<"$(load_stats "$LOGS/serve-embedded.log" "$SERVE_PID")"
 log "snapshot of $MATCHES matches loaded in $LOAD_MAIN, VmRSS $RSS_MAIN MiB"
 
 # 3. the targets
@@ -257,7 +258,7 @@ bare "$TMPROOT/body-1.json"
 IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-bare "$BARE_URL$LIST")"
 MROWS+=("| no metering: bare Fiber handler, same bytes | $m_rps | $m_p99 | $m_bad |")
 stop "$BARE_PID"
-LROWS+=("| $MATCHES | $LOAD_MAIN | $RSS_MAIN |")
+LROWS+=("| $MATCHES | $LOAD_MAIN | $RSS_MAIN | $HEAP_MAIN |")
 fi
 
 # 5. the 100k world
@@ -271,11 +272,11 @@ if [[ "${SKIP_100K:-}" != 1 ]]; then
 	fi
 	KEY=$(mint_key "$W100")
 	serve "$W100" "$LOGS/serve-100k.log"
-	IFS='|' read -r l100 r100 <<<"$(load_stats "$LOGS/serve-100k.log" "$SERVE_PID")"
+	IFS='|' read -r l100 r100 h100 <<<"$(load_stats "$LOGS/serve-100k.log" "$SERVE_PID")"
 	log "snapshot of 100000 matches loaded in $l100, VmRSS $r100 MiB"
 	IFS='|' read -r h_rps h_p99 h_bad <<<"$(bench edge-100k "$SERVE_URL$LIST")"
 	stop "$SERVE_PID"
-	LROWS+=("| 100000 | $l100 | $r100 |")
+	LROWS+=("| 100000 | $l100 | $r100 | $h100 |")
 	LIST100="| edge at 100,000 matches, \`GET $LIST\` | $h_rps | $h_p99 | $h_bad |"
 fi
 
@@ -293,9 +294,9 @@ echo "| --- | ---: | ---: | ---: |"
 ((${#MROWS[@]})) && printf '%s\n' "${MROWS[@]}"
 [[ -n "${LIST100:-}" ]] && echo "$LIST100"
 echo
-echo "### Snapshot load (eo serve: \"snapshot loaded ... elapsed=\"; VmRSS once /health answers)"
+echo "### Snapshot load (eo serve's \"snapshot loaded ... elapsed= heap_bytes=\" line; VmRSS once /health answers)"
 echo
-echo "| matches | load time | VmRSS MiB |"
-echo "| ---: | ---: | ---: |"
+echo "| matches | load time | VmRSS MiB | live heap MiB |"
+echo "| ---: | ---: | ---: | ---: |"
 ((${#LROWS[@]})) && printf '%s\n' "${LROWS[@]}"
 exit 0

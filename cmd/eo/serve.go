@@ -10,6 +10,7 @@ import (
 	_ "net/http/pprof" // served only on EO_DEBUG_ADDR
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -73,8 +74,37 @@ func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Key
 	return kr, nil
 }
 
+// softMemoryLimit gives the Go runtime a soft memory limit of 80 % of the
+// machine's RAM unless GOMEMLIMIT is set. The edge holds a whole snapshot in
+// memory (two while swapping); with the default GOGC alone the heap may grow
+// to twice the live data before a collection, which for a large snapshot is
+// more than the machine has. Near the limit the runtime collects sooner
+// instead.
+func softMemoryLimit(log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return
+	}
+	var kb int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "MemTotal:") {
+			fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
+		}
+	}
+	if kb <= 0 {
+		return
+	}
+	limit := kb * 1024 / 10 * 8
+	debug.SetMemoryLimit(limit)
+	log.Info("soft memory limit (80% of RAM; set GOMEMLIMIT to override)", "bytes", limit)
+}
+
 func serve(ctx context.Context, c common, addr string, banner func(*edge.Server, string) error) error {
 	log := c.logger()
+	softMemoryLimit(log)
 	st, err := c.openStore(ctx)
 	if err != nil {
 		return err
