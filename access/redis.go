@@ -117,6 +117,14 @@ var takeTokenScript = redis.NewScript(`
 local burst = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
+` + bucketLua + `
+return {ok, tostring(tokens), wait}
+`)
+
+// bucketLua refills the token bucket in KEYS[1] to now and takes a token if
+// it can (locals burst, rate and now must be set; it sets ok, tokens, wait).
+// Shared by takeTokenScript and takeAndConsumeScript.
+const bucketLua = `
 local st = redis.call('HMGET', KEYS[1], 't', 'ts')
 local tokens = tonumber(st[1])
 local ts = tonumber(st[2])
@@ -135,8 +143,7 @@ else
 end
 redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ts', tostring(ts))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 60000)
-return {ok, tostring(tokens), wait}
-`)
+`
 
 // TakeToken implements Counters.
 func (r *Redis) TakeToken(ctx context.Context, key string, burst, rate float64, now time.Time) (TokenResult, error) {
@@ -174,16 +181,7 @@ return {1, -1, vals}
 
 // Consume implements Counters.
 func (r *Redis) Consume(ctx context.Context, now time.Time, cs []Counter) (ConsumeResult, error) {
-	keys := make([]string, len(cs))
-	args := []any{now.UnixMilli()}
-	for i, c := range cs {
-		keys[i] = r.prefix + c.Key
-		var ttl int64
-		if !c.ExpireAt.IsZero() {
-			ttl = max(c.ExpireAt.Sub(now).Milliseconds(), 1)
-		}
-		args = append(args, c.Limit, ttl)
-	}
+	keys, args := r.counterArgs(now, cs, nil, []any{now.UnixMilli()})
 	v, err := consumeScript.Run(ctx, r.c, keys, args...).Slice()
 	if err != nil {
 		return ConsumeResult{}, err
@@ -205,24 +203,7 @@ local burst = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local draw = ARGV[4] == '1'
-local st = redis.call('HMGET', KEYS[1], 't', 'ts')
-local tokens = tonumber(st[1])
-local ts = tonumber(st[2])
-if tokens == nil then tokens = burst; ts = now end
-if now > ts then
-  tokens = math.min(burst, tokens + (now - ts) / 1000 * rate)
-  ts = now
-end
-local ok = 0
-local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  ok = 1
-else
-  wait = math.ceil((1 - tokens) / rate * 1000)
-end
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ts', tostring(ts))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 60000)
+` + bucketLua + `
 local vals = {}
 local failed = -1
 for i = 2, #KEYS do
@@ -244,22 +225,11 @@ return {ok, tostring(tokens), wait, cok, failed, vals}
 
 // TakeAndConsume implements TokenAndQuota: one round trip per request.
 func (r *Redis) TakeAndConsume(ctx context.Context, bucket string, burst, rate float64, now time.Time, cs []Counter, draw bool) (TokenResult, ConsumeResult, error) {
-	keys := make([]string, 0, len(cs)+1)
-	keys = append(keys, r.prefix+bucket)
 	d := 0
 	if draw {
 		d = 1
 	}
-	args := make([]any, 0, 4+2*len(cs))
-	args = append(args, burst, rate, now.UnixMilli(), d)
-	for _, c := range cs {
-		keys = append(keys, r.prefix+c.Key)
-		var ttl int64
-		if !c.ExpireAt.IsZero() {
-			ttl = max(c.ExpireAt.Sub(now).Milliseconds(), 1)
-		}
-		args = append(args, c.Limit, ttl)
-	}
+	keys, args := r.counterArgs(now, cs, []string{r.prefix + bucket}, []any{burst, rate, now.UnixMilli(), d})
 	v, err := takeAndConsumeScript.Run(ctx, r.c, keys, args...).Slice()
 	if err != nil {
 		return TokenResult{}, ConsumeResult{}, err
@@ -271,6 +241,21 @@ func (r *Redis) TakeAndConsume(ctx context.Context, bucket string, burst, rate f
 		res.Values = append(res.Values, x.(int64))
 	}
 	return tok, res, nil
+}
+
+// counterArgs appends each counter's key to keys and its limit and
+// time-to-live in ms (0 = never) to args, as the quota scripts read them.
+// The TTL is relative to the caller's clock.
+func (r *Redis) counterArgs(now time.Time, cs []Counter, keys []string, args []any) ([]string, []any) {
+	for _, c := range cs {
+		keys = append(keys, r.prefix+c.Key)
+		var ttl int64
+		if !c.ExpireAt.IsZero() {
+			ttl = max(c.ExpireAt.Sub(now).Milliseconds(), 1)
+		}
+		args = append(args, c.Limit, ttl)
+	}
+	return keys, args
 }
 
 // Get implements Counters.
