@@ -41,8 +41,14 @@ type Keyring struct {
 }
 
 type keyringData struct {
-	keys     map[[sha256.Size]byte]Key
+	keys     map[[sha256.Size]byte]keyEntry
 	accounts map[string]Account
+}
+
+// keyEntry is a key record with its decoded hash.
+type keyEntry struct {
+	Key
+	sum [sha256.Size]byte
 }
 
 type fileStamp struct {
@@ -91,7 +97,7 @@ func readKeyring(path string) (*keyringData, error) {
 		return nil, fmt.Errorf("access: keyring: open %s: %w", path, err)
 	}
 	defer db.Close()
-	d := &keyringData{keys: map[[sha256.Size]byte]Key{}, accounts: map[string]Account{}}
+	d := &keyringData{keys: map[[sha256.Size]byte]keyEntry{}, accounts: map[string]Account{}}
 	err = db.View(func(tx *bolt.Tx) error {
 		kb, ab := tx.Bucket(bucketKeys), tx.Bucket(bucketAccounts)
 		if kb == nil || ab == nil {
@@ -106,7 +112,7 @@ func readKeyring(path string) (*keyringData, error) {
 			if n, err := hex.Decode(sum[:], []byte(key.Hash)); err != nil || n != sha256.Size || key.Hash != string(h) {
 				return fmt.Errorf("key record %.8s…: hash does not match its entry", h)
 			}
-			d.keys[sum] = key
+			d.keys[sum] = keyEntry{Key: key, sum: sum}
 			return nil
 		})
 		if err != nil {
@@ -160,11 +166,7 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 	// The map lookup found the record by its full hash; the constant-time
 	// comparison of the stored hash keeps the check independent of how the
 	// map compares keys.
-	var want [sha256.Size]byte
-	if ok {
-		hex.Decode(want[:], []byte(rec.Hash))
-	}
-	if !ok || subtle.ConstantTimeCompare(want[:], sum[:]) != 1 {
+	if !ok || subtle.ConstantTimeCompare(rec.sum[:], sum[:]) != 1 {
 		return Principal{}, ErrInvalidKey
 	}
 	now := k.now()
