@@ -45,10 +45,11 @@ type keyringData struct {
 	accounts map[string]Account
 }
 
-// keyEntry is a key record with its decoded hash.
+// keyEntry is a key record with its decoded hash and display form.
 type keyEntry struct {
 	Key
-	sum [sha256.Size]byte
+	sum     [sha256.Size]byte
+	display string
 }
 
 type fileStamp struct {
@@ -112,7 +113,7 @@ func readKeyring(path string) (*keyringData, error) {
 			if n, err := hex.Decode(sum[:], []byte(key.Hash)); err != nil || n != sha256.Size || key.Hash != string(h) {
 				return fmt.Errorf("key record %.8s…: hash does not match its entry", h)
 			}
-			d.keys[sum] = keyEntry{Key: key, sum: sum}
+			d.keys[sum] = keyEntry{Key: key, sum: sum, display: key.Display()}
 			return nil
 		})
 		if err != nil {
@@ -173,7 +174,7 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 	if (rec.RevokedAt != nil && !now.Before(*rec.RevokedAt)) || (rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt)) {
 		return Principal{}, ErrInvalidKey
 	}
-	return Principal{KeyID: rec.ID, AccountID: rec.AccountID, Plan: rec.Plan, Display: rec.Display()}, nil
+	return Principal{KeyID: rec.ID, AccountID: rec.AccountID, Plan: rec.Plan, Display: rec.display}, nil
 }
 
 // GetAccount returns an account (Meter's AccountLookup).
