@@ -11,7 +11,8 @@ import (
 )
 
 // cursor is the position after the last row of a page: the row's sort value
-// and id, and the sort spec it was minted under. On the wire it is
+// and id, the sort spec it was minted under, and the snapshot it was read
+// from. On the wire it is
 // base64url(JSON) "." base64url(HMAC-SHA256 truncated to 16 bytes), so an
 // edited cursor is detected. Because it holds values, not offsets, paging
 // continues correctly across a snapshot swap (keyset pagination).
@@ -21,6 +22,30 @@ type cursor struct {
 	ID   ID      `json:"-"`
 	IDS  string  `json:"i"`
 	Kind string  `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
+	// Snap is the snapshot the page was served from: the next page comes
+	// from the same one while the edge still holds it (Options.CursorGrace).
+	Snap string `json:"s,omitempty"`
+}
+
+// cursorSnapshotID reads the snapshot id of a cursor without verifying it:
+// it only chooses which loaded snapshot serves the request, and the handler
+// verifies the cursor before using it.
+func cursorSnapshotID(s string) string {
+	dot := strings.IndexByte(s, '.')
+	if dot < 0 || dot > 1024 {
+		return ""
+	}
+	body, err := base64.RawURLEncoding.DecodeString(s[:dot])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Snap string `json:"s"`
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return ""
+	}
+	return c.Snap
 }
 
 type cursorCodec struct {

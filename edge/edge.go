@@ -63,6 +63,13 @@ type Options struct {
 	// Live configures the live path: WebSocket tickets and connections and
 	// the live feed (edge/live.go, edge/ws.go).
 	Live LiveOptions
+	// CursorGrace is how long a replaced snapshot keeps serving the pages of
+	// cursors minted on it, so a client paging through sees every row of
+	// one snapshot exactly once even when a new one is swapped in between
+	// its pages (default 15 minutes; negative: never, cursors then continue
+	// on the new snapshot by key). The replaced snapshot stays in memory for
+	// that long.
+	CursorGrace time.Duration
 }
 
 // Server is the edge.
@@ -79,6 +86,14 @@ type Server struct {
 	fromCache atomic.Bool
 	// live is the live path (edge/live.go).
 	live *liveState
+	// prev is the replaced snapshot, kept for CursorGrace (nil: none).
+	prev atomic.Pointer[pinnedSnapshot]
+}
+
+// pinnedSnapshot is a replaced snapshot that still serves its cursors.
+type pinnedSnapshot struct {
+	snap  *Snapshot
+	until time.Time
 }
 
 // New builds the edge; call Load (or Start) before serving.
@@ -91,6 +106,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.CursorGrace == 0 {
+		o.CursorGrace = 15 * time.Minute
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 10 * time.Second
@@ -140,6 +158,21 @@ func (s *Server) acquire() *Snapshot {
 	}
 }
 
+// acquireFor pins the snapshot a cursor was minted on when it is the
+// current one or the replaced one still inside its grace period, else the
+// current one.
+func (s *Server) acquireFor(snapshotID string) *Snapshot {
+	if snapshotID != "" {
+		if pp := s.prev.Load(); pp != nil && pp.snap.ID == snapshotID && time.Now().Before(pp.until) {
+			if cur := s.snap.Load(); cur == nil || cur.ID != snapshotID {
+				pp.snap.refs.Add(1)
+				return pp.snap
+			}
+		}
+	}
+	return s.acquire()
+}
+
 func (s *Server) release(p *Snapshot) {
 	if p.refs.Add(-1) == 0 && p.retired.Load() {
 		s.log.Info("snapshot released", "snapshot", p.ID)
@@ -152,6 +185,13 @@ func (s *Server) swap(next *Snapshot) {
 	old := s.snap.Swap(next)
 	s.metrics.snapshotLoaded(next)
 	s.liveSwapped(next) // live overlay: id map, drop state the snapshot has
+	if old != nil && old.ID != next.ID && s.o.CursorGrace > 0 {
+		// Pages of cursors minted on the old snapshot keep coming from it
+		// for the grace period; the one it replaces is dropped.
+		pp := &pinnedSnapshot{snap: old, until: time.Now().Add(s.o.CursorGrace)}
+		s.prev.Store(pp)
+		time.AfterFunc(s.o.CursorGrace, func() { s.prev.CompareAndSwap(pp, nil) })
+	}
 	if old != nil {
 		old.retired.Store(true)
 		if old.refs.Load() == 0 {

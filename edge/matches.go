@@ -141,7 +141,7 @@ func (s *Server) listMatches(c *fiber.Ctx) error {
 	}
 	next := ""
 	if more {
-		next = s.cursors.encode(cursor{Kind: "matches", Sort: ord.spec, Val: ord.vals[last], ID: ord.ids[last]})
+		next = s.cursors.encode(cursor{Kind: "matches", Sort: ord.spec, Val: ord.vals[last], ID: ord.ids[last], Snap: snapOf(c).ID})
 	}
 	return sendList(c, rows, next)
 }

@@ -41,7 +41,7 @@ func (s *Server) pageRows(c *fiber.Ctx, kind string, o *order, cur *cursor, limi
 	}
 	next := ""
 	if more {
-		next = s.cursors.encode(cursor{Kind: kind, Sort: o.spec, Val: o.vals[last], ID: o.ids[last]})
+		next = s.cursors.encode(cursor{Kind: kind, Sort: o.spec, Val: o.vals[last], ID: o.ids[last], Snap: snapOf(c).ID})
 	}
 	return sendList(c, rows, next)
 }

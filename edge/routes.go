@@ -72,7 +72,13 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	id := newRequestID()
 	c.Locals("request_id", id)
 	c.Set("X-Request-Id", id)
-	if snap := s.acquire(); snap != nil {
+	var snap *Snapshot
+	if cv := c.Query("cursor"); cv != "" {
+		snap = s.acquireFor(cursorSnapshotID(cv))
+	} else {
+		snap = s.acquire()
+	}
+	if snap != nil {
 		c.Locals("snap", snap)
 		defer s.release(snap)
 	}

@@ -141,8 +141,15 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		return err
 	}
 	defer closeLive()
+	grace, err := time.ParseDuration(env("EO_CURSOR_GRACE", "15m"))
+	if err != nil {
+		return fmt.Errorf("EO_CURSOR_GRACE: want a duration such as 15m (0 or negative: off), got %q", os.Getenv("EO_CURSOR_GRACE"))
+	}
+	if grace == 0 {
+		grace = -1 // edge.Options: 0 means the default
+	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo,
+		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace,
 		Meter: &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}})
 	if err != nil {
 		return err
