@@ -41,6 +41,9 @@ var (
 	ErrNotFound      = errors.New("access: not found")
 	ErrSandboxExists = errors.New("access: the account already has a sandbox key")
 	ErrUnknownPlan   = errors.New("access: unknown plan")
+	// ErrNoTrial: a trial key was asked for on an account that has no trial
+	// (created without --trial-days, or already subscribed).
+	ErrNoTrial = errors.New("access: the account has no trial")
 )
 
 // Principal is the authenticated caller of a request.
@@ -206,13 +209,25 @@ func newSecret(prefix string) (string, error) {
 }
 
 // CreateKey creates a key on a plan and returns its plaintext, shown once.
+// A trial key needs an account in a trial: created with one (its end date
+// bounds the trial's quota window) and not yet subscribed, else ErrNoTrial:
+// the meter has no trial end to count to without one (the trial would never
+// end), and a subscribed account is on the standard plan.
 func (s *Store) CreateKey(accountID, plan string) (string, Key, error) {
-	if _, err := s.GetAccount(accountID); err != nil {
+	acct, err := s.GetAccount(accountID)
+	if err != nil {
 		return "", Key{}, fmt.Errorf("access: create key: account %s: %w", accountID, err)
 	}
 	prefix := LivePrefix
 	switch plan {
-	case PlanStandard, PlanTrial, PlanInternal:
+	case PlanStandard, PlanInternal:
+	case PlanTrial:
+		switch {
+		case acct.TrialEnds == nil:
+			return "", Key{}, fmt.Errorf("%w (account %s); a trial key needs an account created with `eo keys account create --trial-days N`", ErrNoTrial, accountID)
+		case acct.SubscribedAt != nil:
+			return "", Key{}, fmt.Errorf("%w (account %s subscribed, ending its trial); create a standard key", ErrNoTrial, accountID)
+		}
 	case PlanSandbox:
 		prefix = SandboxPrefix
 		keys, err := s.Keys(accountID)
