@@ -25,7 +25,8 @@
 #   3. per target: fetch the body once, start `eo bench-bare` with it, then
 #      wrk the edge and the bare handler back to back.
 #   4. metering on /v1/cs2/matches?limit=50: edge with embedded counters, edge
-#      with Redis counters (EO_REDIS_URL, a redis-server started here), bare.
+#      with Redis counters (EO_REDIS_URL, a redis-server started here), edge
+#      with --no-metering, bare.
 #   5. unless SKIP_100K=1: the same load time + VmRSS (and one wrk row) for a
 #      100,000-match world, generated after phases 2-4 so it does not compete
 #      with wrk for the CPU.
@@ -129,7 +130,8 @@ serve() {
 	local dir=$1 logf=$2 port
 	shift 2
 	port=$(free_port)
-	env "$@" "$EO" serve --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" >"$logf" 2>&1 &
+	# shellcheck disable=SC2086
+	env "$@" "$EO" serve --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" ${SERVE_FLAGS:-} >"$logf" 2>&1 &
 	SERVE_PID=$!
 	PIDS+=("$SERVE_PID")
 	SERVE_URL="http://127.0.0.1:$port"
@@ -254,6 +256,10 @@ if command -v redis-server >/dev/null; then
 else
 	MROWS+=("| edge, Redis counters | SKIPPED (no redis-server) | | |")
 fi
+SERVE_FLAGS=--no-metering serve "$W" "$LOGS/serve-unmetered.log"
+IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-off "$SERVE_URL$LIST")"
+MROWS+=("| edge, no metering (\`eo serve --no-metering\`: keys checked, no limits or usage records) | $m_rps | $m_p99 | $m_bad |")
+stop "$SERVE_PID"
 bare "$TMPROOT/body-1.json"
 IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-bare "$BARE_URL$LIST")"
 MROWS+=("| no metering: bare Fiber handler, same bytes | $m_rps | $m_p99 | $m_bad |")

@@ -35,6 +35,9 @@ type common struct {
 	// duckMemory is DuckDB's memory_limit for the pipeline commands (set by
 	// registerPipeline); empty keeps DuckDB's default, 80 % of RAM.
 	duckMemory string
+	// noMetering serves without limits, quotas or usage records (eo serve
+	// --no-metering: benchmarks, or a deployment metered by its gateway).
+	noMetering bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -212,6 +215,8 @@ func cmdServe(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
+	fs.BoolVar(&c.noMetering, "no-metering", false,
+		"serve without rate limits, quotas or usage records (keys are still required): for benchmarks, or behind a gateway that meters")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

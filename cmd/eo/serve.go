@@ -123,14 +123,20 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	if err != nil {
 		return err
 	}
-	ctr, err := c.counters(ctx)
-	if err != nil {
-		return err
-	}
-	defer ctr.Close()
-	pl, err := plans()
-	if err != nil {
-		return err
+	var meter *access.Meter
+	var ctr access.Counters
+	if c.noMetering {
+		log.Warn("metering is off (--no-metering): keys are checked, but no rate limit, quota or usage record applies")
+	} else {
+		if ctr, err = c.counters(ctx); err != nil {
+			return err
+		}
+		defer ctr.Close()
+		pl, err := plans()
+		if err != nil {
+			return err
+		}
+		meter = &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}
 	}
 	var origins []string
 	if v := os.Getenv("EO_CORS_ORIGINS"); v != "" {
@@ -149,15 +155,16 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		grace = -1 // edge.Options: 0 means the default
 	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace,
-		Meter: &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}})
+		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace, Meter: meter})
 	if err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	go exportUsageLoop(ctx, c, ctr, st)
+	if ctr != nil {
+		go exportUsageLoop(ctx, c, ctr, st)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
