@@ -190,7 +190,11 @@ func (s *Server) swap(next *Snapshot) {
 		// for the grace period; the one it replaces is dropped.
 		pp := &pinnedSnapshot{snap: old, until: time.Now().Add(s.o.CursorGrace)}
 		s.prev.Store(pp)
-		time.AfterFunc(s.o.CursorGrace, func() { s.prev.CompareAndSwap(pp, nil) })
+		time.AfterFunc(s.o.CursorGrace, func() {
+			if s.prev.CompareAndSwap(pp, nil) {
+				returnFreeMemory() // give the replaced snapshot's pages back now
+			}
+		})
 	}
 	if old != nil {
 		old.retired.Store(true)
