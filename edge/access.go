@@ -97,6 +97,24 @@ func (s *Server) authenticate(endpoint string) fiber.Handler {
 	}
 }
 
+// operatorOnly guards the operator's endpoints (/metrics): a key on the
+// internal plan, the one operators give monitoring. It is not metered and
+// records no usage event (a scraper would otherwise fill the usage export).
+func (s *Server) operatorOnly(c *fiber.Ctx) error {
+	key, aerr := apiKey(c)
+	if aerr != nil {
+		return aerr
+	}
+	p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+	if err != nil {
+		return errInvalidKey
+	}
+	if p.Plan != access.PlanInternal {
+		return apiErr(fiber.StatusForbidden, "forbidden", "this endpoint needs an internal-plan (operator) key")
+	}
+	return c.Next()
+}
+
 func principalOf(c *fiber.Ctx) access.Principal {
 	p, _ := c.Locals("principal").(access.Principal)
 	return p

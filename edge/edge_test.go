@@ -905,7 +905,23 @@ func TestStoreUnreachableServesCache(t *testing.T) {
 func TestMetricsEndpoint(t *testing.T) {
 	ts := newTestServer(t)
 	ts.get(t, "/v1/cs2/matches?limit=1")
-	r := ts.get(t, "/metrics", "-")
+	// An operator (internal-plan) key reads /metrics; no key is 401, a
+	// customer's key 403.
+	if r := ts.get(t, "/metrics", "-"); r.status != 401 {
+		t.Fatalf("/metrics without a key: %d", r.status)
+	}
+	if r := ts.get(t, "/metrics"); r.status != 403 {
+		t.Fatalf("/metrics with a standard key: %d", r.status)
+	}
+	const operatorKey = "eo_live_0000000000000000000000000000000000000000000000aa"
+	auth := ts.o.Auth.(*testAuth)
+	auth.mu.Lock()
+	auth.keys[operatorKey] = access.Principal{KeyID: "k-op", AccountID: "a-op", Plan: access.PlanInternal, Display: "eo_live_…00aa"}
+	auth.mu.Unlock()
+	r := ts.get(t, "/metrics", operatorKey)
+	if r.status != 200 {
+		t.Fatalf("/metrics with an operator key: %d %s", r.status, r.body)
+	}
 	for _, s := range []string{"eo_http_requests_total", "eo_snapshot_info", "eo_snapshot_age_seconds", `route="/v1/:game/matches"`} {
 		if !strings.Contains(string(r.body), s) {
 			t.Errorf("/metrics lacks %s", s)

@@ -29,6 +29,9 @@ func (oapiAuth) Authenticate(_ context.Context, key string) (access.Principal, e
 	if key == "good" {
 		return access.Principal{KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "good"}, nil
 	}
+	if key == "operator" {
+		return access.Principal{KeyID: "k2", AccountID: "a2", Plan: access.PlanInternal, Display: "operator"}, nil
+	}
 	return access.Principal{}, errors.New("unknown key")
 }
 
@@ -135,10 +138,14 @@ func TestOpenAPIParses(t *testing.T) {
 			}
 		}
 	}
-	for _, key := range []string{"GET /health", "GET /metrics", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
+	for _, key := range []string{"GET /health", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
 		if op := ops[key]; op == nil || op.Security == nil || len(op.Security) != 0 {
 			t.Errorf("%s must have security: []", key)
 		}
+	}
+	// /metrics takes the document's key schemes (an operator key).
+	if op := ops["GET /metrics"]; op == nil || op.Security != nil {
+		t.Errorf("GET /metrics must use the document's security (an internal-plan key)")
 	}
 }
 
@@ -385,7 +392,9 @@ func TestContractLiveResponses(t *testing.T) {
 		{"/health", "", 200},
 		{"/openapi.yaml", "", 200},
 		{"/docs", "", 200},
-		{"/metrics", "", 200},
+		{"/metrics", "operator", 200},
+		{"/metrics", "", 401},
+		{"/metrics", "good", 403},
 		{"/v1/cs2/matches", "", 401},
 		{"/v1/cs2/matches", "bad", 401},
 		{"/v1/cs2/teams/navi", "good", 503},

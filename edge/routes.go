@@ -32,7 +32,7 @@ func (s *Server) routes() {
 	app.Get("/health", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
 	})
-	app.Get("/metrics", s.metrics.handler)
+	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
 	app.Get("/openapi.yaml", s.openapiHandler)
 	app.Get("/docs", s.docsHandler)
 
