@@ -226,6 +226,37 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 	return d, nil
 }
 
+// SandboxExhausted reports whether a sandbox key's lifetime allowance is
+// used up, without drawing anything, and the 429 to answer with. The edge
+// asks it before refusing an out-of-sample request with 403 sandbox_scope:
+// once the allowance is gone every request of the key gets 429
+// sandbox_quota_exceeded, inside the sample or not (SPEC, errors).
+func (m *Meter) SandboxExhausted(ctx context.Context, p Principal) (Decision, bool, error) {
+	if p.Plan != PlanSandbox {
+		return Decision{}, false, nil
+	}
+	now := time.Now()
+	if m.Now != nil {
+		now = m.Now()
+	}
+	_, q, _ := m.plan(p, "", now)
+	keys := make([]string, len(q.counters))
+	for i, c := range q.counters {
+		keys[i] = c.Key
+	}
+	vals, err := m.C.Get(ctx, now, keys)
+	if err != nil {
+		return Decision{}, false, fmt.Errorf("access: read quota: %w", err)
+	}
+	if remaining(q.counters, vals) > 0 {
+		return Decision{}, false, nil
+	}
+	return Decision{Code: q.codes[0], Message: quotaMessage(q.codes[0]), Headers: [][2]string{
+		{"X-Quota-Limit", strconv.FormatInt(q.limit, 10)},
+		{"X-Quota-Remaining", "0"},
+		{"X-Quota-Reset", q.reset}}}, true, nil
+}
+
 // TokenAndQuota is implemented by a Counters backend that takes the bucket
 // token and draws the quota in one round trip (Redis: one Lua script). The
 // semantics are Meter.draw's.

@@ -181,6 +181,17 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 			allowed = matchOK(c.Query("match"))
 		}
 		if !allowed {
+			// An exhausted allowance answers every request, in the sample
+			// or not, with 429 (nothing is drawn either way).
+			if s.o.Meter != nil {
+				d, exhausted, err := s.o.Meter.SandboxExhausted(c.UserContext(), principalOf(c))
+				if err == nil && exhausted {
+					for _, h := range d.Headers {
+						c.Set(h[0], h[1])
+					}
+					return &APIError{Status: fiber.StatusTooManyRequests, Code: d.Code, Message: d.Message}
+				}
+			}
 			return errSandboxScope
 		}
 		return c.Next()

@@ -207,11 +207,22 @@ func TestSandboxQuotaHasNoRetryAfter(t *testing.T) {
 	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
 	acct, _ := keys.CreateAccount("sb", 0)
 	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
+	// Outside the sample: 403 and not counted, while allowance remains.
+	if r := ms.get(t, "/v1/cs2/teams", key); r.status != 403 || r.code(t) != "sandbox_scope" {
+		t.Fatalf("out of sample with allowance left: %d %s", r.status, r.body)
+	}
 	ms.get(t, "/v1/cs2/coverage", key)
 	ms.get(t, "/v1/cs2/coverage", key)
 	r := ms.get(t, "/v1/cs2/coverage", key)
 	if r.status != 429 || r.code(t) != "sandbox_quota_exceeded" || r.header.Get("Retry-After") != "" {
 		t.Fatalf("sandbox quota: %d %s %v", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	// Once the allowance is used up, a request outside the sample gets the
+	// same 429 ("inside the sample or not"), not 403.
+	r = ms.get(t, "/v1/cs2/teams", key)
+	if r.status != 429 || r.code(t) != "sandbox_quota_exceeded" || r.header.Get("X-Quota-Remaining") != "0" ||
+		r.header.Get("X-Quota-Reset") != access.NeverResets {
+		t.Fatalf("out of sample, allowance used up: %d %s %v", r.status, r.body, r.header)
 	}
 }
 
