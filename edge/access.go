@@ -62,6 +62,20 @@ func apiKey(c *fiber.Ctx) (string, *APIError) {
 	return "", apiErr(fiber.StatusUnauthorized, "missing_api_key", "an API key is required: send Authorization: Bearer <API_KEY>")
 }
 
+// principal resolves the request's key: 401 missing_api_key without one,
+// 401 invalid_api_key (one body for unknown, revoked and expired keys).
+func (s *Server) principal(c *fiber.Ctx) (access.Principal, error) {
+	key, aerr := apiKey(c)
+	if aerr != nil {
+		return access.Principal{}, aerr
+	}
+	p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+	if err != nil {
+		return access.Principal{}, errInvalidKey
+	}
+	return p, nil
+}
+
 // errInvalidKey is the one answer for unknown, revoked and expired keys.
 var errInvalidKey = apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid API key")
 
@@ -69,13 +83,9 @@ var errInvalidKey = apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid
 // usage event for it (every authenticated request, whatever its status).
 func (s *Server) authenticate(endpoint string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		key, aerr := apiKey(c)
-		if aerr != nil {
-			return aerr
-		}
-		p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+		p, err := s.principal(c)
 		if err != nil {
-			return errInvalidKey
+			return err
 		}
 		c.Locals("principal", p)
 		err = c.Next()
@@ -101,13 +111,9 @@ func (s *Server) authenticate(endpoint string) fiber.Handler {
 // internal plan, the one operators give monitoring. It is not metered and
 // records no usage event (a scraper would otherwise fill the usage export).
 func (s *Server) operatorOnly(c *fiber.Ctx) error {
-	key, aerr := apiKey(c)
-	if aerr != nil {
-		return aerr
-	}
-	p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+	p, err := s.principal(c)
 	if err != nil {
-		return errInvalidKey
+		return err
 	}
 	if p.Plan != access.PlanInternal {
 		return apiErr(fiber.StatusForbidden, "forbidden", "this endpoint needs an internal-plan (operator) key")
