@@ -125,11 +125,21 @@ type testServer struct {
 
 func newTestServer(t testing.TB) *testServer {
 	t.Helper()
-	st := fixtureStore(t)
-	ts := &testServer{store: st, now: fixtureNow}
-	srv, err := New(Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+	return loadedTestServer(t, fixtureStore(t), &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
-	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
+	}}, nil)
+}
+
+// loadedTestServer builds an unmetered edge on st with auth and loads its
+// snapshot; now is the clock (nil: the testServer's settable now).
+func loadedTestServer(t testing.TB, st *publish.Local, auth Authenticator, now func() time.Time) *testServer {
+	t.Helper()
+	ts := &testServer{store: st, now: fixtureNow}
+	if now == nil {
+		now = func() time.Time { return ts.now }
+	}
+	srv, err := New(Options{Store: st, Auth: auth, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"),
+		Now: now, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bytes"
-	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -23,17 +22,7 @@ import (
 // reviewServer is a test edge that authenticates with auth (no meter).
 func reviewServer(t *testing.T, st *publish.Local, auth Authenticator, clk *fakeClock) *testServer {
 	t.Helper()
-	ts := &testServer{store: st, now: fixtureNow}
-	srv, err := New(Options{Store: st, Auth: auth, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"),
-		Now: clk.Now, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ts.Server = srv
-	return ts
+	return loadedTestServer(t, st, auth, clk.Now)
 }
 
 // unknownLike returns a well-formed key that is not key: the same prefix and

@@ -362,14 +362,22 @@ var handCaptures = []string{
 	capLine("bk-4", "match_winner", "m-3", "", "away", "", 2.60, "2025-03-05T13:00:00Z"),
 }
 
-func runHand(t *testing.T) (pipelines.Report, []handLine, map[string]string) {
+// runCaptures lands the fixture with the hand books and captures, runs the
+// pipeline and requires that nothing was quarantined.
+func runCaptures(t *testing.T, caps []string) pipelines.Report {
 	t.Helper()
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: handCaptures})
+	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: caps})
 	rep := runPipeline(t, st)
 	if q := rep.QuarantinedTotal(); q != 0 {
 		t.Fatalf("hand captures quarantined: %v", rep.Quarantined)
 	}
+	return rep
+}
+
+func runHand(t *testing.T) (pipelines.Report, []handLine, map[string]string) {
+	t.Helper()
+	rep := runCaptures(t, handCaptures)
 	db := openOut(t, rep)
 	rows, err := db.Query(`
 SELECT o.market, o.outcome_key, o.label, o.line, o.map_number, o.price, o.book_count, o.is_winner, o.is_closing, o.captured_at,

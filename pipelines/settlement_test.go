@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/raw"
 )
 
 // Settlement tests: every published odds line's is_winner is recomputed in Go
@@ -400,12 +397,7 @@ func TestSettlementHandPushes(t *testing.T) {
 	} {
 		caps = append(caps, settleCaps(c.market, c.match, c.mapNumber, c.line, c.legs)...)
 	}
-	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: caps})
-	rep := runPipeline(t, st)
-	if q := rep.QuarantinedTotal(); q != 0 {
-		t.Fatalf("hand captures quarantined: %v", rep.Quarantined)
-	}
+	rep := runCaptures(t, caps)
 	db := openOut(t, rep)
 	// 17 markets above plus the fixture's m-1 match_winner (bk-1 only: not published)
 	if n := count(t, db, `SELECT count(DISTINCT market_id) FROM odds_lines`); n != 17 {
