@@ -163,15 +163,8 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 		if principalOf(c).Plan != access.PlanSandbox {
 			return c.Next()
 		}
-		snap := snapOf(c)
-		matchOK := func(v string) bool {
-			id, ok := ParseID(v)
-			return ok && snap.sampleMatches[id]
-		}
-		tourOK := func(v string) bool {
-			i, ok := lookupTournament(snap, v)
-			return ok && snap.sampleTournaments[snap.tournaments[i].ID]
-		}
+		v := viewOf(c)
+		matchOK, tourOK := v.InSampleMatch, v.InSampleTournament
 		allowed := false
 		switch {
 		case path == "/coverage" || path == "/model/metrics":

@@ -148,18 +148,17 @@ func TestSandboxScope(t *testing.T) {
 	acct, _ := keys.CreateAccount("sb", 0)
 	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
 	s := ms.snap()
-	if len(s.sampleTournaments) != 2 || len(s.sampleMatches) == 0 {
-		t.Fatalf("the snapshot must carry a two-event sample: %d events, %d matches", len(s.sampleTournaments), len(s.sampleMatches))
+	tours, sample := s.Sample()
+	if len(tours) != 2 || len(sample) == 0 {
+		t.Fatalf("the snapshot must carry a two-event sample: %d events, %d matches", len(tours), len(sample))
 	}
-	var sampleTour, sampleMatch ID
-	for id := range s.sampleTournaments {
-		sampleTour = id
+	sampleTour, sampleMatch := tours[len(tours)-1], sample[len(sample)-1]
+	inSample := map[ID]bool{}
+	for _, id := range sample {
+		inSample[id] = true
 	}
-	for id := range s.sampleMatches {
-		sampleMatch = id
-	}
-	other := anyMatch(t, s, func(m *Match) bool { return !s.sampleMatches[m.ID] })
-	tourSlug := s.tournaments[s.tournamentByID[sampleTour]].Slug
+	other := anyMatch(t, s, func(m *Match) bool { return !inSample[m.ID] })
+	tourSlug := (*s.Tournament(sampleTour)).Slug
 	allowed := []string{
 		"/v1/cs2/matches?tournament=" + sampleTour.String(),
 		"/v1/cs2/matches/" + sampleMatch.String(),

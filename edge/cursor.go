@@ -8,6 +8,8 @@ import (
 	"hash"
 	"strings"
 	"sync"
+
+	"github.com/eodata/eo/view"
 )
 
 // cursor is the position after the last row of a page: the row's sort value
@@ -17,11 +19,11 @@ import (
 // edited cursor is detected. Because it holds values, not offsets, paging
 // continues correctly across a snapshot swap (keyset pagination).
 type cursor struct {
-	Sort string  `json:"o,omitempty"` // empty: minted before sort support, means the default order
-	Val  sortVal `json:"v"`
-	ID   ID      `json:"-"`
-	IDS  string  `json:"i"`
-	Kind string  `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
+	Sort string       `json:"o,omitempty"` // empty: minted before sort support, means the default order
+	Val  view.SortVal `json:"v"`
+	ID   view.ID      `json:"-"`
+	IDS  string       `json:"i"`
+	Kind string       `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
 	// Snap is the snapshot the page was served from: the next page comes
 	// from the same one while the edge still holds it (Options.CursorGrace).
 	Snap string `json:"s,omitempty"`
@@ -93,7 +95,7 @@ func (cc cursorCodec) decode(s, kind, spec, defSpec string) (*cursor, bool) {
 	if c.Sort != spec {
 		return nil, false
 	}
-	id, ok := ParseID(c.IDS)
+	id, ok := view.ParseID(c.IDS)
 	if !ok {
 		return nil, false
 	}

@@ -39,7 +39,7 @@ func TestPagingAcrossChangedSwap(t *testing.T) {
 
 		// Reschedule the match at position 20 (page 3) after every other.
 		moved, _ := ParseID(want[20])
-		up := ts.live.ids.Load().up[moved]
+		up := ts.Current().Upstream(moved)
 		if up == "" {
 			t.Fatal("no upstream id for the match")
 		}

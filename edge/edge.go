@@ -1,7 +1,10 @@
 // Package edge is the REST and WebSocket front of the service: a Fiber app
-// that serves the snapshot loaded in memory. No request runs SQL or touches
-// the store; snapshots are fetched, verified, loaded and swapped in the
-// background.
+// that routes, authenticates, meters, pages (cursors) and writes errors, and
+// asks the served view (package view) for the bytes of each response. No
+// request runs SQL, touches the store or takes a lock on the data: a request
+// loads the current view once and reads it. Snapshots are fetched, verified,
+// loaded and swapped in the background; live events change the view
+// through the live path (edge/live.go).
 package edge
 
 import (
@@ -26,6 +29,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/view"
 )
 
 // Authenticator resolves an API key. Implementations compare in constant
@@ -77,7 +81,7 @@ type Server struct {
 	o       Options
 	app     *fiber.App
 	log     *slog.Logger
-	snap    atomic.Pointer[Snapshot]
+	view    view.Current
 	cursors cursorCodec
 	metrics *metrics
 	loadMu  sync.Mutex
@@ -86,13 +90,15 @@ type Server struct {
 	fromCache atomic.Bool
 	// live is the live path (edge/live.go).
 	live *liveState
-	// prev is the replaced snapshot, kept for CursorGrace (nil: none).
-	prev atomic.Pointer[pinnedSnapshot]
+	// prev is the last view of the replaced snapshot, kept for CursorGrace
+	// (nil: none).
+	prev atomic.Pointer[pinnedView]
 }
 
-// pinnedSnapshot is a replaced snapshot that still serves its cursors.
-type pinnedSnapshot struct {
-	snap  *Snapshot
+// pinnedView is the last view of a replaced snapshot: it still serves the
+// pages of cursors minted on that snapshot.
+type pinnedView struct {
+	v     *view.View
 	until time.Time
 }
 
@@ -140,67 +146,54 @@ func New(o Options) (*Server, error) {
 // App exposes the Fiber app (for tests using app.Test).
 func (s *Server) App() *fiber.App { return s.app }
 
+// View returns the view being served (nil before the first load).
+func (s *Server) View() *view.View { return s.view.Load() }
+
 // Current returns the snapshot being served (nil before the first load).
-func (s *Server) Current() *Snapshot { return s.snap.Load() }
-
-// acquire pins the current snapshot for one request.
-func (s *Server) acquire() *Snapshot {
-	for {
-		p := s.snap.Load()
-		if p == nil {
-			return nil
-		}
-		p.refs.Add(1)
-		if s.snap.Load() == p {
-			return p
-		}
-		s.release(p) // swapped meanwhile: pin the new one instead
+func (s *Server) Current() *view.Snapshot {
+	if v := s.view.Load(); v != nil {
+		return v.Snapshot()
 	}
+	return nil
 }
 
-// acquireFor pins the snapshot a cursor was minted on when it is the
-// current one or the replaced one still inside its grace period, else the
-// current one.
-func (s *Server) acquireFor(snapshotID string) *Snapshot {
-	if snapshotID != "" {
-		if pp := s.prev.Load(); pp != nil && pp.snap.ID == snapshotID && time.Now().Before(pp.until) {
-			if cur := s.snap.Load(); cur == nil || cur.ID != snapshotID {
-				pp.snap.refs.Add(1)
-				return pp.snap
-			}
+// viewFor returns the view a request reads: for a cursor minted on the
+// replaced snapshot while its grace lasts, that snapshot's last view (the
+// walk keeps the rows it started on); else the current view.
+func (s *Server) viewFor(snapshotID string) *view.View {
+	cur := s.view.Load()
+	if snapshotID != "" && (cur == nil || cur.ID() != snapshotID) {
+		if pp := s.prev.Load(); pp != nil && pp.v.ID() == snapshotID && s.o.Now().Before(pp.until) {
+			return pp.v
 		}
 	}
-	return s.acquire()
+	return cur
 }
 
-func (s *Server) release(p *Snapshot) {
-	if p.refs.Add(-1) == 0 && p.retired.Load() {
-		s.log.Info("snapshot released", "snapshot", p.ID)
-	}
-}
-
-// swap installs a loaded snapshot and retires the previous one; the old one
-// is released when its last in-flight request finishes.
-func (s *Server) swap(next *Snapshot) {
-	old := s.snap.Swap(next)
+// swap serves a newly loaded snapshot: the live changes it does not hold yet
+// are carried over (rebased), in one change of the view.
+func (s *Server) swap(next *view.Snapshot) {
+	var old *view.View
+	s.view.Update(func(cur *view.View) *view.View {
+		old = cur
+		nv := view.New(next)
+		if cur != nil {
+			nv = cur.Rebase(next)
+		}
+		s.live.swapped(cur, nv)
+		return nv
+	})
 	s.metrics.snapshotLoaded(next)
-	s.liveSwapped(next) // live overlay: id map, drop state the snapshot has
-	if old != nil && old.ID != next.ID && s.o.CursorGrace > 0 {
-		// Pages of cursors minted on the old snapshot keep coming from it
-		// for the grace period; the one it replaces is dropped.
-		pp := &pinnedSnapshot{snap: old, until: time.Now().Add(s.o.CursorGrace)}
+	if old != nil && old.ID() != next.ID && s.o.CursorGrace > 0 {
+		// Pages of cursors minted on the old snapshot keep coming from its
+		// last view for the grace period; the one it replaces is dropped.
+		pp := &pinnedView{v: old, until: s.o.Now().Add(s.o.CursorGrace)}
 		s.prev.Store(pp)
 		time.AfterFunc(s.o.CursorGrace, func() {
 			if s.prev.CompareAndSwap(pp, nil) {
 				returnFreeMemory() // give the replaced snapshot's pages back now
 			}
 		})
-	}
-	if old != nil {
-		old.retired.Store(true)
-		if old.refs.Load() == 0 {
-			s.log.Info("snapshot released", "snapshot", old.ID)
-		}
 	}
 }
 
@@ -213,7 +206,7 @@ func (s *Server) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("edge: read pointer: %w", err)
 	}
-	if cur := s.snap.Load(); cur != nil && cur.ID == m.SnapshotID && !s.fromCache.Load() {
+	if cur := s.Current(); cur != nil && cur.ID == m.SnapshotID && !s.fromCache.Load() {
 		return nil
 	}
 	t0 := time.Now()
@@ -221,7 +214,7 @@ func (s *Server) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("edge: fetch snapshot %s: %w", m.SnapshotID, err)
 	}
-	next, err := loadSnapshot(ctx, dir, m)
+	next, err := view.Load(ctx, dir, viewMeta(m))
 	if err != nil {
 		return fmt.Errorf("edge: load snapshot %s: %w", m.SnapshotID, err)
 	}
@@ -229,9 +222,19 @@ func (s *Server) Load(ctx context.Context) error {
 	s.fromCache.Store(false)
 	s.pruneCache(m.SnapshotID)
 	elapsed := time.Since(t0)
-	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.matches),
+	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
 		"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", returnFreeMemory())
 	return nil
+}
+
+// viewMeta is what the view needs of a manifest.
+func viewMeta(m publish.Manifest) view.Meta {
+	meta := view.Meta{ID: m.SnapshotID, CreatedAt: m.CreatedAt, PipelineVersion: m.PipelineVersion,
+		SchemaVersion: m.SchemaVersion}
+	for _, t := range m.Tables {
+		meta.Tables = append(meta.Tables, t.Name)
+	}
+	return meta
 }
 
 // returnFreeMemory collects the garbage of a snapshot load (Parquet readers,
@@ -277,8 +280,9 @@ func (s *Server) loadCached(ctx context.Context) error {
 			s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
 			continue
 		}
-		next, err := loadSnapshot(ctx, dir, m)
+		next, err := view.Load(ctx, dir, viewMeta(m))
 		if err != nil {
+			s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
 			continue
 		}
 		s.swap(next)

@@ -21,6 +21,7 @@ import (
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/synth"
+	"github.com/eodata/eo/view"
 )
 
 // The fixture: a small synthetic world run through the real pipeline and
@@ -284,9 +285,9 @@ func TestUnknownGameAndRoute(t *testing.T) {
 
 func anyMatch(t testing.TB, s *Snapshot, keep func(*Match) bool) *Match {
 	t.Helper()
-	for i := range s.matches {
-		if keep(&s.matches[i]) {
-			return &s.matches[i]
+	for i := range s.Matches() {
+		if keep(&s.Matches()[i]) {
+			return &s.Matches()[i]
 		}
 	}
 	t.Fatal("fixture has no such match")
@@ -296,7 +297,7 @@ func anyMatch(t testing.TB, s *Snapshot, keep func(*Match) bool) *Match {
 func TestIDHandling(t *testing.T) {
 	ts := newTestServer(t)
 	unknown := "0190aaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee" // well-formed (v4), matches nothing
-	team := ts.snap().teams[0]
+	team := ts.snap().Teams()[0]
 	cases := []struct {
 		path   string
 		status int
@@ -381,7 +382,7 @@ func TestEnvelopes(t *testing.T) {
 
 func TestDataAvailableMatchesSubResources(t *testing.T) {
 	ts := newTestServer(t)
-	for i, m := range ts.snap().matches {
+	for i, m := range ts.snap().Matches() {
 		if i%7 != 0 {
 			continue
 		}
@@ -417,7 +418,7 @@ func TestLimit(t *testing.T) {
 			t.Errorf("matches?%s: %d rows, want %d", c.q, n, c.want)
 		}
 	}
-	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().teams) || n > limTeams.max {
+	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().Teams()) || n > limTeams.max {
 		t.Errorf("teams clamp: %d", n)
 	}
 }
@@ -497,7 +498,7 @@ func TestCursorRejections(t *testing.T) {
 		t.Errorf("valid cursor refused: %s", r.body)
 	}
 	// A cursor minted without a sort (before sort support) pages the default order.
-	legacy := ts.cursors.encode(cursor{Kind: "teams", Val: strVal(""), ID: ID{}})
+	legacy := ts.cursors.encode(cursor{Kind: "teams", Val: view.SortVal{}, ID: ID{}})
 	if r := ts.get(t, "/v1/cs2/teams?limit=2&cursor="+legacy); r.status != 200 {
 		t.Errorf("legacy cursor: %d %s", r.status, r.body)
 	}
@@ -636,14 +637,14 @@ func TestNullsAndTimestamps(t *testing.T) {
 func TestPlayersIDsAndFilters(t *testing.T) {
 	ts := newTestServer(t)
 	s := ts.snap()
-	ids := []string{s.players[0].ID.String(), s.players[3].ID.String()}
+	ids := []string{s.Players()[0].ID.String(), s.Players()[3].ID.String()}
 	r := ts.get(t, "/v1/cs2/players?ids="+strings.Join(ids, ","))
 	if len(r.data(t)) != 2 {
 		t.Errorf("ids filter: %s", r.body)
 	}
 	many := make([]string, 501)
 	for i := range many {
-		many[i] = s.players[0].ID.String()
+		many[i] = s.Players()[0].ID.String()
 	}
 	for _, q := range []string{"ids=", "ids=" + strings.Join(many, ","), "ids=abc"} {
 		if r := ts.get(t, "/v1/cs2/players?"+q); r.status != 400 || r.code(t) != "invalid_parameter" {
@@ -661,8 +662,8 @@ func TestPlayersIDsAndFilters(t *testing.T) {
 	if n := len(ts.get(t, "/v1/cs2/players?role=awp").data(t)); n != 0 {
 		t.Error("filters are case-sensitive")
 	}
-	st := ts.get(t, "/v1/cs2/players/"+s.players[0].Slug+"/stats")
-	if st.status != 200 || st.json(t)["data"].(map[string]any)["player_id"] != s.players[0].ID.String() {
+	st := ts.get(t, "/v1/cs2/players/"+s.Players()[0].Slug+"/stats")
+	if st.status != 200 || st.json(t)["data"].(map[string]any)["player_id"] != s.Players()[0].ID.String() {
 		t.Errorf("player stats: %s", st.body)
 	}
 }
@@ -670,8 +671,8 @@ func TestPlayersIDsAndFilters(t *testing.T) {
 func TestTournamentStatusDerivedAtRequestTime(t *testing.T) {
 	ts := newTestServer(t)
 	var tour *Tournament
-	for i := range ts.snap().tournaments {
-		x := &ts.snap().tournaments[i]
+	for i := range ts.snap().Tournaments() {
+		x := &ts.snap().Tournaments()[i]
 		if x.StartsAt != nil && x.EndsAt != nil && x.EndsAt.After(x.StartsAt.Add(24*time.Hour)) {
 			tour = x
 			break
@@ -696,8 +697,8 @@ func TestTournamentStatusDerivedAtRequestTime(t *testing.T) {
 		t.Errorf("after: %v", s)
 	}
 	// A tournament without starts_at has status null and no status filter returns it.
-	for i := range ts.snap().tournaments {
-		x := &ts.snap().tournaments[i]
+	for i := range ts.snap().Tournaments() {
+		x := &ts.snap().Tournaments()[i]
 		if x.StartsAt != nil {
 			continue
 		}
@@ -755,8 +756,8 @@ func TestOddsRankingsMetricsValidation(t *testing.T) {
 func TestTeamProfileAndHeadToHead(t *testing.T) {
 	ts := newTestServer(t)
 	m := anyMatch(t, ts.snap(), func(m *Match) bool { return m.Status == "completed" && m.HasRounds })
-	a := ts.snap().teams[ts.snap().teamByID[m.TeamAID]]
-	b := ts.snap().teams[ts.snap().teamByID[m.TeamBID]]
+	a := *ts.snap().Team(m.TeamAID)
+	b := *ts.snap().Team(m.TeamBID)
 	p := ts.get(t, "/v1/cs2/teams/"+a.Slug+"/profile").json(t)["data"].(map[string]any)
 	for k, v := range p {
 		if strings.HasSuffix(k, "_pct") && v != nil {

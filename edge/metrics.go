@@ -8,6 +8,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/eodata/eo/view"
 )
 
 // metrics are the operator metrics served at /metrics in Prometheus text
@@ -50,9 +52,9 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) snapshotLoaded(s *Snapshot) {
+func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 	m.snapInfo.Reset()
-	m.snapInfo.WithLabelValues(s.ID, s.Manifest.PipelineVersion, strconv.Itoa(s.Manifest.SchemaVersion)).Set(1)
+	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)
 	m.createdAt = s.CreatedAt
 }
 

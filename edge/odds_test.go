@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +100,9 @@ func matchWithMostOdds(t testing.TB, s *Snapshot) ID {
 	t.Helper()
 	var best ID
 	n := 0
-	for id, o := range s.odds.byMatch {
-		if len(o.idx) > n || (len(o.idx) == n && bytes.Compare(id[:], best[:]) < 0) {
-			best, n = id, len(o.idx)
+	for _, id := range s.OddsMatches() {
+		if l := s.OddsHistoryLen(id); l > n || (l == n && bytes.Compare(id[:], best[:]) < 0) {
+			best, n = id, l
 		}
 	}
 	if n < 20 {
@@ -143,14 +142,14 @@ func TestOddsSnapshot(t *testing.T) {
 		}
 		if row.MatchID != nil {
 			id, _ := ParseID(*row.MatchID)
-			m := &snap.matches[snap.matchByID[id]]
+			m := snap.MatchRow(id)
 			if m.Status == "completed" || m.Status == "cancelled" {
 				t.Errorf("line of a %s match in the snapshot", m.Status)
 			}
 			matches[*row.MatchID] = true
 		} else if row.TournamentID != nil {
 			id, _ := ParseID(*row.TournamentID)
-			if snap.tournaments[snap.tournamentByID[id]].Status(ts.now) == "finished" {
+			if (*snap.Tournament(id)).Status(ts.now) == "finished" {
 				t.Error("outright of a finished tournament in the snapshot")
 			}
 		}
@@ -234,7 +233,9 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 	snap := ts.snap()
 	// The fixture has settled markets: they must not be in the snapshot.
 	settled, open := 0, 0
-	for _, b := range snap.odds.json {
+	var lines [][]byte
+	snap.OddsLinesJSON(func(b []byte) { lines = append(lines, b) })
+	for _, b := range lines {
 		var l struct {
 			IsWinner *bool   `json:"is_winner"`
 			MatchID  *string `json:"match_id"`
@@ -247,7 +248,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 		}
 		if l.MatchID != nil {
 			mid, _ := ParseID(*l.MatchID)
-			if st := snap.matches[snap.matchByID[mid]].Status; st == "scheduled" || st == "live" {
+			if st := (*snap.MatchRow(mid)).Status; st == "scheduled" || st == "live" {
 				open++
 			}
 		}
@@ -261,7 +262,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 			continue
 		}
 		id, _ := ParseID(*row.MatchID)
-		if st := snap.matches[snap.matchByID[id]].Status; st != "scheduled" && st != "live" {
+		if st := (*snap.MatchRow(id)).Status; st != "scheduled" && st != "live" {
 			t.Errorf("snapshot holds a line of a %s match", st)
 		}
 	}
@@ -277,7 +278,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 		t.Fatal("the fixture has no open outright: this test needs one")
 	}
 	id, _ := ParseID(*tour)
-	tr := snap.tournaments[snap.tournamentByID[id]]
+	tr := (*snap.Tournament(id))
 	if tr.EndsAt == nil {
 		t.Fatal("the fixture's open outright has no end date: this test needs one")
 	}
@@ -295,8 +296,8 @@ func TestOddsHistory(t *testing.T) {
 	snap := ts.snap()
 	mid := matchWithMostOdds(t, snap).String()
 	whole, _ := getOdds(t, ts, "/v1/cs2/odds?limit=1000&match="+mid)
-	if len(whole.Data) != len(snap.odds.byMatch[matchWithMostOdds(t, snap)].idx) {
-		t.Fatalf("history has %d rows, snapshot %d", len(whole.Data), len(snap.odds.byMatch[matchWithMostOdds(t, snap)].idx))
+	if n := snap.OddsHistoryLen(matchWithMostOdds(t, snap)); len(whole.Data) != n {
+		t.Fatalf("history has %d rows, snapshot %d", len(whole.Data), n)
 	}
 	for i, row := range whole.Data {
 		if row.MatchID == nil || *row.MatchID != mid || row.TournamentID != nil {
@@ -368,9 +369,9 @@ func TestOddsHistory(t *testing.T) {
 		t.Errorf("unknown match: %+v", p)
 	}
 	var noOdds *Match
-	for i := range snap.matches {
-		if !snap.matches[i].HasOdds {
-			noOdds = &snap.matches[i]
+	for i := range snap.Matches() {
+		if !snap.Matches()[i].HasOdds {
+			noOdds = &snap.Matches()[i]
 			break
 		}
 	}
@@ -380,9 +381,9 @@ func TestOddsHistory(t *testing.T) {
 		}
 	}
 	// data_available.odds agrees with the history.
-	for i := range snap.matches {
-		m := &snap.matches[i]
-		if _, has := snap.odds.byMatch[m.ID]; has != m.HasOdds {
+	for i := range snap.Matches() {
+		m := &snap.Matches()[i]
+		if has := snap.OddsHistoryLen(m.ID) > 0; has != m.HasOdds {
 			t.Errorf("match %s: data_available.odds %v, history %v", m.ID, m.HasOdds, has)
 		}
 	}
@@ -420,9 +421,9 @@ func TestMatchIncludeOdds(t *testing.T) {
 		}
 	}
 	// A match without odds includes [].
-	for i := range snap.matches {
-		if !snap.matches[i].HasOdds {
-			r := ts.get(t, "/v1/cs2/matches/"+snap.matches[i].ID.String()+"?include=odds")
+	for i := range snap.Matches() {
+		if !snap.Matches()[i].HasOdds {
+			r := ts.get(t, "/v1/cs2/matches/"+snap.Matches()[i].ID.String()+"?include=odds")
 			if !bytes.Contains(r.body, []byte(`"odds":[]`)) {
 				t.Errorf("match without odds: %s", r.body)
 			}
@@ -514,12 +515,7 @@ func TestOddsNoBookLeaks(t *testing.T) {
 	scanForBooks(t, "/odds", ts.get(t, "/v1/cs2/odds?limit=1000").body)
 	scanForBooks(t, "/odds?source=eo_market", ts.get(t, "/v1/cs2/odds?limit=1000&source=eo_market").body)
 	scanForBooks(t, "/coverage", ts.get(t, "/v1/cs2/coverage").body)
-	ids := make([]ID, 0, len(ts.snap().odds.byMatch))
-	for id := range ts.snap().odds.byMatch {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return bytes.Compare(ids[a][:], ids[b][:]) < 0 })
-	for _, id := range ids {
+	for _, id := range ts.snap().OddsMatches() {
 		scanForBooks(t, "/odds?match", ts.get(t, "/v1/cs2/odds?limit=1000&match="+id.String()).body)
 		scanForBooks(t, "include=odds", ts.get(t, "/v1/cs2/matches/"+id.String()+"?include=odds").body)
 	}

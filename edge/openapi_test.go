@@ -20,6 +20,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/view"
 )
 
 // oapiAuth accepts the key "good" and nothing else.
@@ -204,35 +205,34 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		typ    any
 		extra  []string // fields spliced into the rendered JSON by hand
 	}{
-		{"Match", Match{}, nil},
-		{"MatchListRow", listRow{}, nil},
-		{"DataAvailable", DataAvailable{}, nil},
-		{"Team", Team{}, nil},
-		{"Player", Player{}, nil},
-		{"Tournament", Tournament{}, []string{"status"}},
-		{"MapResult", MapResult{}, nil},
-		{"Veto", Veto{}, nil},
-		{"StatLine", StatLine{}, nil},
-		{"Round", Round{}, nil},
-		{"DepthWeapon", DepthWeapon{}, nil},
-		{"DepthGrenade", DepthGrenade{}, nil},
-		{"DepthHitgroup", DepthHitgroup{}, nil},
-		{"DepthDuel", DepthDuel{}, nil},
-		{"DepthFlash", DepthFlash{}, nil},
-		{"Lineup", Lineup{}, nil},
-		{"MatchEvent", MatchEvent{}, nil},
-		{"Stream", Stream{}, nil},
-		{"TeamProfile", TeamProfile{}, nil},
-		{"TeamMapProfile", TeamMapProfile{}, nil},
-		{"HeadToHead", HeadToHead{}, []string{"recent_matches"}},
-		{"PlayerSummary", PlayerSummary{}, nil},
-		{"PlayerMapSummary", PlayerMapSummary{}, nil},
-		{"CoverageEntry", CoverageEntry{}, nil},
-		{"OddsLine", OddsLine{}, nil},
-		{"OddsLine", oddsRow{}, nil},
-		{"RankingRow", RankingRow{}, nil},
-		{"RosterHistoryRow", RosterRow{}, nil},
-		{"ModelMetrics", ModelMetricsRow{}, nil},
+		{"Match", view.Match{}, nil},
+		{"MatchListRow", view.MatchListRow{}, nil},
+		{"DataAvailable", view.DataAvailable{}, nil},
+		{"Team", view.Team{}, nil},
+		{"Player", view.Player{}, nil},
+		{"Tournament", view.Tournament{}, []string{"status"}},
+		{"MapResult", view.MapResult{}, nil},
+		{"Veto", view.Veto{}, nil},
+		{"StatLine", view.StatLine{}, nil},
+		{"Round", view.Round{}, nil},
+		{"DepthWeapon", view.DepthWeapon{}, nil},
+		{"DepthGrenade", view.DepthGrenade{}, nil},
+		{"DepthHitgroup", view.DepthHitgroup{}, nil},
+		{"DepthDuel", view.DepthDuel{}, nil},
+		{"DepthFlash", view.DepthFlash{}, nil},
+		{"Lineup", view.Lineup{}, nil},
+		{"MatchEvent", view.MatchEvent{}, nil},
+		{"Stream", view.Stream{}, nil},
+		{"TeamProfile", view.TeamProfile{}, nil},
+		{"TeamMapProfile", view.TeamMapProfile{}, nil},
+		{"HeadToHead", view.HeadToHead{}, []string{"recent_matches"}},
+		{"PlayerSummary", view.PlayerSummary{}, nil},
+		{"PlayerMapSummary", view.PlayerMapSummary{}, nil},
+		{"CoverageEntry", view.CoverageEntry{}, nil},
+		{"OddsLine", view.OddsLine{}, nil},
+		{"RankingRow", view.RankingRow{}, nil},
+		{"RosterHistoryRow", view.RosterRow{}, nil},
+		{"ModelMetrics", view.ModelMetricsRow{}, nil},
 		{"ErrorEnvelope", errorBody{}, nil},
 	}
 	for _, c := range cases {

@@ -2,10 +2,13 @@ package edge
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/eodata/eo/view"
 )
 
 // Games lists the onboarded game slugs.
@@ -42,8 +45,8 @@ func (s *Server) routes() {
 
 	v1 := v1Router{s: s, app: app}
 	v1.Post("/ws-token", s.mintWSTicket)
-	v1.Get("/matches", s.withLiveMatches(s.listMatches))
-	v1.Get("/matches/:id", s.withLiveMatches(s.getMatch))
+	v1.Get("/matches", s.listMatches)
+	v1.Get("/matches/:id", s.getMatch)
 	for _, sub := range []string{"maps", "stats", "vetoes", "rounds", "depth", "lineups", "history", "streams"} {
 		v1.Get("/matches/:id/"+sub, s.matchSub(sub))
 	}
@@ -58,7 +61,7 @@ func (s *Server) routes() {
 	v1.Get("/tournaments", s.listTournaments)
 	v1.Get("/tournaments/:id", s.getTournament)
 	v1.Get("/tournaments/:id/teams", s.tournamentTeams)
-	v1.Get("/odds", s.withLiveOdds(s.listOdds))
+	v1.Get("/odds", s.listOdds)
 	v1.Get("/rankings", s.listRankings)
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)
@@ -66,21 +69,21 @@ func (s *Server) routes() {
 }
 
 // requestMiddleware assigns the request id (header and error bodies share
-// it), pins the snapshot for the request and records metrics.
+// it), picks the view the request reads (one atomic load: every part of the
+// response comes from the same instant) and records metrics.
 func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	start := time.Now()
 	id := newRequestID()
 	c.Locals("request_id", id)
 	c.Set("X-Request-Id", id)
-	var snap *Snapshot
+	var v *view.View
 	if cv := c.Query("cursor"); cv != "" {
-		snap = s.acquireFor(cursorSnapshotID(cv))
+		v = s.viewFor(cursorSnapshotID(cv))
 	} else {
-		snap = s.acquire()
+		v = s.view.Load()
 	}
-	if snap != nil {
-		c.Locals("snap", snap)
-		defer s.release(snap)
+	if v != nil {
+		c.Locals("view", v)
 	}
 	err := c.Next()
 	if err != nil {
@@ -100,15 +103,16 @@ func (s *Server) gameMiddleware(c *fiber.Ctx) error {
 	if !Games[c.Params("game")] {
 		return apiErr(fiber.StatusNotFound, "unknown_game", "game %q is not onboarded", c.Params("game"))
 	}
-	if snapOf(c) == nil {
+	if viewOf(c) == nil {
 		return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
 	}
 	return c.Next()
 }
 
-func snapOf(c *fiber.Ctx) *Snapshot {
-	s, _ := c.Locals("snap").(*Snapshot)
-	return s
+// viewOf is the view the request reads (requestMiddleware).
+func viewOf(c *fiber.Ctx) *view.View {
+	v, _ := c.Locals("view").(*view.View)
+	return v
 }
 
 // parseLimit reads limit: missing, non-numeric or below 1 gives the default;
@@ -124,31 +128,18 @@ func parseLimit(c *fiber.Ctx, l pageLimits) int {
 	return n
 }
 
-// queryID parses an optional id query parameter (400 when malformed).
-func queryID(c *fiber.Ctx, name string) (ID, bool, error) {
+// queryID parses an optional id query parameter (nil when absent, 400
+// when malformed).
+func queryID(c *fiber.Ctx, name string) (*view.ID, error) {
 	v := c.Query(name)
 	if v == "" {
-		return ID{}, false, nil
+		return nil, nil
 	}
-	id, ok := ParseID(v)
+	id, ok := view.ParseID(v)
 	if !ok {
-		return ID{}, false, badParam("%s must be a canonical lowercase UUID", name)
+		return nil, badParam("%s must be a canonical lowercase UUID", name)
 	}
-	return id, true, nil
-}
-
-// isSlug reports whether v has a slug's shape.
-func isSlug(v string) bool {
-	if v == "" || len(v) > 200 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		ch := v[i]
-		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
-			return false
-		}
-	}
-	return true
+	return &id, nil
 }
 
 // sendJSON writes pre-rendered JSON.
@@ -206,10 +197,46 @@ func sendList(c *fiber.Ctx, rows [][]byte, next string) error {
 }
 
 // sendArray writes a pre-rendered JSON array as an unpaginated list.
-func sendArray(c *fiber.Ctx, a arr) error {
+func sendArray(c *fiber.Ctx, a view.Array) error {
 	r := jsonBody(c)
 	r.AppendBodyString(`{"data":`)
-	r.AppendBody(orEmpty(a.b))
-	appendMeta(r, a.n, "")
+	if a.JSON == nil {
+		r.AppendBodyString("[]")
+	} else {
+		r.AppendBody(a.JSON)
+	}
+	appendMeta(r, a.N, "")
 	return nil
+}
+
+// sendPage writes a page of a paginated list, with the cursor of its last
+// row when more remain.
+func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
+	next := ""
+	if p.More {
+		next = s.cursors.encode(cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID()})
+	}
+	return sendList(c, p.Rows, next)
+}
+
+// bufs are response assembly buffers: a response built from several
+// pre-rendered parts is appended into one, then copied to the body.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// sendBuilt writes {"data": obj} where build appends obj to a pooled
+// buffer; ok false from build is a 404 of what.
+func sendBuilt(c *fiber.Ctx, what string, build func(dst []byte) ([]byte, bool)) error {
+	bp := bufs.Get().(*[]byte)
+	b, ok := build((*bp)[:0])
+	var err error
+	if ok {
+		err = sendSingle(c, b)
+	} else {
+		err = notFound(what)
+	}
+	if cap(b) <= 4<<20 { // keep the pool's buffers bounded
+		*bp = b[:0]
+		bufs.Put(bp)
+	}
+	return err
 }

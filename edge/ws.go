@@ -19,6 +19,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/view"
 )
 
 // mintWSTicket mints a single-use ticket for the handshake. It runs behind
@@ -60,7 +61,7 @@ func (s *Server) wsHandshake() fiber.Handler {
 		if !websocket.IsWebSocketUpgrade(c) {
 			return badParam("GET /v1/ws is a WebSocket handshake: send the upgrade headers")
 		}
-		if snapOf(c) == nil {
+		if s.View() == nil {
 			return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
 		}
 		var p access.Principal
@@ -261,54 +262,54 @@ func (w *wsConn) readLoop() {
 				l.hub.Remove(f.Target, w)
 				delete(w.subs, f.Target)
 			}
-			w.Send(mustJSON(map[string]string{"type": "unsubscribed", "target": f.Target}))
+			w.Send(ackFrame("unsubscribed", f.Target))
 		default:
 			w.Send(errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
 		}
 	}
 }
 
-// subscribe acknowledges, then sends the target's snapshot frame; holding
-// the overlay lock orders it before any later update of the target.
+// subscribe acknowledges, then sends the target's snapshot frame from the
+// view being served; holding the view's writers' lock orders it before any
+// later update of the target.
 func (w *wsConn) subscribe(target string) {
 	l := w.l
 	kind, rest, _ := strings.Cut(target, ":")
-	id, ok := ParseID(rest)
+	id, ok := view.ParseID(rest)
 	if !ok || (kind != "match" && kind != "odds") {
 		w.Send(errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
-		return
-	}
-	snap := l.s.acquire()
-	if snap == nil {
-		w.Send(errorFrame("unknown_target", target, "no data loaded yet"))
-		return
-	}
-	defer l.s.release(snap)
-	mi, ok := snap.matchByID[id]
-	if !ok {
-		w.Send(errorFrame("unknown_target", target, "no such match"))
 		return
 	}
 	if !w.subs[target] && len(w.subs) >= l.o.MaxSubscriptions {
 		w.Send(errorFrame("invalid_target", target, "too many subscriptions on this connection"))
 		return
 	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	l.hub.Add(target, w)
-	w.subs[target] = true
-	var data []byte
-	if kind == "match" {
-		data = l.matchFrameData(snap, mi)
-	} else {
-		data = l.oddsFrameData(snap, mi)
-	}
-	w.Send(mustJSON(map[string]string{"type": "subscribed", "target": target}))
-	b := make([]byte, 0, len(data)+len(target)+48)
-	b = append(b, `{"type":"snapshot","target":"`...)
-	b = append(b, target...)
-	b = append(b, `","data":`...)
-	b = append(b, data...)
-	b = append(b, '}')
-	w.Send(b)
+	l.s.view.Hold(func(v *view.View) {
+		if v == nil {
+			w.Send(errorFrame("unknown_target", target, "no data loaded yet"))
+			return
+		}
+		b := append(make([]byte, 0, 4096), `{"type":"snapshot","target":"`...)
+		b = append(b, target...)
+		b = append(b, `","data":`...)
+		if kind == "match" {
+			b, ok = v.AppendMatchFrame(b, id)
+		} else {
+			b, ok = v.AppendOddsFrame(b, id)
+		}
+		if !ok {
+			w.Send(errorFrame("unknown_target", target, "no such match"))
+			return
+		}
+		l.hub.Add(target, w)
+		w.subs[target] = true
+		w.Send(ackFrame("subscribed", target))
+		w.Send(append(b, '}'))
+	})
+}
+
+// ackFrame is a subscribed or unsubscribed frame.
+func ackFrame(typ, target string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": typ, "target": target})
+	return b
 }

@@ -32,6 +32,9 @@ type Options struct {
 	Force bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Published, when set, is called after each run that published a
+	// snapshot (eo up reloads its in-process edge at once).
+	Published func(Result)
 }
 
 // Result says what a run did.
@@ -130,7 +133,11 @@ func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
 		// The snapshot is published; a failed clean-up is retried next run.
 		log.Warn("snapshot clean-up", "err", err)
 	}
-	return Result{Report: rep, Manifest: m, Cleaned: cleaned}, nil
+	res := Result{Report: rep, Manifest: m, Cleaned: cleaned}
+	if r.o.Published != nil {
+		r.o.Published(res)
+	}
+	return res, nil
 }
 
 // Schedule runs RunOnce on the cron spec until ctx ends. A tick that finds a

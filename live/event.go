@@ -65,6 +65,15 @@ type MapScore struct {
 	Done bool `json:"done,omitempty"`
 	// FirstHalfSideA is the side team A started on (t or ct).
 	FirstHalfSideA string `json:"first_half_side_a,omitempty"`
+	// Halves and overtime of a finished map, when known.
+	FirstHalfA  *int `json:"first_half_a,omitempty"`
+	FirstHalfB  *int `json:"first_half_b,omitempty"`
+	SecondHalfA *int `json:"second_half_a,omitempty"`
+	SecondHalfB *int `json:"second_half_b,omitempty"`
+	OvertimeA   *int `json:"overtime_a,omitempty"`
+	OvertimeB   *int `json:"overtime_b,omitempty"`
+	// StartedAt is when the map began (zero: unknown).
+	StartedAt time.Time `json:"started_at,omitzero"`
 }
 
 // Contributor is the independent contributor behind a price: a white-label

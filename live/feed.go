@@ -166,3 +166,6 @@ func (f *RedisFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 
 // ErrClosed is returned by a closed component.
 var ErrClosed = errors.New("live: closed")
+
+// ErrRunning is returned when a feed is already being consumed.
+var ErrRunning = errors.New("live: a feed is already attached")

@@ -65,6 +65,17 @@ func (h *Hub) RemoveAll(s Subscriber, targets []string) {
 	}
 }
 
+// Targets lists the targets that have subscribers.
+func (h *Hub) Targets() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.targets))
+	for t := range h.targets {
+		out = append(out, t)
+	}
+	return out
+}
+
 // Has reports whether target has any subscriber.
 func (h *Hub) Has(target string) bool {
 	h.mu.RLock()

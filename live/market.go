@@ -166,12 +166,18 @@ func (a *Aggregator) Latest(matchID string) []MarketLine {
 	return out
 }
 
-// Forget drops every market of a match (its lines are in a loaded snapshot).
-func (a *Aggregator) Forget(matchID string) {
+// ForgetIf drops every market of the matches (service ids) drop reports.
+func (a *Aggregator) ForgetIf(drop func(matchID string) bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	verdict := map[string]bool{}
 	for k := range a.markets {
-		if k.MatchID == matchID {
+		d, ok := verdict[k.MatchID]
+		if !ok {
+			d = drop(k.MatchID)
+			verdict[k.MatchID] = d
+		}
+		if d {
 			delete(a.markets, k)
 		}
 	}

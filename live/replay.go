@@ -17,6 +17,9 @@ type ReplayMatch struct {
 	Status     string // scheduled or live
 	ScoreA     int    // maps already won when live
 	ScoreB     int
+	// Maps are the finished maps of a live match (its events carry them
+	// unchanged); maps missing for the score are made up.
+	Maps []MapScore
 }
 
 // ReplayBook is a synthetic book of the replay. Ids only ever go to the
@@ -38,8 +41,20 @@ var replayMaps = []string{"de_mirage", "de_inferno", "de_nuke", "de_ancient", "d
 // Replay plays matches out in real time on a feed: status scheduled -> live
 // -> completed, a score event per round and per map end, and book price
 // captures after every round. It is the embedded default's live source.
+//
+// With Next it runs until ctx ends: Slots matches play at once and, as one
+// ends, the slot takes the next match Next gives (live ones first, then the
+// next scheduled), so some match is always live. Without Next it plays
+// Matches once.
 type Replay struct {
-	Feed    Feed
+	Feed Feed
+	// Next returns the next match to play, not one skip excludes (those
+	// playing or played by this replay); ok false when there is none now
+	// (asked again a few rounds later).
+	Next func(skip func(upstream string) bool) (ReplayMatch, bool)
+	// Slots is how many matches play at once with Next (default 4).
+	Slots int
+	// Matches are played once, concurrently, when Next is nil.
 	Matches []ReplayMatch
 	// RoundEvery is the time between two rounds (default 3s, so a best-of-3
 	// takes a few minutes).
@@ -48,9 +63,14 @@ type Replay struct {
 	Books      []ReplayBook // default DefaultReplayBooks
 	// Now is the clock of event times (default time.Now).
 	Now func() time.Time
+	// Started, when set, is called as a match starts playing.
+	Started func(ReplayMatch)
+
+	mu     sync.Mutex
+	played map[string]bool
 }
 
-// Run plays every match concurrently until all are completed or ctx ends.
+// Run plays until every match is completed (without Next) or ctx ends.
 func (r *Replay) Run(ctx context.Context) error {
 	if r.RoundEvery <= 0 {
 		r.RoundEvery = 3 * time.Second
@@ -61,21 +81,67 @@ func (r *Replay) Run(ctx context.Context) error {
 	if len(r.Books) == 0 {
 		r.Books = DefaultReplayBooks
 	}
+	r.played = map[string]bool{}
+	next := r.Next
+	slots := r.Slots
+	if next == nil {
+		queue := append([]ReplayMatch(nil), r.Matches...)
+		next = func(func(string) bool) (ReplayMatch, bool) {
+			if len(queue) == 0 {
+				return ReplayMatch{}, false
+			}
+			m := queue[0]
+			queue = queue[1:]
+			return m, true
+		}
+		slots = len(r.Matches)
+	} else if slots <= 0 {
+		slots = 4
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(r.Matches))
-	for i, m := range r.Matches {
+	errc := make(chan error, slots)
+	for i := 0; i < slots; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(r.Seed, uint64(i)+1))
-			if err := r.play(ctx, rng, m); err != nil && ctx.Err() == nil {
-				errc <- err
+			for ctx.Err() == nil {
+				r.mu.Lock()
+				m, ok := next(func(up string) bool { return r.played[up] })
+				if ok {
+					r.played[m.UpstreamID] = true
+				}
+				r.mu.Unlock()
+				if !ok {
+					if r.Next == nil || !sleep(ctx, 5*r.RoundEvery) {
+						return
+					}
+					continue
+				}
+				if r.Started != nil {
+					r.Started(m)
+				}
+				if err := r.play(ctx, rng, m); err != nil && ctx.Err() == nil {
+					errc <- err
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(errc)
 	return <-errc
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 type replayState struct {
@@ -91,7 +157,8 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 		m.BestOf = 3
 	}
 	st := &replayState{m: m, need: m.BestOf/2 + 1, pA: 0.35 + 0.3*rng.Float64(), lastPrice: map[string]float64{}}
-	for i := 0; i < m.ScoreA+m.ScoreB; i++ {
+	st.maps = append(st.maps, m.Maps...)
+	for i := len(st.maps); i < m.ScoreA+m.ScoreB; i++ {
 		a := i < m.ScoreA
 		sa, sb := 13, rng.IntN(12)
 		if !a {
@@ -99,24 +166,14 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 		}
 		st.maps = append(st.maps, MapScore{MapNumber: i + 1, MapName: replayMaps[i%len(replayMaps)], ScoreA: sa, ScoreB: sb, Done: true, FirstHalfSideA: "ct"})
 	}
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	if !wait(time.Duration(rng.IntN(3)+1) * r.RoundEvery) {
+	if !sleep(ctx, time.Duration(rng.IntN(3)+1)*r.RoundEvery) {
 		return nil
 	}
 	if err := r.prices(ctx, rng, st, 0, 0); err != nil {
 		return err
 	}
 	for m.ScoreA < st.need && m.ScoreB < st.need {
-		num := m.ScoreA + m.ScoreB + 1
+		num := len(st.maps) + 1
 		name := replayMaps[(num-1+rng.IntN(3))%len(replayMaps)]
 		side := "ct"
 		if rng.IntN(2) == 0 {
@@ -134,13 +191,18 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 		}
 		rng.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
 		seq = append(seq, aWins)
+		began := r.Now().UTC().Truncate(time.Second)
 		ra, rb := 0, 0
+		var half [2]int // team A's and B's rounds in the first half (MR12: 12 rounds)
 		for round := 0; round <= len(seq); round++ {
 			if round > 0 {
 				if seq[round-1] {
 					ra++
 				} else {
 					rb++
+				}
+				if round == 12 {
+					half = [2]int{ra, rb}
 				}
 			}
 			if round == len(seq) {
@@ -155,7 +217,7 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 			if err := r.prices(ctx, rng, st, ra, rb); err != nil {
 				return err
 			}
-			if !wait(r.RoundEvery) {
+			if !sleep(ctx, r.RoundEvery) {
 				return nil
 			}
 		}
@@ -165,7 +227,9 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 			m.ScoreB++
 		}
 		st.m = m
-		st.maps = append(st.maps, MapScore{MapNumber: num, MapName: name, ScoreA: ra, ScoreB: rb, Done: true, FirstHalfSideA: side})
+		st.maps = append(st.maps, MapScore{MapNumber: num, MapName: name, ScoreA: ra, ScoreB: rb, Done: true, FirstHalfSideA: side,
+			FirstHalfA: ip(half[0]), FirstHalfB: ip(half[1]), SecondHalfA: ip(ra - half[0]), SecondHalfB: ip(rb - half[1]),
+			StartedAt: began})
 	}
 	played := "played"
 	ev := Event{Kind: KindScore, MatchID: m.UpstreamID, Status: "completed", ScoreA: ip(m.ScoreA), ScoreB: ip(m.ScoreB),

@@ -146,7 +146,7 @@ type MapResult struct {
 	OvertimeA      *int      `json:"overtime_a"`
 	OvertimeB      *int      `json:"overtime_b"`
 	FirstHalfSideA string    `json:"first_half_side_a"`
-	StartedAt      time.Time `json:"started_at"`
+	StartedAt      time.Time `json:"started_at,omitzero"` // zero: unknown (null)
 	ChangedAt      time.Time `json:"changed_at"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/eodata/eo/access"
@@ -119,14 +120,16 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 	return nil
 }
 
-func newRunner(c common, log *slog.Logger, st publish.Store, force bool) *jobs.Runner {
+// newRunner builds the pipeline + publish runner; published (may be nil) is
+// called after each run that published a snapshot.
+func newRunner(c common, log *slog.Logger, st publish.Store, force bool, published func(jobs.Result)) *jobs.Runner {
 	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory}
 	if isTerminal(os.Stderr) {
 		po.Progress = func(step string, rows int64, elapsed time.Duration) {
 			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))
 		}
 	}
-	return jobs.NewRunner(jobs.Options{Pipeline: po, Force: force})
+	return jobs.NewRunner(jobs.Options{Pipeline: po, Force: force, Published: published})
 }
 
 func cmdPipelineRun(ctx context.Context, args []string) error {
@@ -143,7 +146,7 @@ func cmdPipelineRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := newRunner(c, log, st, !*ifNew).RunOnce(ctx)
+	res, err := newRunner(c, log, st, !*ifNew, nil).RunOnce(ctx)
 	if err != nil {
 		return err
 	}
@@ -207,7 +210,7 @@ func cmdJobs(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("jobs scheduled", "schedule", *spec, "store", st.String())
-	return newRunner(c, log, st, false).Schedule(ctx, *spec)
+	return newRunner(c, log, st, false, nil).Schedule(ctx, *spec)
 }
 
 func cmdServe(ctx context.Context, args []string) error {
@@ -254,8 +257,12 @@ func cmdUp(ctx context.Context, args []string) error {
 	c.registerPipeline(fs)
 	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")
-	liveMatches := fs.Int("live-matches", 4, "matches the local live replay plays out (0: no replay)")
-	liveSpeed := fs.Float64("live-speed", 1, "live replay speed (1: a round every 3 seconds)")
+	spec := fs.String("schedule", env("EO_UP_SCHEDULE", "*/2 * * * *"),
+		"cron schedule (UTC) of the in-process pipeline + publish runs, so live events reach the next snapshot; off: none")
+	var ll localLive
+	fs.IntVar(&ll.slots, "live-matches", 4, "matches the local live replay keeps playing at once (0: no replay)")
+	fs.Float64Var(&ll.speed, "live-speed", 1, "live replay speed (1: a round every 3 seconds)")
+	fs.DurationVar(&ll.landEvery, "land-every", 5*time.Second, "how often live events are landed in the raw area as a batch")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -274,7 +281,17 @@ func cmdUp(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	res, err := newRunner(c, log, st, false).RunOnce(ctx)
+	// The edge is built after the first run; runs it triggers later reload
+	// it as soon as they publish.
+	var srv atomic.Pointer[edge.Server]
+	runner := newRunner(c, log, st, false, func(res jobs.Result) {
+		if s := srv.Load(); s != nil {
+			if err := s.Load(ctx); err != nil {
+				log.Warn("edge reload after publish", "snapshot", res.Manifest.SnapshotID, "err", err)
+			}
+		}
+	})
+	res, err := runner.RunOnce(ctx)
 	if err != nil && !errors.Is(err, jobs.ErrBusy) {
 		return err
 	}
@@ -287,11 +304,20 @@ func cmdUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, c, *addr, func(srv *edge.Server, addr string) error {
-		// Live path: replay a few matches on an in-process feed (cmd/eo/live.go).
-		if err := startLocalLive(ctx, log, st, c.work, srv, *liveMatches, *liveSpeed); err != nil {
+	return serve(ctx, c, *addr, func(s *edge.Server, addr string) error {
+		srv.Store(s)
+		// Live path: replay matches on an in-process feed (cmd/eo/live.go).
+		if err := startLocalLive(ctx, log, st, c.work, s, ll); err != nil {
 			return err
 		}
-		return printReadyKeys(rk, srv, addr)
+		if *spec != "off" {
+			go func() {
+				if err := runner.Schedule(ctx, *spec); err != nil {
+					log.Error("in-process jobs stopped", "err", err)
+				}
+			}()
+			log.Info("in-process jobs scheduled", "schedule", *spec)
+		}
+		return printReadyKeys(rk, s, addr)
 	})
 }

@@ -37,36 +37,45 @@ func liveOptions(ctx context.Context) (edge.LiveOptions, func(), error) {
 		Limiter: &live.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
 }
 
+// localLive configures the embedded default's live source (eo up).
+type localLive struct {
+	slots     int           // matches played at once (0: no replay)
+	speed     float64       // 1: a round every 3 seconds
+	landEvery time.Duration // lander interval
+}
+
 // startLocalLive is the embedded default's live source (make run): an
-// in-process feed attached to the running edge, a replay that plays a few
-// live-or-next-scheduled matches of the loaded snapshot out in real time
-// (rounds, maps, status, and synthetic book prices), and a lander that
-// appends the events to the raw area so the next pipeline run includes
-// them. Book ids go to the feed and the raw landing only. Everything stops
-// with ctx.
-func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, matches int, speed float64) error {
-	if matches <= 0 {
+// in-process feed attached to the running edge, a replay that keeps
+// ll.slots matches of the served view playing in real time (live ones
+// first, then the next scheduled; rounds, maps, status and synthetic book
+// prices), and a lander that appends the events to the raw area so the
+// next pipeline run includes them. Book ids go to the feed and the raw
+// landing only. Everything stops with ctx.
+func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, ll localLive) error {
+	if ll.slots <= 0 {
 		return nil
 	}
 	feed := live.NewMemoryFeed()
 	if err := srv.AttachFeed(ctx, feed); err != nil {
 		return err
 	}
-	lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log}
+	lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log, Interval: ll.landEvery}
 	if _, err := lander.Start(ctx); err != nil {
 		return err
 	}
-	if speed <= 0 {
-		speed = 1
+	if ll.speed <= 0 {
+		ll.speed = 1
 	}
-	ms := srv.ReplayCandidates(matches)
-	rp := &live.Replay{Feed: feed, Matches: ms, RoundEvery: time.Duration(float64(3*time.Second) / speed),
-		Seed: uint64(time.Now().UnixNano())}
+	rp := &live.Replay{Feed: feed, Next: srv.ReplaySource(), Slots: ll.slots,
+		RoundEvery: time.Duration(float64(3*time.Second) / ll.speed), Seed: uint64(time.Now().UnixNano()),
+		Started: func(m live.ReplayMatch) {
+			log.Info("live replay: match starts", "upstream_id", m.UpstreamID, "status", m.Status, "best_of", m.BestOf)
+		}}
 	go func() {
 		if err := rp.Run(ctx); err != nil {
 			log.Warn("live replay stopped", "err", err)
 		}
 	}()
-	log.Info("live replay started", "matches", len(ms), "round_every", rp.RoundEvery)
+	log.Info("live replay started", "slots", ll.slots, "round_every", rp.RoundEvery, "land_every", lander.Interval)
 	return nil
 }

@@ -1,4 +1,4 @@
-package edge
+package view
 
 import (
 	"bytes"
@@ -6,35 +6,35 @@ import (
 	"strings"
 )
 
-// sortVal is one row's value under a sort key. Null sorts last in both
-// directions.
-type sortVal struct {
+// SortVal is one row's value under a sort key. Null sorts last in both
+// directions. Its JSON form is part of the cursor format: keep the tags.
+type SortVal struct {
 	Null bool   `json:"z,omitempty"`
 	Str  string `json:"s,omitempty"`
 	Num  int64  `json:"n,omitempty"`
 }
 
-func strVal(s string) sortVal { return sortVal{Str: s} }
-func numVal(n int64) sortVal  { return sortVal{Num: n} }
-func strPtrVal(p *string) sortVal {
+func strVal(s string) SortVal { return SortVal{Str: s} }
+func numVal(n int64) SortVal  { return SortVal{Num: n} }
+func strPtrVal(p *string) SortVal {
 	if p == nil {
-		return sortVal{Null: true}
+		return SortVal{Null: true}
 	}
-	return sortVal{Str: *p}
+	return SortVal{Str: *p}
 }
 
 // strEq is an exact filter on a nullable text column: null (unknown, e.g.
 // an imported tournament's tier) matches no value.
 func strEq(p *string, v string) bool { return p != nil && *p == v }
-func intPtrVal(p *int) sortVal {
+func intPtrVal(p *int) SortVal {
 	if p == nil {
-		return sortVal{Null: true}
+		return SortVal{Null: true}
 	}
-	return sortVal{Num: int64(*p)}
+	return SortVal{Num: int64(*p)}
 }
 
 // cmpVal orders two values ascending, nulls last.
-func cmpVal(a, b sortVal) int {
+func cmpVal(a, b SortVal) int {
 	switch {
 	case a.Null && b.Null:
 		return 0
@@ -52,28 +52,28 @@ func cmpVal(a, b sortVal) int {
 	return strings.Compare(a.Str, b.Str)
 }
 
-// sortSet lists a resource's accepted sort keys and its default spec.
-type sortSet struct {
-	keys []string
-	def  string // a spec, e.g. "name" or "-starts_at"
+// SortSet lists a resource's accepted sort keys and its default spec.
+type SortSet struct {
+	Keys []string
+	Def  string // a spec, e.g. "name" or "-starts_at"
 }
 
-// specs returns every accepted spec: each key ascending and descending.
-func (ss sortSet) specs() []string {
-	out := make([]string, 0, 2*len(ss.keys))
-	for _, k := range ss.keys {
+// Specs returns every accepted spec: each key ascending and descending.
+func (ss SortSet) Specs() []string {
+	out := make([]string, 0, 2*len(ss.Keys))
+	for _, k := range ss.Keys {
 		out = append(out, k, "-"+k)
 	}
 	return out
 }
 
-// parse validates a sort parameter; "" means the default.
-func (ss sortSet) parse(v string) (string, bool) {
+// Parse validates a sort parameter; "" means the default.
+func (ss SortSet) Parse(v string) (string, bool) {
 	if v == "" {
-		return ss.def, true
+		return ss.Def, true
 	}
 	k := strings.TrimPrefix(v, "-")
-	for _, a := range ss.keys {
+	for _, a := range ss.Keys {
 		if a == k {
 			return v, true
 		}
@@ -81,9 +81,16 @@ func (ss sortSet) parse(v string) (string, bool) {
 	return "", false
 }
 
-// accepted renders the accepted keys for an error message.
-func (ss sortSet) accepted() string {
-	return strings.Join(ss.keys, ", ") + " (prefix - for descending)"
+// Accepted renders the accepted keys for an error message.
+func (ss SortSet) Accepted() string {
+	return strings.Join(ss.Keys, ", ") + " (prefix - for descending)"
+}
+
+// Key is a row's position in an order: its sort value and id. A cursor
+// carries the key of the last row of its page (keyset pagination).
+type Key struct {
+	Val SortVal
+	ID  ID
 }
 
 // order is a sorted list of row indexes under one sort spec, with each row's
@@ -92,13 +99,13 @@ type order struct {
 	spec string
 	desc bool
 	idx  []int32
-	vals []sortVal
+	vals []SortVal
 	ids  []ID
 }
 
 // cmpKey compares (v, id) under the order's direction: nulls last, ties by id
 // in the same direction.
-func (o *order) cmpKey(av sortVal, aid ID, bv sortVal, bid ID) int {
+func (o *order) cmpKey(av SortVal, aid ID, bv SortVal, bid ID) int {
 	c := cmpVal(av, bv)
 	if c != 0 {
 		if o.desc && !av.Null && !bv.Null {
@@ -114,15 +121,15 @@ func (o *order) cmpKey(av sortVal, aid ID, bv sortVal, bid ID) int {
 }
 
 // after returns the position of the first row strictly after (v, id).
-func (o *order) after(v sortVal, id ID) int {
+func (o *order) after(v SortVal, id ID) int {
 	return sort.Search(len(o.idx), func(i int) bool {
 		return o.cmpKey(o.vals[i], o.ids[i], v, id) > 0
 	})
 }
 
-func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) sortVal) *order {
+func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) SortVal) *order {
 	o := &order{spec: spec, desc: strings.HasPrefix(spec, "-"), idx: make([]int32, n)}
-	vals := make([]sortVal, n)
+	vals := make([]SortVal, n)
 	ids := make([]ID, n)
 	for i := 0; i < n; i++ {
 		o.idx[i] = int32(i)
@@ -133,7 +140,7 @@ func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) sortVal) *o
 		x, y := o.idx[a], o.idx[b]
 		return o.cmpKey(vals[x], ids[x], vals[y], ids[y]) < 0
 	})
-	o.vals = make([]sortVal, n)
+	o.vals = make([]SortVal, n)
 	o.ids = make([]ID, n)
 	for i, x := range o.idx {
 		o.vals[i], o.ids[i] = vals[x], ids[x]
@@ -141,22 +148,31 @@ func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) sortVal) *o
 	return o
 }
 
+// newOrderOf orders a set of row indexes under spec.
+func newOrderOf(spec string, rows []int32, idOf func(int32) ID, valOf func(int32) SortVal) *order {
+	o := newOrder(spec, len(rows), func(i int) ID { return idOf(rows[i]) }, func(i int) SortVal { return valOf(rows[i]) })
+	for k, i := range o.idx {
+		o.idx[k] = rows[i]
+	}
+	return o
+}
+
 // buildOrders builds every spec of a sort set.
-func buildOrders(n int, ss sortSet, idOf func(int) ID, valOf func(key string, i int) sortVal) map[string]*order {
+func buildOrders(n int, ss SortSet, idOf func(int) ID, valOf func(key string, i int) SortVal) map[string]*order {
 	out := map[string]*order{}
-	for _, spec := range ss.specs() {
+	for _, spec := range ss.Specs() {
 		key := strings.TrimPrefix(spec, "-")
-		out[spec] = newOrder(spec, n, idOf, func(i int) sortVal { return valOf(key, i) })
+		out[spec] = newOrder(spec, n, idOf, func(i int) SortVal { return valOf(key, i) })
 	}
 	return out
 }
 
 // pageOf walks an order from a cursor position and returns up to limit rows
 // that pass keep, and whether more remain.
-func (o *order) pageOf(c *cursor, limit int, keep func(int32) bool) (rows []int32, last int, more bool) {
+func (o *order) pageOf(after *Key, limit int, keep func(int32) bool) (rows []int32, last int, more bool) {
 	start := 0
-	if c != nil {
-		start = o.after(c.Val, c.ID)
+	if after != nil {
+		start = o.after(after.Val, after.ID)
 	}
 	last = -1
 	for i := start; i < len(o.idx); i++ {
@@ -172,25 +188,12 @@ func (o *order) pageOf(c *cursor, limit int, keep func(int32) bool) (rows []int3
 	return rows, last, false
 }
 
-// subset returns the order restricted to the given row set, keeping order.
-func (o *order) subset(keep func(int32) bool) *order {
-	out := &order{spec: o.spec, desc: o.desc}
-	for i, x := range o.idx {
-		if keep(x) {
-			out.idx = append(out.idx, x)
-			out.vals = append(out.vals, o.vals[i])
-			out.ids = append(out.ids, o.ids[i])
-		}
-	}
-	return out
-}
+var TeamSorts = SortSet{Keys: []string{"name", "slug", "region", "country_code", "own_rank", "external_rank"}, Def: "name"}
+var PlayerSorts = SortSet{Keys: []string{"name", "slug", "country_code", "role"}, Def: "name"}
+var TournamentSorts = SortSet{Keys: []string{"starts_at"}, Def: "-starts_at"}
+var MatchSorts = SortSet{Keys: []string{"scheduled_at"}, Def: "-scheduled_at"}
 
-var teamSorts = sortSet{keys: []string{"name", "slug", "region", "country_code", "own_rank", "external_rank"}, def: "name"}
-var playerSorts = sortSet{keys: []string{"name", "slug", "country_code", "role"}, def: "name"}
-var tournamentSorts = sortSet{keys: []string{"starts_at"}, def: "-starts_at"}
-var matchSorts = sortSet{keys: []string{"scheduled_at"}, def: "-scheduled_at"}
-
-func teamSortValue(t *Team, key string) sortVal {
+func teamSortValue(t *Team, key string) SortVal {
 	switch key {
 	case "slug":
 		return strVal(t.Slug)
@@ -206,7 +209,7 @@ func teamSortValue(t *Team, key string) sortVal {
 	return strVal(strings.ToLower(t.Name))
 }
 
-func playerSortValue(_ *Snapshot, p *Player, key string) sortVal {
+func playerSortValue(p *Player, key string) SortVal {
 	switch key {
 	case "slug":
 		return strVal(p.Slug)
@@ -214,16 +217,16 @@ func playerSortValue(_ *Snapshot, p *Player, key string) sortVal {
 		return strVal(p.CountryCode)
 	case "role":
 		if p.Role == nil {
-			return sortVal{Null: true}
+			return SortVal{Null: true}
 		}
 		return strVal(*p.Role)
 	}
 	return strVal(strings.ToLower(p.Name))
 }
 
-func tournamentSortValue(t *Tournament, _ string) sortVal {
+func tournamentSortValue(t *Tournament) SortVal {
 	if t.StartsAt == nil {
-		return sortVal{Null: true}
+		return SortVal{Null: true}
 	}
 	return numVal(t.StartsAt.UnixMicro())
 }

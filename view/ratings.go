@@ -1,13 +1,9 @@
-package edge
+package view
 
 import (
-	"context"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/eodata/eo/publish"
 )
 
 // RankingRow is a row of rankings.parquet and of /rankings.
@@ -72,57 +68,34 @@ type board struct {
 // metrics.
 type ratingsData struct {
 	boards  map[string]*board // entity_type -> board
-	roster  map[ID]arr
-	metrics arr
+	roster  map[ID]Array
+	metrics Array
 	gate    bool
 }
 
-// loadRatings reads rankings, roster_history and model_metrics. A snapshot
-// that predates them (the manifest does not list them) has empty ones.
-func (s *Snapshot) loadRatings(ctx context.Context, dir string, m publish.Manifest) error {
-	has := map[string]bool{}
-	for _, t := range m.Tables {
-		has[t.Name] = true
+// buildRatings indexes rankings, roster history (ordered by team, newest
+// first, as the file is) and model metrics.
+func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetricsRow) *ratingsData {
+	d := &ratingsData{boards: map[string]*board{}, roster: map[ID]Array{}}
+	byType := map[string][]RankingRow{}
+	for _, r := range rankings {
+		byType[r.EntityType] = append(byType[r.EntityType], r)
 	}
-	p := func(name string) string { return filepath.Join(dir, name+".parquet") }
-	d := &ratingsData{boards: map[string]*board{}, roster: map[ID]arr{}}
-	s.ratings = d
-	if has["rankings"] {
-		rows, err := readParquet[RankingRow](ctx, p("rankings"))
-		if err != nil {
-			return err
-		}
-		byType := map[string][]RankingRow{}
-		for _, r := range rows {
-			byType[r.EntityType] = append(byType[r.EntityType], r)
-		}
-		for typ, rs := range byType {
-			d.boards[typ] = newBoard(rs)
+	for typ, rs := range byType {
+		d.boards[typ] = newBoard(rs)
+	}
+	groupRender(roster, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a Array) { d.roster[id] = a })
+	js := make([][]byte, len(metrics))
+	for i := range metrics {
+		js[i] = mustJSON(&metrics[i])
+		if metrics[i].Market == "match_winner" && metrics[i].GatePassed {
+			d.gate = true
 		}
 	}
-	if has["roster_history"] {
-		rows, err := readParquet[RosterRow](ctx, p("roster_history"))
-		if err != nil {
-			return err
-		}
-		// The file is ordered by team, newest first.
-		groupRender(rows, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a arr) { d.roster[id] = a })
+	if len(js) > 0 {
+		d.metrics = Array{JSON: joinArray(js), N: len(js)}
 	}
-	if has["model_metrics"] {
-		rows, err := readParquet[ModelMetricsRow](ctx, p("model_metrics"))
-		if err != nil {
-			return err
-		}
-		js := make([][]byte, len(rows))
-		for i := range rows {
-			js[i] = mustJSON(&rows[i])
-			if rows[i].Market == "match_winner" && rows[i].GatePassed {
-				d.gate = true
-			}
-		}
-		d.metrics = arr{b: joinArray(js), n: len(js)}
-	}
-	return nil
+	return d
 }
 
 func newBoard(rows []RankingRow) *board {
@@ -131,7 +104,7 @@ func newBoard(rows []RankingRow) *board {
 	for i := range rows {
 		b.json[i] = mustJSON(&rows[i])
 	}
-	for _, spec := range rankingSorts.specs() {
+	for _, spec := range RankingSorts.Specs() {
 		key := strings.TrimPrefix(spec, "-")
 		desc := strings.HasPrefix(spec, "-")
 		idx := make([]int32, len(rows))
@@ -191,7 +164,7 @@ func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte 
 	}
 	idx := b.orders[spec]
 	if idx == nil {
-		idx = b.orders[rankingSorts.def]
+		idx = b.orders[RankingSorts.Def]
 	}
 	out := make([][]byte, 0, min(limit, len(idx)))
 	for _, i := range idx {
@@ -211,17 +184,17 @@ func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte 
 }
 
 // rosterHistory returns a team's roster history rows, newest first.
-func (s *Snapshot) rosterHistory(team ID) arr {
+func (s *Snapshot) rosterHistory(team ID) Array {
 	if s.ratings == nil {
-		return arr{}
+		return Array{}
 	}
 	return s.ratings.roster[team]
 }
 
 // modelMetrics returns the model metrics rows (one per market).
-func (s *Snapshot) modelMetrics() arr {
+func (s *Snapshot) modelMetrics() Array {
 	if s.ratings == nil {
-		return arr{}
+		return Array{}
 	}
 	return s.ratings.metrics
 }
@@ -230,3 +203,9 @@ func (s *Snapshot) modelMetrics() arr {
 func (s *Snapshot) modelGatePassed() bool {
 	return s.ratings != nil && s.ratings.gate
 }
+
+// RankingSorts are the accepted sort keys of /rankings.
+var RankingSorts = SortSet{Keys: []string{"rank", "value", "rating", "rd", "matches"}, Def: "rank"}
+
+// RankingTypes are the boards /rankings serves.
+var RankingTypes = map[string]bool{"team": true, "player": true}

@@ -1,4 +1,4 @@
-package edge
+package view
 
 import (
 	"encoding/json"
@@ -22,13 +22,6 @@ type Team struct {
 	OwnRank      *int      `col:"own_rank" json:"own_rank"`
 	ExternalRank *int      `col:"external_rank" json:"external_rank"`
 	NameSince    time.Time `col:"name_since" json:"-"`
-}
-
-// TeamName is a row of team_names.parquet: a name a team has carried.
-type TeamName struct {
-	TeamID    ID        `col:"team_id"`
-	Name      string    `col:"name"`
-	ValidFrom time.Time `col:"valid_from"`
 }
 
 // Player is a row of players.parquet.
@@ -130,8 +123,8 @@ type Match struct {
 	HasOdds        bool            `col:"has_odds" json:"-"`
 }
 
-// listRow is the /matches list shape: the match plus display names.
-type listRow struct {
+// MatchListRow is the /matches list shape: the match plus display names.
+type MatchListRow struct {
 	*Match
 	TeamAName      string `json:"team_a_name"`
 	TeamBName      string `json:"team_b_name"`

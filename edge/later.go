@@ -1,4 +1,0 @@
-package edge
-
-// The odds live in odds.go; the rankings, roster history and model metrics
-// in ratings.go.

@@ -1,0 +1,244 @@
+package live
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/eodata/eo/view"
+)
+
+// Tracker applies the live feed to the served view. Each batch of events
+// becomes one view.Changes in service ids (upstream ids mapped with the
+// view's live_ids; prices aggregated into eo_market lines by the batch
+// rules) and one new View, installed through view.Current.Update. OnApply
+// runs under the same lock, so what it pushes (the WebSocket updates) is in
+// the order of the views.
+type Tracker struct {
+	cur     *view.Current
+	onApply func(*view.View, view.Applied)
+	agg     *Aggregator
+	running atomic.Bool
+	events  atomic.Int64
+	dropped atomic.Int64
+	skipped atomic.Int64
+}
+
+// NewTracker returns a tracker of cur; onApply (may be nil) is called with
+// each new view and what its batch changed.
+func NewTracker(cur *view.Current, onApply func(*view.View, view.Applied)) *Tracker {
+	return &Tracker{cur: cur, onApply: onApply, agg: NewAggregator()}
+}
+
+// TrackerStats are the tracker's counters.
+type TrackerStats struct {
+	Events  int64 // events for matches the view knows
+	Dropped int64 // events for matches the view does not know (no live_ids entry)
+	Skipped int64 // changes not newer than what the view held
+}
+
+// Stats reports the tracker's counters.
+func (t *Tracker) Stats() TrackerStats {
+	return TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load()}
+}
+
+// Running reports whether a feed is being consumed.
+func (t *Tracker) Running() bool { return t.running.Load() }
+
+// Start consumes f until ctx ends. It returns once subscribed, so an event
+// published afterwards is seen. Events that queued up while a batch was
+// being applied are applied together (up to 256).
+func (t *Tracker) Start(ctx context.Context, f Feed) error {
+	if !t.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	ch, err := f.Subscribe(ctx)
+	if err != nil {
+		t.running.Store(false)
+		return err
+	}
+	go func() {
+		defer t.running.Store(false)
+		batch := make([]Event, 0, 256)
+		for {
+			ev, ok := <-ch
+			if !ok {
+				return
+			}
+			batch = append(batch[:0], ev)
+		drain:
+			for len(batch) < cap(batch) {
+				select {
+				case ev, ok := <-ch:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, ev)
+				default:
+					break drain
+				}
+			}
+			t.Apply(batch)
+		}
+	}()
+	return nil
+}
+
+// Apply applies a batch of events. Price captures are applied first and
+// each touched market evaluated once, at its newest capture, as the batch
+// pipeline evaluates a market once per capture instant.
+func (t *Tracker) Apply(evs []Event) {
+	t.cur.Update(func(v *view.View) *view.View {
+		if v == nil {
+			t.dropped.Add(int64(len(evs)))
+			return nil
+		}
+		snap := v.Snapshot()
+		type touched struct {
+			match view.ID
+			at    time.Time
+		}
+		markets := map[MarketKey]*touched{}
+		var order []MarketKey
+		var ch view.Changes
+		for i := range evs {
+			ev := &evs[i]
+			id, ok := snap.MatchByUpstream(ev.MatchID)
+			if !ok {
+				t.dropped.Add(1)
+				continue
+			}
+			t.events.Add(1)
+			switch ev.Kind {
+			case KindScore:
+				ch.Matches = append(ch.Matches, matchState(id, ev))
+			case KindPrice:
+				if ev.Price <= 1 || ev.Market == "outright" || ev.Outcome == "" {
+					continue
+				}
+				k := MarketKey{Market: ev.Market, MatchID: id.String()}
+				if ev.Market == "map_winner" {
+					if ev.MapNumber == nil {
+						continue
+					}
+					k.MapNumber = *ev.MapNumber
+				}
+				if ev.Line != nil {
+					k.Line, k.HasLine = *ev.Line, true
+				}
+				t.agg.Apply(k, Quote{Contributor: ev.Contributor(), Book: ev.Book, Outcome: ev.Outcome,
+					Price: ev.Price, CapturedAt: ev.CapturedAt})
+				tm := markets[k]
+				if tm == nil {
+					tm = &touched{match: id}
+					markets[k] = tm
+					order = append(order, k)
+				}
+				if ev.CapturedAt.After(tm.at) {
+					tm.at = ev.CapturedAt
+				}
+			}
+		}
+		for _, k := range order {
+			tm := markets[k]
+			for _, ln := range t.agg.Evaluate(k, tm.at) {
+				ch.Lines = append(ch.Lines, liveLine(tm.match, ln))
+			}
+		}
+		nv, ap := v.Apply(ch)
+		t.skipped.Add(int64(ap.Skipped))
+		if nv == v {
+			return nil
+		}
+		if t.onApply != nil {
+			t.onApply(nv, ap)
+		}
+		return nv
+	})
+}
+
+// Rebased drops the aggregator's markets of matches a newly loaded view
+// shows closed (completed or cancelled) or does not know: their lines are
+// in the snapshot, and no more prices are expected.
+func (t *Tracker) Rebased(v *view.View) {
+	t.agg.ForgetIf(func(matchID string) bool {
+		id, ok := view.ParseID(matchID)
+		if !ok {
+			return true
+		}
+		m, ok := v.Match(id)
+		return !ok || m.Status == "completed" || m.Status == "cancelled"
+	})
+}
+
+func matchState(id view.ID, ev *Event) view.MatchState {
+	st := view.MatchState{ID: id, Status: ev.Status, ScoreA: ev.ScoreA, ScoreB: ev.ScoreB, ResultType: ev.ResultType,
+		LiveState: ev.LiveState, ChangedAt: ev.ChangedAt}
+	for _, m := range ev.Maps {
+		if !m.Done {
+			continue // the map in play is in live_state
+		}
+		st.Maps = append(st.Maps, view.MapScore{Number: m.MapNumber, Name: m.MapName, ScoreA: m.ScoreA, ScoreB: m.ScoreB,
+			FirstHalfA: m.FirstHalfA, FirstHalfB: m.FirstHalfB, SecondHalfA: m.SecondHalfA, SecondHalfB: m.SecondHalfB,
+			OvertimeA: m.OvertimeA, OvertimeB: m.OvertimeB, FirstHalfSideA: sideOr(m.FirstHalfSideA), StartedAt: m.StartedAt})
+	}
+	return st
+}
+
+// sideOr is the side landed for a map without one (live/lander.go lands
+// "ct"), so the live row equals the next snapshot's.
+func sideOr(s string) string {
+	if s == "" {
+		return "ct"
+	}
+	return s
+}
+
+func liveLine(match view.ID, ln MarketLine) view.LiveLine {
+	id, _ := view.ParseID(ln.ID())
+	market, _ := view.ParseID(ln.MarketID)
+	l := view.LiveLine{ID: id, MarketID: market, MatchID: match, Market: ln.Key.Market, MapNumber: ln.Key.MapNumber,
+		Outcome: ln.Outcome, Price: ln.Price, BookCount: ln.BookCount, CapturedAt: ln.CapturedAt}
+	if ln.Key.HasLine {
+		x := ln.Key.Line
+		l.Line = &x
+	}
+	return l
+}
+
+// ReplaySource returns the replay's source of matches (Replay.Next): the
+// best candidate of the served view that skip does not exclude.
+func ReplaySource(cur *view.Current) func(skip func(upstream string) bool) (ReplayMatch, bool) {
+	return func(skip func(string) bool) (ReplayMatch, bool) {
+		v := cur.Load()
+		if v == nil {
+			return ReplayMatch{}, false
+		}
+		cs := v.ReplayCandidates(1, skip)
+		if len(cs) == 0 {
+			return ReplayMatch{}, false
+		}
+		c := cs[0]
+		bo := 3
+		switch c.Format {
+		case "bo1":
+			bo = 1
+		case "bo5":
+			bo = 5
+		}
+		rm := ReplayMatch{UpstreamID: c.UpstreamID, BestOf: bo, Status: c.Status, ScoreA: c.ScoreA, ScoreB: c.ScoreB}
+		for _, m := range c.Maps {
+			ms := MapScore{MapNumber: m.MapNumber, MapName: m.MapName, ScoreA: m.ScoreA, ScoreB: m.ScoreB, Done: true,
+				FirstHalfA: m.FirstHalfA, FirstHalfB: m.FirstHalfB, SecondHalfA: m.SecondHalfA, SecondHalfB: m.SecondHalfB,
+				OvertimeA: m.OvertimeA, OvertimeB: m.OvertimeB}
+			if m.FirstHalfSideA != nil {
+				ms.FirstHalfSideA = *m.FirstHalfSideA
+			}
+			if m.StartedAt != nil {
+				ms.StartedAt = *m.StartedAt
+			}
+			rm.Maps = append(rm.Maps, ms)
+		}
+		return rm, true
+	}
+}

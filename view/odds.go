@@ -1,0 +1,262 @@
+package view
+
+import (
+	"bytes"
+	"sort"
+	"time"
+)
+
+// OddsLine is a row of odds_lines.parquet (sql/derive/00_odds.sql and
+// 90_odds_lines.sql). open_price and delta_since_open are not stored: they
+// are derived from the (market, outcome, source) series, which is immutable
+// within a snapshot, so they are computed once at load.
+type OddsLine struct {
+	ID              ID        `col:"id" json:"id"`
+	MatchID         *ID       `col:"match_id" json:"match_id"`
+	TournamentID    *ID       `col:"tournament_id" json:"tournament_id"`
+	MarketID        ID        `col:"market_id" json:"market_id"`
+	Market          string    `col:"market" json:"market"`
+	MapNumber       *int      `col:"map_number" json:"map_number"`
+	Source          string    `col:"source" json:"source"`
+	ModelVersion    *string   `col:"model_version" json:"model_version"`
+	BookCount       *int      `col:"book_count" json:"book_count"`
+	OutcomeKey      string    `col:"outcome_key" json:"outcome_key"`
+	Label           string    `col:"label" json:"label"`
+	ParticipantType *string   `col:"participant_type" json:"participant_type"`
+	ParticipantID   *ID       `col:"participant_id" json:"participant_id"`
+	Line            *float64  `col:"line" json:"line"`
+	Price           float64   `col:"price" json:"price"`
+	IsWinner        *bool     `col:"is_winner" json:"is_winner"`
+	IsClosing       bool      `col:"is_closing" json:"is_closing"`
+	OpenPrice       float64   `json:"open_price"`
+	DeltaSinceOpen  float64   `json:"delta_since_open"`
+	CapturedAt      time.Time `col:"captured_at" json:"captured_at"`
+}
+
+// OddsSpec is the one order odds history pages in (newest first).
+const OddsSpec = "-captured_at"
+
+// OddsSources are the served odds sources.
+var OddsSources = map[string]bool{"eo_market": true, "eo_model": true}
+
+// seriesHead is the newest line of one (market, outcome, source) series of
+// a match, with what a live line of the same series needs: the open price,
+// and the fields that order a match's latest lines for reading.
+type seriesHead struct {
+	market  ID
+	outcome string
+	source  string
+	kind    string // match_winner, map_handicap, ...
+	mapNum  int
+	line    float64
+	open    float64
+	at      int64 // captured_at of the newest line, unix microseconds
+	id      ID    // the newest line's id
+	settled bool  // the market has a settled line
+	json    []byte
+}
+
+// oddsIndex is the snapshot's odds: every line pre-rendered, each match's
+// history in page order, each match's newest line per series, and the
+// latest lines of every open market.
+type oddsIndex struct {
+	// src is each line's source as an index into sources; the rows
+	// themselves are not kept once rendered (a 100k-match snapshot has
+	// millions of lines).
+	src     []uint8
+	sources []string
+	json    [][]byte
+	byMatch map[ID]*order       // captured_at desc, id desc
+	heads   map[ID][]seriesHead // match -> newest line per series, reading order
+	// open: the latest line per (market, outcome, source) of every open
+	// market, newest first (captured_at desc, id desc). openTour is an
+	// outright's tournament index (-1 on match lines), checked at request
+	// time; openMatch is a match line's match index (-1 on outrights).
+	open      []int32
+	openTour  []int32
+	openMatch []int32
+	openKey   []Key
+}
+
+type seriesKey struct {
+	market  ID
+	outcome string
+	source  string
+}
+
+// buildOdds indexes the lines; the matches and tournaments must be indexed.
+func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
+	x := &oddsIndex{src: make([]uint8, len(lines)), json: make([][]byte, len(lines)), heads: map[ID][]seriesHead{}}
+	srcCode := map[string]uint8{}
+	for i := range lines {
+		c, ok := srcCode[lines[i].Source]
+		if !ok {
+			c = uint8(len(x.sources))
+			srcCode[lines[i].Source] = c
+			x.sources = append(x.sources, lines[i].Source)
+		}
+		x.src[i] = c
+	}
+	// open price: the earliest row of each series; latest: the newest.
+	first := map[seriesKey]int{}
+	last := map[seriesKey]int{}
+	settled := map[ID]bool{} // market -> any line settled
+	for i := range lines {
+		l := &lines[i]
+		k := seriesKey{l.MarketID, l.OutcomeKey, l.Source}
+		if j, ok := first[k]; !ok || before(l, &lines[j]) {
+			first[k] = i
+		}
+		if j, ok := last[k]; !ok || before(&lines[j], l) {
+			last[k] = i
+		}
+		if l.IsWinner != nil {
+			settled[l.MarketID] = true
+		}
+	}
+	for i := range lines {
+		l := &lines[i]
+		l.OpenPrice = lines[first[seriesKey{l.MarketID, l.OutcomeKey, l.Source}]].Price
+		l.DeltaSinceOpen = l.Price - l.OpenPrice
+		x.json[i] = mustJSON(l)
+	}
+
+	// History per match, newest first.
+	all := newOrder(OddsSpec, len(lines), func(i int) ID { return lines[i].ID },
+		func(i int) SortVal { return numVal(lines[i].CapturedAt.UnixMicro()) })
+	x.byMatch = partition(all, func(i int32) []ID {
+		if m := lines[i].MatchID; m != nil {
+			return []ID{*m}
+		}
+		return nil
+	})
+
+	// Latest per series: include=odds per match, and the open-market snapshot.
+	latest := make([]int32, 0, len(last))
+	for _, i := range last {
+		latest = append(latest, int32(i))
+	}
+	sort.Slice(latest, func(a, b int) bool { return before(&lines[latest[b]], &lines[latest[a]]) })
+	// The heads outlive the rows: intern their strings, which would
+	// otherwise pin the Parquet reader's column buffers.
+	interned := map[string]string{}
+	intern := func(v string) string {
+		if w, ok := interned[v]; ok {
+			return w
+		}
+		w := string([]byte(v))
+		interned[w] = w
+		return w
+	}
+	for _, i := range latest {
+		l := &lines[i]
+		if l.MatchID != nil {
+			x.heads[*l.MatchID] = append(x.heads[*l.MatchID], seriesHead{market: l.MarketID, outcome: intern(l.OutcomeKey),
+				source: intern(l.Source), kind: intern(l.Market), mapNum: ptrOr(l.MapNumber, 0), line: ptrOr(l.Line, 0),
+				open: l.OpenPrice, at: l.CapturedAt.UnixMicro(), id: l.ID, settled: settled[l.MarketID], json: x.json[i]})
+			mi, ok := s.matchByID[*l.MatchID]
+			if settled[l.MarketID] || !ok || closedStatus(s.matches[mi].Status) {
+				continue
+			}
+			x.addOpen(i, -1, mi, l)
+			continue
+		}
+		if l.TournamentID == nil || settled[l.MarketID] {
+			continue
+		}
+		ti, ok := s.tournamentByID[*l.TournamentID]
+		if !ok {
+			continue
+		}
+		x.addOpen(i, ti, -1, l)
+	}
+	for _, hs := range x.heads {
+		sortHeads(hs)
+	}
+	return x
+}
+
+func (x *oddsIndex) addOpen(i, tour, match int32, l *OddsLine) {
+	x.open = append(x.open, i)
+	x.openTour = append(x.openTour, tour)
+	x.openMatch = append(x.openMatch, match)
+	x.openKey = append(x.openKey, Key{Val: numVal(l.CapturedAt.UnixMicro()), ID: l.ID})
+}
+
+// closedStatus: a completed or cancelled match has no open market.
+func closedStatus(st string) bool { return st == "completed" || st == "cancelled" }
+
+// before orders two lines by (captured_at, id) ascending.
+func before(a, b *OddsLine) bool {
+	if !a.CapturedAt.Equal(b.CapturedAt) {
+		return a.CapturedAt.Before(b.CapturedAt)
+	}
+	return bytes.Compare(a.ID[:], b.ID[:]) < 0
+}
+
+var marketRank = map[string]int{"match_winner": 0, "map_handicap": 1, "total_maps": 2, "map_winner": 3, "outright": 4}
+
+// sortHeads puts a match's latest lines in a stable reading order: market,
+// map, line, outcome, source.
+func sortHeads(hs []seriesHead) {
+	sort.Slice(hs, func(i, j int) bool {
+		a, b := &hs[i], &hs[j]
+		if a.kind != b.kind {
+			return marketRank[a.kind] < marketRank[b.kind]
+		}
+		if a.mapNum != b.mapNum {
+			return a.mapNum < b.mapNum
+		}
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		if a.outcome != b.outcome {
+			return a.outcome < b.outcome
+		}
+		return a.source < b.source
+	})
+}
+
+func joinHeads(hs []seriesHead) []byte {
+	if len(hs) == 0 {
+		return nil
+	}
+	rows := make([][]byte, len(hs))
+	for i := range hs {
+		rows[i] = hs[i].json
+	}
+	return joinArray(rows)
+}
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// OddsHistoryLen is the number of published lines of a match (its history
+// without live lines).
+func (s *Snapshot) OddsHistoryLen(match ID) int {
+	if o := s.odds.byMatch[match]; o != nil {
+		return len(o.idx)
+	}
+	return 0
+}
+
+// OddsMatches lists the matches that have published odds lines.
+func (s *Snapshot) OddsMatches() []ID {
+	out := make([]ID, 0, len(s.odds.byMatch))
+	for id := range s.odds.byMatch {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
+	return out
+}
+
+// OddsLinesJSON calls fn with every published line's JSON.
+func (s *Snapshot) OddsLinesJSON(fn func([]byte)) {
+	for _, b := range s.odds.json {
+		fn(b)
+	}
+}

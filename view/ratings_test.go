@@ -1,0 +1,67 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestRankingsPlayerBoard filters and sorts a player board built in memory
+// (the fixture world has too few maps per player for the 20-map minimum).
+func TestRankingsPlayerBoard(t *testing.T) {
+	role := func(s string) *string { return &s }
+	team := ID{1}
+	rows := []RankingRow{
+		{EntityType: "player", Rank: 2, Region: role("Europe"), Role: role("AWP"), TeamID: &team, Value: 1.10, Rating: 1.10, Matches: 40},
+		{EntityType: "player", Rank: 1, Region: role("Asia"), Role: nil, Value: 1.20, Rating: 1.20, Matches: 25},
+		{EntityType: "player", Rank: 3, Region: role("Europe"), Role: role("IGL"), Value: 0.90, Rating: 0.90, Matches: 60},
+		{EntityType: "player", Rank: 4, Region: role("Europe"), Role: role("AWP"), Value: 0.80, Rating: 0.80, Matches: 21},
+		// region unknown (imported data): served as null, matched by no region filter
+		{EntityType: "player", Rank: 5, Region: nil, Role: role("AWP"), Value: 0.70, Rating: 0.70, Matches: 30},
+	}
+	for i := range rows {
+		rows[i].EntityID = ID{byte(10 + i)}
+	}
+	s := &Snapshot{ratings: &ratingsData{boards: map[string]*board{"player": newBoard(rows)}}}
+	ranks := func(rs [][]byte) string {
+		var out []string
+		for _, b := range rs {
+			var r RankingRow
+			if err := json.Unmarshal(b, &struct {
+				Rank *int `json:"rank"`
+			}{&r.Rank}); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(r.Rank))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		region, role, spec string
+		limit              int
+		want               string
+	}{
+		{"", "", "rank", 100, "1,2,3,4,5"},
+		{"", "", "-rank", 100, "5,4,3,2,1"},
+		{"", "", "matches", 100, "4,1,5,2,3"},
+		{"", "", "-matches", 2, "3,2"},
+		{"Europe", "", "rank", 100, "2,3,4"},
+		{"Europe", "AWP", "rank", 100, "2,4"},
+		{"", "AWP", "rank", 100, "2,4,5"},
+		{"Asia", "AWP", "rank", 100, ""},
+		{"", "AWP", "-value", 1, "2"},
+		{"", "Support", "rank", 100, ""},
+		{"", "", "rd", 100, "1,2,3,4,5"}, // all null: rank order
+	} {
+		if got := ranks(s.rankings("player", c.region, c.role, c.spec, c.limit)); got != c.want {
+			t.Errorf("region %q role %q sort %s limit %d: %s, want %s", c.region, c.role, c.spec, c.limit, got, c.want)
+		}
+	}
+	if got := s.rankings("player", "", "", "-rank", 1); len(got) != 1 || !strings.Contains(string(got[0]), `"region":null`) {
+		t.Errorf("rank 5 (unknown region) must serve region null: %s", got)
+	}
+	if got := s.rankings("team", "", "", "rank", 10); len(got) != 0 {
+		t.Errorf("missing board: %d rows", len(got))
+	}
+}

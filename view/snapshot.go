@@ -1,0 +1,582 @@
+package view
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Array is a pre-rendered JSON array and its element count.
+type Array struct {
+	JSON []byte // nil: no rows
+	N    int
+}
+
+// matchData holds one match's pre-rendered sub-resources (JSON arrays).
+type matchData struct {
+	maps, stats, vetoes, lineups, history, streams Array
+	lastMap                                        int    // highest map number in maps
+	rounds                                         Packed // compressed: large and rarely requested (packed.go)
+	depth                                          Packed // the five-array object, compressed
+}
+
+var noMatchData = &matchData{}
+
+// Snapshot is one published snapshot loaded into memory: rows, indexes in
+// every sort order, and pre-rendered JSON. It is immutable once built; a
+// View serves it together with the live changes made since it was published.
+type Snapshot struct {
+	ID        string
+	CreatedAt time.Time
+	LoadedAt  time.Time
+	Meta      Meta
+
+	teams      []Team
+	teamJSON   [][]byte
+	teamByID   map[ID]int32
+	teamBySlug map[string]int32
+	teamOrders map[string]*order // sort spec -> order
+
+	players       []Player
+	playerJSON    [][]byte
+	playerByID    map[ID]int32
+	playerBySlug  map[string]int32
+	playerOrders  map[string]*order
+	playersByTeam map[ID]map[string]*order // team -> spec -> order
+
+	tournaments      []Tournament
+	tournamentJSON   [][2][]byte // before and after the derived status
+	tournamentByID   map[ID]int32
+	tournamentBySlug map[string]int32
+	tournamentOrder  *order // starts_at desc, nulls last, id desc
+	tournamentTeams  map[ID]Array
+
+	matches       []Match
+	matchListJSON [][]byte
+	matchJSON     [][]byte
+	matchByID     map[ID]int32
+	matchOrder    *order // scheduled_at desc, id desc
+	matchesByStat map[string]*order
+	matchesByTour map[ID]*order
+	matchesByTeam map[ID]*order
+	matchData     map[ID]*matchData
+
+	sampleTournaments map[ID]bool
+	sampleMatches     map[ID]bool
+
+	teamProfiles    map[ID][]byte
+	playerSummaries map[ID][]byte
+	coverage        coverageCounts
+	coverageJSON    []byte
+	ratings         *ratingsData // rankings, roster history, model metrics (ratings.go)
+
+	odds *oddsIndex // odds.go
+
+	// liveMapRows are the finished maps of the matches live in the
+	// snapshot (a replay continues their series).
+	liveMapRows map[ID][]MapResult
+
+	// upstream maps the feed's upstream match ids to service ids and back
+	// (the live_ids table).
+	upstream   map[string]ID
+	upstreamOf map[ID]string
+}
+
+// liveIDRow is a row of live_ids.parquet.
+type liveIDRow struct {
+	Kind       string `col:"kind"`
+	UpstreamID string `col:"upstream_id"`
+	ID         ID     `col:"id"`
+}
+
+// Meta describes a published snapshot (from its manifest).
+type Meta struct {
+	ID              string
+	CreatedAt       time.Time
+	Tables          []string // the tables it holds
+	PipelineVersion string
+	SchemaVersion   int
+}
+
+// tables are a snapshot's rows as read from its files.
+type tables struct {
+	teams       []Team
+	players     []Player
+	tournaments []Tournament
+	matches     []Match
+	events      []MatchEvent
+	maps        []MapResult
+	vetoes      []Veto
+	stats       []StatLine
+	rounds      []Round
+	dw          []DepthWeapon
+	dg          []DepthGrenade
+	dh          []DepthHitgroup
+	dd          []DepthDuel
+	df          []DepthFlash
+	lineups     []Lineup
+	streams     []Stream
+	sample      []SampleRow
+	odds        []OddsLine
+	liveIDs     []liveIDRow
+	rankings    []RankingRow
+	roster      []RosterRow
+	metrics     []ModelMetricsRow
+}
+
+// Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
+// and builds the indexes and pre-rendered JSON. A table the snapshot does
+// not list (one built before that table existed) is empty.
+func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
+	has := map[string]bool{}
+	for _, t := range m.Tables {
+		has[t] = true
+	}
+	var t tables
+	g, gctx := errgroup.WithContext(ctx)
+	read := func(name string, fn func(path string) error) {
+		if has[name] {
+			g.Go(func() error { return fn(filepath.Join(dir, name+".parquet")) })
+		}
+	}
+	read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](gctx, p); return })
+	read("players", func(p string) (err error) { t.players, err = readParquet[Player](gctx, p); return })
+	read("tournaments", func(p string) (err error) { t.tournaments, err = readParquet[Tournament](gctx, p); return })
+	read("matches", func(p string) (err error) { t.matches, err = readParquet[Match](gctx, p); return })
+	read("match_events", func(p string) (err error) { t.events, err = readParquet[MatchEvent](gctx, p); return })
+	read("map_results", func(p string) (err error) { t.maps, err = readParquet[MapResult](gctx, p); return })
+	read("vetoes", func(p string) (err error) { t.vetoes, err = readParquet[Veto](gctx, p); return })
+	read("player_stats", func(p string) (err error) { t.stats, err = readParquet[StatLine](gctx, p); return })
+	read("rounds", func(p string) (err error) { t.rounds, err = readParquet[Round](gctx, p); return })
+	read("depth_weapons", func(p string) (err error) { t.dw, err = readParquet[DepthWeapon](gctx, p); return })
+	read("depth_grenades", func(p string) (err error) { t.dg, err = readParquet[DepthGrenade](gctx, p); return })
+	read("depth_hitgroups", func(p string) (err error) { t.dh, err = readParquet[DepthHitgroup](gctx, p); return })
+	read("depth_duels", func(p string) (err error) { t.dd, err = readParquet[DepthDuel](gctx, p); return })
+	read("depth_flashes", func(p string) (err error) { t.df, err = readParquet[DepthFlash](gctx, p); return })
+	read("lineups", func(p string) (err error) { t.lineups, err = readParquet[Lineup](gctx, p); return })
+	read("streams", func(p string) (err error) { t.streams, err = readParquet[Stream](gctx, p); return })
+	read("sandbox_sample", func(p string) (err error) { t.sample, err = readParquet[SampleRow](gctx, p); return })
+	read("odds_lines", func(p string) (err error) { t.odds, err = readParquet[OddsLine](gctx, p); return })
+	read("live_ids", func(p string) (err error) { t.liveIDs, err = readParquet[liveIDRow](gctx, p); return })
+	read("rankings", func(p string) (err error) { t.rankings, err = readParquet[RankingRow](gctx, p); return })
+	read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](gctx, p); return })
+	read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](gctx, p); return })
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"teams", "tournaments", "matches"} {
+		if !has[name] {
+			return nil, fmt.Errorf("view: snapshot %s has no %s table", m.ID, name)
+		}
+	}
+	return build(m, &t), nil
+}
+
+// build indexes a snapshot's rows. Sub-resource rows must be grouped by
+// match (the files are sorted by match id).
+func build(m Meta, t *tables) *Snapshot {
+	s := &Snapshot{ID: m.ID, CreatedAt: m.CreatedAt, Meta: m, teams: t.teams, players: t.players,
+		tournaments: t.tournaments, matches: t.matches}
+	s.ratings = buildRatings(t.rankings, t.roster, t.metrics) // ratings.go
+	s.indexTeams()
+	s.indexPlayers()
+	s.indexTournaments()
+	s.indexMatches()
+
+	s.matchData = make(map[ID]*matchData, len(s.matches))
+	md := func(id ID) *matchData {
+		d := s.matchData[id]
+		if d == nil {
+			d = &matchData{}
+			s.matchData[id] = d
+		}
+		return d
+	}
+	maps := t.maps
+	groupRender(maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a })
+	for i := range maps {
+		if d := md(maps[i].MatchID); maps[i].MapNumber > d.lastMap {
+			d.lastMap = maps[i].MapNumber
+		}
+	}
+	groupRender(t.vetoes, func(r *Veto) ID { return r.MatchID }, func(id ID, a Array) { md(id).vetoes = a })
+	groupRender(t.stats, func(r *StatLine) ID { return r.MatchID }, func(id ID, a Array) { md(id).stats = a })
+	groupRender(t.rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a Array) { md(id).rounds = pack(a.JSON, a.N) })
+	groupRender(t.lineups, func(r *Lineup) ID { return r.MatchID }, func(id ID, a Array) { md(id).lineups = a })
+	groupRender(t.events, func(r *MatchEvent) ID { return r.MatchID }, func(id ID, a Array) { md(id).history = a })
+	groupRender(t.streams, func(r *Stream) ID { return r.MatchID }, func(id ID, a Array) { md(id).streams = a })
+	depth := map[ID]*depthParts{}
+	dp := func(id ID) *depthParts {
+		d := depth[id]
+		if d == nil {
+			d = &depthParts{}
+			depth[id] = d
+		}
+		return d
+	}
+	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.JSON })
+	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.JSON })
+	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.JSON })
+	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.JSON })
+	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.JSON })
+	for id, d := range depth {
+		md(id).depth = pack(d.render(), 0)
+	}
+	s.liveMapRows = map[ID][]MapResult{}
+	for _, r := range maps {
+		if mi, ok := s.matchByID[r.MatchID]; ok && s.matches[mi].Status == "live" {
+			r.MapName = strings.Clone(r.MapName) // do not pin the reader's buffers
+			if r.FirstHalfSideA != nil {
+				side := strings.Clone(*r.FirstHalfSideA)
+				r.FirstHalfSideA = &side
+			}
+			s.liveMapRows[r.MatchID] = append(s.liveMapRows[r.MatchID], r)
+		}
+	}
+	s.sampleTournaments, s.sampleMatches = map[ID]bool{}, map[ID]bool{}
+	for _, r := range t.sample {
+		s.sampleTournaments[r.TournamentID] = true
+		s.sampleMatches[r.MatchID] = true
+	}
+	s.upstream, s.upstreamOf = map[string]ID{}, map[ID]string{}
+	for _, r := range t.liveIDs {
+		if r.Kind == "match" {
+			s.upstream[r.UpstreamID] = r.ID
+			s.upstreamOf[r.ID] = r.UpstreamID
+		}
+	}
+	s.teamProfiles = buildTeamProfiles(s, maps, t.rounds, t.vetoes)
+	s.playerSummaries = buildPlayerSummaries(s, t.stats, maps)
+	s.odds = buildOdds(s, t.odds)
+	for i := range s.matches {
+		s.coverage.add(&s.matches[i], 1)
+	}
+	s.coverageJSON = renderCoverage(s.coverage, s.modelGatePassed())
+	s.LoadedAt = time.Now().UTC()
+	return s
+}
+
+func (s *Snapshot) indexTeams() {
+	s.teamByID = make(map[ID]int32, len(s.teams))
+	s.teamBySlug = make(map[string]int32, len(s.teams))
+	s.teamJSON = make([][]byte, len(s.teams))
+	for i := range s.teams {
+		t := &s.teams[i]
+		s.teamByID[t.ID] = int32(i)
+		s.teamBySlug[t.Slug] = int32(i)
+		s.teamJSON[i] = mustJSON(t)
+	}
+	s.teamOrders = buildOrders(len(s.teams), TeamSorts, func(i int) ID { return s.teams[i].ID },
+		func(key string, i int) SortVal { return teamSortValue(&s.teams[i], key) })
+}
+
+func (s *Snapshot) indexPlayers() {
+	s.playerByID = make(map[ID]int32, len(s.players))
+	s.playerBySlug = make(map[string]int32, len(s.players))
+	s.playerJSON = make([][]byte, len(s.players))
+	for i := range s.players {
+		pl := &s.players[i]
+		s.playerByID[pl.ID] = int32(i)
+		s.playerBySlug[pl.Slug] = int32(i)
+		s.playerJSON[i] = mustJSON(pl)
+	}
+	s.playerOrders = buildOrders(len(s.players), PlayerSorts, func(i int) ID { return s.players[i].ID },
+		func(key string, i int) SortVal { return playerSortValue(&s.players[i], key) })
+	s.playersByTeam = map[ID]map[string]*order{}
+	for spec, o := range s.playerOrders {
+		for team, part := range partition(o, func(i int32) []ID {
+			if t := s.players[i].TeamID; t != nil {
+				return []ID{*t}
+			}
+			return nil
+		}) {
+			if s.playersByTeam[team] == nil {
+				s.playersByTeam[team] = map[string]*order{}
+			}
+			s.playersByTeam[team][spec] = part
+		}
+	}
+}
+
+func (s *Snapshot) indexTournaments() {
+	s.tournamentByID = make(map[ID]int32, len(s.tournaments))
+	s.tournamentBySlug = make(map[string]int32, len(s.tournaments))
+	s.tournamentJSON = make([][2][]byte, len(s.tournaments))
+	for i := range s.tournaments {
+		t := &s.tournaments[i]
+		s.tournamentByID[t.ID] = int32(i)
+		s.tournamentBySlug[t.Slug] = int32(i)
+		s.tournamentJSON[i] = splitStatus(t)
+	}
+	s.tournamentOrder = newOrder(TournamentSorts.Def, len(s.tournaments), func(i int) ID { return s.tournaments[i].ID },
+		func(i int) SortVal { return tournamentSortValue(&s.tournaments[i]) })
+}
+
+func (s *Snapshot) indexMatches() {
+	s.matchByID = make(map[ID]int32, len(s.matches))
+	s.matchListJSON = make([][]byte, len(s.matches))
+	s.matchJSON = make([][]byte, len(s.matches))
+	for i := range s.matches {
+		m := &s.matches[i]
+		m.DataAvailable = DataAvailable{Maps: m.HasMaps, Stats: m.HasStats, MapStats: m.HasMapStats, Vetoes: m.HasVetoes,
+			Rounds: m.HasRounds, Depth: m.HasDepth, Lineups: m.HasLineups, Odds: m.HasOdds}
+		if len(m.LiveState) == 0 {
+			m.LiveState = nil
+		}
+		s.matchByID[m.ID] = int32(i)
+		s.matchJSON[i] = mustJSON(m)
+		s.matchListJSON[i] = renderListRow(m)
+	}
+	s.matchOrder = newOrder(MatchSorts.Def, len(s.matches), func(i int) ID { return s.matches[i].ID },
+		func(i int) SortVal { return numVal(s.matches[i].ScheduledAt.UnixMicro()) })
+	s.matchesByStat = partition(s.matchOrder, func(i int32) []string { return []string{s.matches[i].Status} })
+	s.matchesByTour = partition(s.matchOrder, func(i int32) []ID { return []ID{s.matches[i].TournamentID} })
+	s.matchesByTeam = partition(s.matchOrder, func(i int32) []ID { return []ID{s.matches[i].TeamAID, s.matches[i].TeamBID} })
+	tourTeams := map[ID]map[ID]bool{}
+	for i := range s.matches {
+		m := &s.matches[i]
+		if tourTeams[m.TournamentID] == nil {
+			tourTeams[m.TournamentID] = map[ID]bool{}
+		}
+		tourTeams[m.TournamentID][m.TeamAID] = true
+		tourTeams[m.TournamentID][m.TeamBID] = true
+	}
+	s.tournamentTeams = make(map[ID]Array, len(tourTeams))
+	for tid, set := range tourTeams {
+		var rows [][]byte
+		ids := make([]ID, 0, len(set))
+		for id := range set {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(a, b int) bool {
+			return s.teams[s.teamByID[ids[a]]].Name < s.teams[s.teamByID[ids[b]]].Name
+		})
+		for _, id := range ids {
+			if ti, ok := s.teamByID[id]; ok {
+				rows = append(rows, s.teamJSON[ti])
+			}
+		}
+		s.tournamentTeams[tid] = Array{JSON: joinArray(rows), N: len(rows)}
+	}
+}
+
+// renderListRow renders a /matches list row: the match plus display names.
+func renderListRow(m *Match) []byte {
+	return mustJSON(MatchListRow{Match: m, TeamAName: m.TeamAName, TeamBName: m.TeamBName,
+		TeamAShort: m.TeamAShort, TeamBShort: m.TeamBShort, TournamentName: m.TournamentName})
+}
+
+func (s *Snapshot) data(id ID) *matchData {
+	if d := s.matchData[id]; d != nil {
+		return d
+	}
+	return noMatchData
+}
+
+type depthParts struct{ weapons, grenades, hitgroups, duels, flashes []byte }
+
+var emptyArray = []byte("[]")
+
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return emptyArray
+	}
+	return b
+}
+
+// EmptyDepth is the depth object of a match without depth data.
+const EmptyDepth = `{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}`
+
+func (d *depthParts) render() []byte {
+	parts := [5][]byte{orEmpty(d.weapons), orEmpty(d.grenades), orEmpty(d.hitgroups), orEmpty(d.duels), orEmpty(d.flashes)}
+	n := len(`{"weapons":,"grenades":,"hitgroups":,"duels":,"flashes":}`)
+	for _, p := range parts {
+		n += len(p)
+	}
+	// Exactly sized: the object is kept for the snapshot's life.
+	b := make([]byte, 0, n)
+	b = append(b, `{"weapons":`...)
+	b = append(b, parts[0]...)
+	b = append(b, `,"grenades":`...)
+	b = append(b, parts[1]...)
+	b = append(b, `,"hitgroups":`...)
+	b = append(b, parts[2]...)
+	b = append(b, `,"duels":`...)
+	b = append(b, parts[3]...)
+	b = append(b, `,"flashes":`...)
+	b = append(b, parts[4]...)
+	return append(b, '}')
+}
+
+// groupRender renders consecutive rows with the same match id as one JSON
+// array. Rows must arrive grouped by match (the snapshot files are sorted).
+func groupRender[T any](rows []T, key func(*T) ID, set func(ID, Array)) {
+	var cur ID
+	var buf bytes.Buffer
+	open, n := false, 0
+	flush := func() {
+		if open {
+			buf.WriteByte(']')
+			set(cur, Array{JSON: bytes.Clone(buf.Bytes()), N: n})
+		}
+	}
+	for i := range rows {
+		k := key(&rows[i])
+		if !open || k != cur {
+			flush()
+			buf.Reset()
+			buf.WriteByte('[')
+			cur, open, n = k, true, 0
+		} else {
+			buf.WriteByte(',')
+		}
+		buf.Write(mustJSON(&rows[i]))
+		n++
+	}
+	flush()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("view: render %T: %v", v, err))
+	}
+	return b
+}
+
+// joinArray joins pre-rendered rows into a JSON array.
+func joinArray(rows [][]byte) []byte {
+	n := 2
+	for _, r := range rows {
+		n += len(r) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	return append(b, ']')
+}
+
+// splitStatus renders a tournament with a status placeholder and splits it
+// around the placeholder, so a request only splices in the derived status.
+func splitStatus(t *Tournament) [2][]byte {
+	type withStatus struct {
+		ID        ID         `json:"id"`
+		GameID    ID         `json:"game_id"`
+		Slug      string     `json:"slug"`
+		Name      string     `json:"name"`
+		Tier      *string    `json:"tier"`
+		Region    *string    `json:"region"`
+		Status    string     `json:"status"`
+		StartsAt  *time.Time `json:"starts_at"`
+		EndsAt    *time.Time `json:"ends_at"`
+		PrizePool *int64     `json:"prize_pool_usd"`
+		Location  string     `json:"location"`
+		IsLAN     *bool      `json:"is_lan"`
+	}
+	const mark = "\x00status\x00"
+	b := mustJSON(withStatus{ID: t.ID, GameID: t.GameID, Slug: t.Slug, Name: t.Name, Tier: t.Tier, Region: t.Region,
+		Status: mark, StartsAt: t.StartsAt, EndsAt: t.EndsAt, PrizePool: t.PrizePool, Location: t.Location, IsLAN: t.IsLAN})
+	quoted := []byte(`"\u0000status\u0000"`)
+	i := bytes.Index(b, quoted)
+	return [2][]byte{b[:i], b[i+len(quoted):]}
+}
+
+// appendTournament renders tournament i with its status at now.
+func (s *Snapshot) appendTournament(dst []byte, i int32, now time.Time) []byte {
+	parts := s.tournamentJSON[i]
+	dst = append(dst, parts[0]...)
+	if st := s.tournaments[i].Status(now); st == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '"')
+		dst = append(dst, st...)
+		dst = append(dst, '"')
+	}
+	return append(dst, parts[1]...)
+}
+
+// SampleTournaments lists the sandbox sample's tournament ids, sorted.
+func (s *Snapshot) SampleTournaments() []string {
+	out := make([]string, 0, len(s.sampleTournaments))
+	for id := range s.sampleTournaments {
+		out = append(out, id.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Matches are the snapshot's match rows as published (no live changes), in
+// file order. Read-only.
+func (s *Snapshot) Matches() []Match { return s.matches }
+
+// Teams are the snapshot's team rows, in file order. Read-only.
+func (s *Snapshot) Teams() []Team { return s.teams }
+
+// Tournaments are the snapshot's tournament rows, in file order. Read-only.
+func (s *Snapshot) Tournaments() []Tournament { return s.tournaments }
+
+// Team returns the team with id (nil when unknown).
+func (s *Snapshot) Team(id ID) *Team {
+	if i, ok := s.teamByID[id]; ok {
+		return &s.teams[i]
+	}
+	return nil
+}
+
+// Tournament returns the tournament with id (nil when unknown).
+func (s *Snapshot) Tournament(id ID) *Tournament {
+	if i, ok := s.tournamentByID[id]; ok {
+		return &s.tournaments[i]
+	}
+	return nil
+}
+
+// MatchRow returns the published row of match id (nil when unknown).
+func (s *Snapshot) MatchRow(id ID) *Match {
+	if i, ok := s.matchByID[id]; ok {
+		return &s.matches[i]
+	}
+	return nil
+}
+
+// Upstream returns the upstream id of a match (live_ids), "" when none.
+func (s *Snapshot) Upstream(id ID) string { return s.upstreamOf[id] }
+
+// MatchByUpstream resolves an upstream match id (the feed's) to the service
+// id, from the snapshot's live_ids table.
+func (s *Snapshot) MatchByUpstream(up string) (ID, bool) {
+	id, ok := s.upstream[up]
+	return id, ok
+}
+
+// Sample returns the sandbox sample's tournament and match ids, sorted.
+func (s *Snapshot) Sample() (tournaments, matches []ID) {
+	for id := range s.sampleTournaments {
+		tournaments = append(tournaments, id)
+	}
+	for id := range s.sampleMatches {
+		matches = append(matches, id)
+	}
+	for _, ids := range [][]ID{tournaments, matches} {
+		sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+	}
+	return tournaments, matches
+}
+
+// ModelGatePassed reports whether eo_model cleared its gate in this snapshot.
+func (s *Snapshot) ModelGatePassed() bool { return s.modelGatePassed() }
+
+// Players are the snapshot's player rows, in file order. Read-only.
+func (s *Snapshot) Players() []Player { return s.players }

@@ -1,0 +1,295 @@
+package view
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// View is what the service serves at one instant: a loaded Snapshot plus
+// the live changes applied since it was published (the delta: the touched
+// matches' rows, their maps and odds, the index entries and aggregates that
+// move with them). A View is immutable; a batch of live changes or a new
+// snapshot yields a new View sharing everything the change did not touch.
+// Every query of the API reads one View, so a response, its filters and
+// the WebSocket frames of the same instant agree.
+type View struct {
+	base *Snapshot
+	d    *delta
+}
+
+// New returns the view of a freshly loaded snapshot (no live changes).
+func New(base *Snapshot) *View { return &View{base: base, d: emptyDelta} }
+
+// Snapshot is the snapshot the view is based on.
+func (v *View) Snapshot() *Snapshot { return v.base }
+
+// ID is the id of the snapshot the view is based on (cursors carry it).
+func (v *View) ID() string { return v.base.ID }
+
+// Version counts the batches of live changes applied since the snapshot
+// loaded (0: none).
+func (v *View) Version() uint64 { return v.d.version }
+
+// LiveMatches is how many matches have live state newer than the snapshot.
+func (v *View) LiveMatches() int { return len(v.d.matches) }
+
+// Current holds the View being served. Readers Load it without locking;
+// writers (a snapshot swap, a batch of live changes) go through Update, one
+// at a time, so every change applies to the view the previous one produced.
+type Current struct {
+	mu sync.Mutex
+	p  atomic.Pointer[View]
+}
+
+// Load returns the view being served (nil before the first snapshot).
+func (c *Current) Load() *View { return c.p.Load() }
+
+// Update runs fn with the current view under the writers' lock and serves
+// the view it returns (nil: no change). fn may do more work that must be
+// ordered with the change (pushing its WebSocket frames, say): nothing else
+// changes the view meanwhile.
+func (c *Current) Update(fn func(cur *View) *View) *View {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := fn(c.p.Load())
+	if next != nil {
+		c.p.Store(next)
+	}
+	return c.p.Load()
+}
+
+// Hold runs fn with the current view while no change can be made: what fn
+// does with the view is ordered before the next change (a new WebSocket
+// subscriber's snapshot frame before any later update).
+func (c *Current) Hold(fn func(cur *View)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.p.Load())
+}
+
+// ---- teams
+
+// TeamFilter is /teams' filters; empty fields do not filter.
+type TeamFilter struct{ Slug, Region string }
+
+// TeamPage is one page of /teams under a sort spec (TeamSorts), after a
+// cursor's key (nil: the first page).
+func (v *View) TeamPage(f TeamFilter, spec string, after *Key, limit int) Page {
+	s := v.base
+	keep := func(i int32) bool {
+		t := &s.teams[i]
+		return (f.Slug == "" || t.Slug == f.Slug) && (f.Region == "" || strEq(t.Region, f.Region))
+	}
+	return pageOf(s.teamOrders[spec], after, limit, keep, func(i int32) []byte { return s.teamJSON[i] })
+}
+
+func (s *Snapshot) teamIndex(v string) (int32, bool) {
+	if id, ok := ParseID(v); ok {
+		i, ok := s.teamByID[id]
+		return i, ok
+	}
+	if IsSlug(v) {
+		i, ok := s.teamBySlug[v]
+		return i, ok
+	}
+	return -1, false
+}
+
+// Team resolves a team by id or slug and returns its id and JSON.
+func (v *View) Team(idOrSlug string) (ID, []byte, bool) {
+	i, ok := v.base.teamIndex(idOrSlug)
+	if !ok {
+		return ID{}, nil, false
+	}
+	return v.base.teams[i].ID, v.base.teamJSON[i], true
+}
+
+// RosterHistory is a team's roster history rows, newest first.
+func (v *View) RosterHistory(team ID) Array { return v.base.rosterHistory(team) }
+
+// TeamProfile is a team's profile object.
+func (v *View) TeamProfile(team ID) []byte {
+	if b, ok := v.base.teamProfiles[team]; ok {
+		return b
+	}
+	return emptyTeamProfile(team)
+}
+
+// ---- players
+
+// PlayerFilter is /players' filters; empty fields do not filter.
+type PlayerFilter struct {
+	Team       *ID
+	Slug, Role string
+	IDs        map[ID]bool // nil: any
+}
+
+// PlayerPage is one page of /players under a sort spec (PlayerSorts).
+func (v *View) PlayerPage(f PlayerFilter, spec string, after *Key, limit int) Page {
+	s := v.base
+	o := s.playerOrders[spec]
+	if f.Team != nil {
+		o = s.playersByTeam[*f.Team][spec]
+	}
+	keep := func(i int32) bool {
+		p := &s.players[i]
+		return (f.Slug == "" || p.Slug == f.Slug) && (f.Role == "" || (p.Role != nil && *p.Role == f.Role)) &&
+			(f.IDs == nil || f.IDs[p.ID])
+	}
+	return pageOf(o, after, limit, keep, func(i int32) []byte { return s.playerJSON[i] })
+}
+
+// Player resolves a player by id or slug and returns its id and JSON.
+func (v *View) Player(idOrSlug string) (ID, []byte, bool) {
+	s := v.base
+	var i int32
+	ok := false
+	if id, isID := ParseID(idOrSlug); isID {
+		i, ok = s.playerByID[id]
+	} else if IsSlug(idOrSlug) {
+		i, ok = s.playerBySlug[idOrSlug]
+	}
+	if !ok {
+		return ID{}, nil, false
+	}
+	return s.players[i].ID, s.playerJSON[i], true
+}
+
+// PlayerStats is a player's career summary object.
+func (v *View) PlayerStats(player ID) []byte {
+	if b, ok := v.base.playerSummaries[player]; ok {
+		return b
+	}
+	return emptyPlayerSummary(player)
+}
+
+// ---- tournaments
+
+// TournamentFilter is /tournaments' filters; empty fields do not filter.
+type TournamentFilter struct {
+	Slug, Tier, Region, Status string
+	Year                       int
+}
+
+// TournamentPage is one page of /tournaments (TournamentSorts' default
+// order) with each status derived at now.
+func (v *View) TournamentPage(f TournamentFilter, now time.Time, after *Key, limit int) Page {
+	s := v.base
+	keep := func(i int32) bool {
+		t := &s.tournaments[i]
+		// A null tier or region (imported data) matches no filter value.
+		if (f.Slug != "" && t.Slug != f.Slug) || (f.Tier != "" && !strEq(t.Tier, f.Tier)) ||
+			(f.Region != "" && !strEq(t.Region, f.Region)) {
+			return false
+		}
+		if f.Year != 0 && (t.StartsAt == nil || t.StartsAt.Year() != f.Year) {
+			return false
+		}
+		// A tournament with no start date has a null status and is
+		// excluded by any status filter.
+		return f.Status == "" || t.Status(now) == f.Status
+	}
+	return pageOf(s.tournamentOrder, after, limit, keep, func(i int32) []byte { return s.appendTournament(nil, i, now) })
+}
+
+func (s *Snapshot) tournamentIndex(v string) (int32, bool) {
+	if id, ok := ParseID(v); ok {
+		i, ok := s.tournamentByID[id]
+		return i, ok
+	}
+	if IsSlug(v) {
+		i, ok := s.tournamentBySlug[v]
+		return i, ok
+	}
+	return -1, false
+}
+
+// AppendTournament resolves a tournament by id or slug and appends its JSON
+// (status derived at now) to dst.
+func (v *View) AppendTournament(dst []byte, idOrSlug string, now time.Time) ([]byte, bool) {
+	i, ok := v.base.tournamentIndex(idOrSlug)
+	if !ok {
+		return dst, false
+	}
+	return v.base.appendTournament(dst, i, now), true
+}
+
+// TournamentTeams lists the teams that play in a tournament's matches. A
+// well-formed unknown id or slug has none (the parent is not checked); ok
+// is false only for a value that is neither an id nor a slug.
+func (v *View) TournamentTeams(idOrSlug string) (Array, bool) {
+	s := v.base
+	if id, isID := ParseID(idOrSlug); isID {
+		return s.tournamentTeams[id], true
+	}
+	if i, found := s.tournamentIndex(idOrSlug); found {
+		return s.tournamentTeams[s.tournaments[i].ID], true
+	}
+	return Array{}, IsSlug(idOrSlug)
+}
+
+// ---- rankings, coverage, model
+
+// Rankings is the board of typ in the order of spec (RankingSorts),
+// filtered by the exact region and role, truncated to limit.
+func (v *View) Rankings(typ, region, role, spec string, limit int) [][]byte {
+	return v.base.rankings(typ, region, role, spec, limit)
+}
+
+// Coverage is the /coverage response (whole list envelope): shares count
+// the view's matches, live completions included.
+func (v *View) Coverage() []byte {
+	if v.d.coverage != nil {
+		return v.d.coverage
+	}
+	return v.base.coverageJSON
+}
+
+// ModelMetrics are the model metrics rows (one per market).
+func (v *View) ModelMetrics() Array { return v.base.modelMetrics() }
+
+// ---- sandbox sample
+
+// InSampleMatch reports whether a match id (canonical form) is in the
+// sandbox sample.
+func (v *View) InSampleMatch(id string) bool {
+	x, ok := ParseID(id)
+	return ok && v.base.sampleMatches[x]
+}
+
+// InSampleTournament reports whether a tournament (id or slug) is a sample
+// event.
+func (v *View) InSampleTournament(idOrSlug string) bool {
+	i, ok := v.base.tournamentIndex(idOrSlug)
+	return ok && v.base.sampleTournaments[v.base.tournaments[i].ID]
+}
+
+// ---- paging
+
+// Page is one page of pre-rendered rows: More says rows remain after the
+// last, whose key (Last) and order (Spec) a cursor carries.
+type Page struct {
+	Rows [][]byte
+	More bool
+	Last Key
+	Spec string
+}
+
+// pageOf walks an order from a cursor's key and renders up to limit rows
+// that pass keep.
+func pageOf(o *order, after *Key, limit int, keep func(int32) bool, render func(int32) []byte) Page {
+	if o == nil {
+		return Page{}
+	}
+	idx, last, more := o.pageOf(after, limit, keep)
+	rows := make([][]byte, len(idx))
+	for i, x := range idx {
+		rows[i] = render(x)
+	}
+	p := Page{Rows: rows, More: more, Spec: o.spec}
+	if more {
+		p.Last = Key{Val: o.vals[last], ID: o.ids[last]}
+	}
+	return p
+}
