@@ -485,9 +485,25 @@ func TestWSEndToEnd(t *testing.T) {
 		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
 			Market: "match_winner", Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
 	}
+	// The first lines also flip the match's data_available.odds: its
+	// subscribers get a match update too.
 	var rows []oddsRowJSON
-	for len(rows) < 2 {
-		u := c.expect("update", ot)
+	matchUpdated := false
+	for len(rows) < 2 || !matchUpdated {
+		u, err := c.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Type == "update" && u.Target == mt {
+			if !strings.Contains(string(u.Data), `"odds":true`) {
+				t.Fatalf("match update without data_available.odds: %s", u.raw)
+			}
+			matchUpdated = true
+			continue
+		}
+		if u.Type != "update" || u.Target != ot {
+			t.Fatalf("want an update, got %s", u.raw)
+		}
 		var part []oddsRowJSON
 		if err := json.Unmarshal(u.Data, &part); err != nil {
 			t.Fatal(err)

@@ -109,23 +109,36 @@ func (l *Lander) loop(ctx context.Context, ch <-chan Event) {
 }
 
 func (l *Lander) land(ctx context.Context, recs []rawRec) error {
-	now := l.Now()
-	b, err := raw.NewBatch(l.TmpDir, l.Source, now)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if err := b.Add(r.e, r.rec); err != nil {
-			b.Discard()
-			return err
-		}
-	}
-	m, err := b.Land(ctx, l.Store, now)
+	m, err := landRecords(ctx, l.Store, l.TmpDir, l.Source, recs, l.Now())
 	if err != nil {
 		return err
 	}
 	l.Logger.Info("live events landed", "batch", m.BatchID, "records", len(recs))
 	return nil
+}
+
+// LandEvents lands events in the raw area as one batch, as a Lander does
+// (tests drive the live path without a lander's timer).
+func LandEvents(ctx context.Context, st publish.Store, tmpDir, source string, evs []Event, now time.Time) (raw.BatchManifest, error) {
+	var recs []rawRec
+	for _, ev := range evs {
+		recs = append(recs, rawRecords(ev)...)
+	}
+	return landRecords(ctx, st, tmpDir, source, recs, now)
+}
+
+func landRecords(ctx context.Context, st publish.Store, tmpDir, source string, recs []rawRec, now time.Time) (raw.BatchManifest, error) {
+	b, err := raw.NewBatch(tmpDir, source, now)
+	if err != nil {
+		return raw.BatchManifest{}, err
+	}
+	for _, r := range recs {
+		if err := b.Add(r.e, r.rec); err != nil {
+			b.Discard()
+			return raw.BatchManifest{}, err
+		}
+	}
+	return b.Land(ctx, st, now)
 }
 
 // rawRecords translates one event to the raw records it lands as.

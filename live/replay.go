@@ -105,6 +105,18 @@ func (r *Replay) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(r.Seed, uint64(i)+1))
+			// A slot publishes a match's completion once its next match is
+			// live, so the slot always has a live match while matches remain.
+			var pending *Event
+			flush := func() error {
+				if pending == nil {
+					return nil
+				}
+				err := r.Feed.Publish(ctx, *pending)
+				pending = nil
+				return err
+			}
+			first := true
 			for ctx.Err() == nil {
 				r.mu.Lock()
 				m, ok := next(func(up string) bool { return r.played[up] })
@@ -113,6 +125,10 @@ func (r *Replay) Run(ctx context.Context) error {
 				}
 				r.mu.Unlock()
 				if !ok {
+					if err := flush(); err != nil && ctx.Err() == nil {
+						errc <- err
+						return
+					}
 					if r.Next == nil || !sleep(ctx, 5*r.RoundEvery) {
 						return
 					}
@@ -121,10 +137,13 @@ func (r *Replay) Run(ctx context.Context) error {
 				if r.Started != nil {
 					r.Started(m)
 				}
-				if err := r.play(ctx, rng, m); err != nil && ctx.Err() == nil {
+				final, err := r.play(ctx, rng, m, first, flush)
+				first = false
+				if err != nil && ctx.Err() == nil {
 					errc <- err
 					return
 				}
+				pending = final
 			}
 		}()
 	}
@@ -152,7 +171,10 @@ type replayState struct {
 	lastPrice map[string]float64
 }
 
-func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error {
+// play plays m out and returns its completion event (nil when ctx ended
+// first); live is called once m's first live state is published. The first
+// match of a slot starts after one to three rounds (slots start staggered).
+func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch, first bool, live func() error) (*Event, error) {
 	if m.BestOf < 1 {
 		m.BestOf = 3
 	}
@@ -166,11 +188,11 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 		}
 		st.maps = append(st.maps, MapScore{MapNumber: i + 1, MapName: replayMaps[i%len(replayMaps)], ScoreA: sa, ScoreB: sb, Done: true, FirstHalfSideA: "ct"})
 	}
-	if !sleep(ctx, time.Duration(rng.IntN(3)+1)*r.RoundEvery) {
-		return nil
+	if first && !sleep(ctx, time.Duration(rng.IntN(3)+1)*r.RoundEvery) {
+		return nil, nil
 	}
 	if err := r.prices(ctx, rng, st, 0, 0); err != nil {
-		return err
+		return nil, err
 	}
 	for m.ScoreA < st.need && m.ScoreB < st.need {
 		num := len(st.maps) + 1
@@ -212,13 +234,19 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 				"rounds_a": ra, "rounds_b": rb, "side_a": side})
 			maps := append(append([]MapScore(nil), st.maps...), MapScore{MapNumber: num, MapName: name, ScoreA: ra, ScoreB: rb, FirstHalfSideA: side})
 			if err := r.score(ctx, m, "live", ls, maps); err != nil {
-				return err
+				return nil, err
+			}
+			if live != nil {
+				if err := live(); err != nil {
+					return nil, err
+				}
+				live = nil
 			}
 			if err := r.prices(ctx, rng, st, ra, rb); err != nil {
-				return err
+				return nil, err
 			}
 			if !sleep(ctx, r.RoundEvery) {
-				return nil
+				return nil, nil
 			}
 		}
 		if aWins {
@@ -231,10 +259,14 @@ func (r *Replay) play(ctx context.Context, rng *rand.Rand, m ReplayMatch) error 
 			FirstHalfA: ip(half[0]), FirstHalfB: ip(half[1]), SecondHalfA: ip(ra - half[0]), SecondHalfB: ip(rb - half[1]),
 			StartedAt: began})
 	}
+	if live != nil { // nothing was left to play
+		if err := live(); err != nil {
+			return nil, err
+		}
+	}
 	played := "played"
-	ev := Event{Kind: KindScore, MatchID: m.UpstreamID, Status: "completed", ScoreA: ip(m.ScoreA), ScoreB: ip(m.ScoreB),
-		ResultType: &played, Maps: st.maps, ChangedAt: r.Now().UTC().Truncate(time.Millisecond)}
-	return r.Feed.Publish(ctx, ev)
+	return &Event{Kind: KindScore, MatchID: m.UpstreamID, Status: "completed", ScoreA: ip(m.ScoreA), ScoreB: ip(m.ScoreB),
+		ResultType: &played, Maps: st.maps, ChangedAt: r.Now().UTC().Truncate(time.Millisecond)}, nil
 }
 
 func (r *Replay) score(ctx context.Context, m ReplayMatch, status string, ls json.RawMessage, maps []MapScore) error {

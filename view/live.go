@@ -66,8 +66,8 @@ type Changes struct {
 
 // Applied says what a batch changed, for the WebSocket updates.
 type Applied struct {
-	// Matches whose row changed (status, scores, live state, maps), in the
-	// order of the batch.
+	// Matches whose row or maps changed (status, scores, live state, maps,
+	// data_available), in the order of the batch.
 	Matches []ID
 	// Odds are the matches with new lines and those lines, rendered as a
 	// JSON array of OddsLine rows.
@@ -211,10 +211,7 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 		}
 		nd.matches[st.ID] = lm
 		touch(mi)
-		if !rows[mi] {
-			rows[mi] = true
-			ap.Matches = append(ap.Matches, st.ID)
-		}
+		rows[mi] = true
 	}
 	for _, ln := range c.Lines {
 		mi, ok := s.matchByID[ln.MatchID]
@@ -242,8 +239,14 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 	}
 	for _, mi := range touched {
 		id := s.matches[mi].ID
-		nd.over[mi] = s.buildOverlay(mi, nd.matches[id], nd.lines[id])
+		ov := s.buildOverlay(mi, nd.matches[id], nd.lines[id])
+		nd.over[mi] = ov
 		nd.mark(mi, len(s.matches))
+		// The match frame changed (state, maps, or a flag the lines set):
+		// its subscribers get an update.
+		if !bytes.Equal(ov.detail, v.detailJSON(mi)) || !bytes.Equal(ov.maps.JSON, v.maps(mi).JSON) {
+			ap.Matches = append(ap.Matches, id)
+		}
 		if ls := newLines[mi]; len(ls) > 0 {
 			rows := make([][]byte, len(ls))
 			for i, l := range ls {

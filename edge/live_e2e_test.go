@@ -1,0 +1,301 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/raw"
+)
+
+// recordFeed records what a replay publishes.
+type recordFeed struct {
+	mu     sync.Mutex
+	events []live.Event
+}
+
+func (f *recordFeed) Publish(_ context.Context, ev live.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, ev)
+	return nil
+}
+
+func (f *recordFeed) Subscribe(context.Context) (<-chan live.Event, error) {
+	return nil, fmt.Errorf("recordFeed only records")
+}
+
+// stepClock returns a clock that moves by step on every reading.
+func stepClock(start time.Time, step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	t := start
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(step)
+		return t
+	}
+}
+
+// wsState is what a WebSocket client holds of one match: the last match
+// frame's data and the latest odds line per series (snapshot frame, then
+// updates upserted by market, outcome and source).
+type wsState struct {
+	match json.RawMessage
+	odds  map[string]json.RawMessage
+}
+
+type seriesRow struct {
+	MarketID   string `json:"market_id"`
+	OutcomeKey string `json:"outcome_key"`
+	Source     string `json:"source"`
+}
+
+func (s *wsState) upsertOdds(t *testing.T, data json.RawMessage) {
+	t.Helper()
+	var rows []json.RawMessage
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("odds frame data is not an array: %s", data)
+	}
+	for _, r := range rows {
+		var k seriesRow
+		if err := json.Unmarshal(r, &k); err != nil {
+			t.Fatal(err)
+		}
+		s.odds[k.MarketID+"|"+k.OutcomeKey+"|"+k.Source] = r
+	}
+}
+
+// barrier reads frames until every frame queued before it was handled: it
+// subscribes to a sentinel target and reads up to its acknowledgement
+// (frames on a connection are sent in order), applying the updates of the
+// match's targets to st.
+func barrier(t *testing.T, c *wsClient, sentinel, mt, ot string, st *wsState, seq map[string]int) {
+	t.Helper()
+	c.send(map[string]string{"type": "subscribe", "target": sentinel})
+	for {
+		f, err := c.read()
+		if err != nil {
+			t.Fatalf("reading frames: %v", err)
+		}
+		switch {
+		case f.Type == "subscribed" && f.Target == sentinel:
+			c.expect("snapshot", sentinel)
+			c.send(map[string]string{"type": "unsubscribe", "target": sentinel})
+			c.expect("unsubscribed", sentinel)
+			return
+		case f.Type == "update" && (f.Target == mt || f.Target == ot):
+			if f.Seq != seq[f.Target]+1 {
+				t.Fatalf("%s: seq %d after %d", f.Target, f.Seq, seq[f.Target])
+			}
+			seq[f.Target] = f.Seq
+			if f.Target == mt {
+				st.match = f.Data
+			} else {
+				st.upsertOdds(t, f.Data)
+			}
+		default:
+			t.Fatalf("unexpected frame %s", f.raw)
+		}
+	}
+}
+
+// TestLiveReplayEndToEnd plays a match from scheduled to completed through
+// the real live path (replay events, tracker, view, WebSocket hub, a real
+// WebSocket client) and, after every batch of events and across two
+// snapshot swaps (the events landed in the raw area and run through the real
+// pipeline), checks that REST and the WebSocket agree and that REST never
+// contradicts itself.
+func TestLiveReplayEndToEnd(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	ctx := context.Background()
+	m, up := liveMatchOf(t, ls)
+	id := m.ID.String()
+	mt, ot := "match:"+id, "odds:"+id
+	var sentinel string
+	for _, x := range ls.snap().Matches() {
+		if x.ID != m.ID {
+			sentinel = "match:" + x.ID.String()
+			break
+		}
+	}
+
+	// The match, played out by the local replay, recorded.
+	rec := &recordFeed{}
+	rp := &live.Replay{Feed: rec, Matches: []live.ReplayMatch{{UpstreamID: up, BestOf: 3, Status: "scheduled"}},
+		RoundEvery: time.Microsecond, Seed: 11, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
+	if err := rp.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// One batch per score event (a round) with the prices that follow it.
+	var batches [][]live.Event
+	for _, ev := range rec.events {
+		if ev.Kind == live.KindScore || len(batches) == 0 {
+			batches = append(batches, nil)
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], ev)
+	}
+	if len(batches) < 30 {
+		t.Fatalf("the replay produced %d batches", len(batches))
+	}
+
+	c := ls.open(t)
+	st := &wsState{odds: map[string]json.RawMessage{}}
+	seq := map[string]int{}
+	c.send(map[string]string{"type": "subscribe", "target": mt})
+	c.expect("subscribed", mt)
+	st.match = c.expect("snapshot", mt).Data
+	c.send(map[string]string{"type": "subscribe", "target": ot})
+	c.expect("subscribed", ot)
+	st.upsertOdds(t, c.expect("snapshot", ot).Data)
+
+	statuses := map[string]bool{}
+	sawLiveOdds := false
+	check := func(when string) {
+		t.Helper()
+		// REST detail (include=maps) is byte for byte the match frame.
+		r := ls.get(t, "/v1/cs2/matches/"+id+"?include=maps")
+		var detail struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &detail); err != nil || !bytes.Equal(detail.Data, st.match) {
+			t.Fatalf("%s: REST and WebSocket disagree on the match:\nREST %s\nWS   %s", when, detail.Data, st.match)
+		}
+		var row struct {
+			Status string `json:"status"`
+			ScoreA *int   `json:"score_a"`
+			ScoreB *int   `json:"score_b"`
+			Maps   []struct {
+				ScoreA int    `json:"score_a"`
+				ScoreB int    `json:"score_b"`
+				Status string `json:"status"`
+			} `json:"maps"`
+		}
+		if err := json.Unmarshal(detail.Data, &row); err != nil {
+			t.Fatal(err)
+		}
+		statuses[row.Status] = true
+		if row.Status == "live" || row.Status == "completed" {
+			a, b := 0, 0
+			for _, x := range row.Maps {
+				if x.Status != "played" {
+					t.Fatalf("%s: a map with status %q", when, x.Status)
+				}
+				if x.ScoreA > x.ScoreB {
+					a++
+				} else {
+					b++
+				}
+			}
+			if row.ScoreA == nil || *row.ScoreA != a || *row.ScoreB != b {
+				t.Fatalf("%s: score %v-%v but played maps %d-%d: %s", when, row.ScoreA, row.ScoreB, a, b, detail.Data)
+			}
+		}
+		// include=odds holds the same latest line per series as the client.
+		r = ls.get(t, "/v1/cs2/matches/"+id+"?include=odds")
+		var od struct {
+			Data struct {
+				Odds []json.RawMessage `json:"odds"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &od); err != nil {
+			t.Fatal(err)
+		}
+		rest := &wsState{odds: map[string]json.RawMessage{}}
+		b, _ := json.Marshal(od.Data.Odds)
+		rest.upsertOdds(t, b)
+		if len(rest.odds) != len(st.odds) {
+			t.Fatalf("%s: REST has %d odds series, the WebSocket client %d", when, len(rest.odds), len(st.odds))
+		}
+		for k, v := range rest.odds {
+			if !bytes.Equal(v, st.odds[k]) {
+				t.Fatalf("%s: series %s: REST %s, WebSocket %s", when, k, v, st.odds[k])
+			}
+			if bytes.Contains(v, []byte(`"captured_at":"`+fixtureNow.Add(time.Hour).Format("2006-01-02"))) {
+				sawLiveOdds = true
+			}
+		}
+		// Every status filter returns exactly the rows of that status the
+		// unfiltered list holds, and the match is where its row says.
+		all := map[string][]string{}
+		for _, x := range ls.get(t, "/v1/cs2/matches?limit=200").data(t) {
+			r := x.(map[string]any)
+			all[r["status"].(string)] = append(all[r["status"].(string)], r["id"].(string))
+		}
+		for _, s := range []string{"scheduled", "live", "completed", "cancelled"} {
+			var got []string
+			for _, x := range ls.get(t, "/v1/cs2/matches?limit=200&status="+s).data(t) {
+				r := x.(map[string]any)
+				if r["status"] != s {
+					t.Fatalf("%s: ?status=%s returned a %s row", when, s, r["status"])
+				}
+				got = append(got, r["id"].(string))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(all[s]) {
+				t.Fatalf("%s: ?status=%s has %d rows, the unfiltered list %d", when, s, len(got), len(all[s]))
+			}
+		}
+		in := false
+		for _, x := range all[row.Status] {
+			in = in || x == id
+		}
+		if !in {
+			t.Fatalf("%s: the match is not among the %s rows of the list", when, row.Status)
+		}
+	}
+	check("before the first event")
+
+	var landed []live.Event
+	swap := func(when string) {
+		t.Helper()
+		if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", landed, fixtureNow.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		landed = nil
+		before := ls.Current().ID
+		if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.Load(ctx); err != nil || ls.Current().ID == before {
+			t.Fatalf("no swap %s: %v", when, err)
+		}
+		barrier(t, c, sentinel, mt, ot, st, seq)
+		check("after the swap " + when)
+	}
+	mapDone := false
+	for i, b := range batches {
+		ls.live.tracker.Apply(b)
+		landed = append(landed, b...)
+		barrier(t, c, sentinel, mt, ot, st, seq)
+		check(fmt.Sprintf("after batch %d of %d", i+1, len(batches)))
+		// Swap once the first map is over, the series still live.
+		if !mapDone && b[0].Kind == live.KindScore && b[0].ScoreA != nil && *b[0].ScoreA+*b[0].ScoreB == 1 {
+			mapDone = true
+			swap("mid-series")
+			if n := ls.View().LiveMatches(); n != 0 {
+				t.Fatalf("the snapshot holds every landed event, yet %d matches keep live state", n)
+			}
+		}
+	}
+	if !mapDone || !statuses["scheduled"] || !statuses["live"] || !statuses["completed"] || !sawLiveOdds {
+		t.Fatalf("the replay did not cover the match's life: statuses %v, map swap %v, live odds %v", statuses, mapDone, sawLiveOdds)
+	}
+	swap("after the series")
+	if n := ls.View().LiveMatches(); n != 0 {
+		t.Fatalf("after the final swap %d matches keep live state", n)
+	}
+	// The landed events passed the pipeline's checks (nothing quarantined
+	// would have left the match live in the snapshot).
+	if m := ls.Current().MatchRow(m.ID); m.Status != "completed" || m.WinnerTeamID == nil {
+		t.Fatalf("the snapshot after the series: %+v", m)
+	}
+	bs, err := raw.ListBatches(ctx, ls.store)
+	if err != nil || len(bs) < 3 {
+		t.Fatalf("raw batches: %d, %v", len(bs), err)
+	}
+}
