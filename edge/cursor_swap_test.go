@@ -4,13 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
+	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/view"
 )
 
 // TestPagingAcrossChangedSwap: between a client's pages a new snapshot is
@@ -105,4 +110,35 @@ func findRawMatch(t *testing.T, rawDir, upstream string) raw.Match {
 	}
 	t.Fatalf("raw match %s not found under %s", upstream, rawDir)
 	return raw.Match{}
+}
+
+// A replaced snapshot stays in memory only while it is the one pinned for
+// cursors: after further swaps it is released (a timer per swap used to hold
+// every snapshot of the grace period).
+func TestReplacedSnapshotsAreReleased(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	_, m, err := publish.LoadLatest(ctx, ts.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(ts.cacheRoot(), m.SnapshotID)
+	first := weak.Make(ts.Current())
+	for i := 0; i < 3; i++ {
+		meta := viewMeta(m)
+		meta.ID = fmt.Sprintf("%s-copy%d", m.SnapshotID, i)
+		next, err := view.Load(ctx, dir, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.swap(next)
+	}
+	if pp := ts.prev.Load(); pp == nil || pp.v.ID() != m.SnapshotID+"-copy1" {
+		t.Fatalf("the snapshot replaced last is not pinned for its cursors: %+v", pp)
+	}
+	runtime.GC()
+	runtime.GC()
+	if first.Value() != nil {
+		t.Fatal("a snapshot replaced three swaps ago is still in memory")
+	}
 }

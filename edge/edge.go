@@ -91,8 +91,9 @@ type Server struct {
 	// live is the live path (edge/live.go).
 	live *liveState
 	// prev is the last view of the replaced snapshot, kept for CursorGrace
-	// (nil: none).
-	prev atomic.Pointer[pinnedView]
+	// (nil: none); swaps counts the swaps that pinned one.
+	prev  atomic.Pointer[pinnedView]
+	swaps atomic.Uint64
 }
 
 // pinnedView is the last view of a replaced snapshot: it still serves the
@@ -100,6 +101,7 @@ type Server struct {
 type pinnedView struct {
 	v     *view.View
 	until time.Time
+	gen   uint64 // which swap pinned it
 }
 
 // New builds the edge; call Load (or Start) before serving.
@@ -139,6 +141,12 @@ func New(o Options) (*Server, error) {
 		ReadBufferSize: 32 * 1024,
 	})
 	s.live = newLiveState(s, o.Live)
+	s.metrics.registerLive(s.LiveStats, func() float64 {
+		if v := s.view.Load(); v != nil {
+			return float64(v.Version())
+		}
+		return 0
+	})
 	s.routes()
 	return s, nil
 }
@@ -187,10 +195,13 @@ func (s *Server) swap(next *view.Snapshot) {
 	if old != nil && old.ID() != next.ID && s.o.CursorGrace > 0 {
 		// Pages of cursors minted on the old snapshot keep coming from its
 		// last view for the grace period; the one it replaces is dropped.
-		pp := &pinnedView{v: old, until: s.o.Now().Add(s.o.CursorGrace)}
-		s.prev.Store(pp)
+		gen := s.swaps.Add(1)
+		s.prev.Store(&pinnedView{v: old, until: s.o.Now().Add(s.o.CursorGrace), gen: gen})
+		// The timer holds the generation, not the view: a timer per swap
+		// that held its view would keep every snapshot of the last
+		// CursorGrace in memory (at a swap every 2 minutes, seven).
 		time.AfterFunc(s.o.CursorGrace, func() {
-			if s.prev.CompareAndSwap(pp, nil) {
+			if pp := s.prev.Load(); pp != nil && pp.gen == gen && s.prev.CompareAndSwap(pp, nil) {
 				returnFreeMemory() // give the replaced snapshot's pages back now
 			}
 		})

@@ -52,6 +52,27 @@ func newMetrics() *metrics {
 	return m
 }
 
+// registerLive exports the live path's counters (read when scraped).
+func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_live_events_total", Help: "Live feed events applied to the served view.",
+		}, func() float64 { return float64(stats().Events) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_live_events_dropped_total", Help: "Live feed events for matches the snapshot does not know.",
+		}, func() float64 { return float64(stats().DroppedEvents) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_live_matches", Help: "Matches with live state newer than the served snapshot.",
+		}, func() float64 { return float64(stats().OverlayMatches) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_live_view_version", Help: "Changes (live batches, snapshot swaps) applied to the served view since start.",
+		}, version),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_ws_connections", Help: "WebSocket connections open on this instance.",
+		}, func() float64 { return float64(stats().Connections) }),
+	)
+}
+
 func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 	m.snapInfo.Reset()
 	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)

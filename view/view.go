@@ -27,8 +27,8 @@ func (v *View) Snapshot() *Snapshot { return v.base }
 // ID is the id of the snapshot the view is based on (cursors carry it).
 func (v *View) ID() string { return v.base.ID }
 
-// Version counts the batches of live changes applied since the snapshot
-// loaded (0: none).
+// Version counts the changes (batches of live changes, snapshot swaps)
+// that led to this view from the first snapshot served (0: none).
 func (v *View) Version() uint64 { return v.d.version }
 
 // LiveMatches is how many matches have live state newer than the snapshot.

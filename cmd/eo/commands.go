@@ -262,7 +262,7 @@ func cmdUp(ctx context.Context, args []string) error {
 	var ll localLive
 	fs.IntVar(&ll.slots, "live-matches", 4, "matches the local live replay keeps playing at once (0: no replay)")
 	fs.Float64Var(&ll.speed, "live-speed", 1, "live replay speed (1: a round every 3 seconds)")
-	fs.DurationVar(&ll.landEvery, "land-every", 5*time.Second, "how often live events are landed in the raw area as a batch")
+	fs.DurationVar(&ll.landEvery, "land-every", 5*time.Second, "how often live events are landed in the raw area as a batch (0: not landed, for benchmarks)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

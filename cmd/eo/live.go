@@ -41,7 +41,7 @@ func liveOptions(ctx context.Context) (edge.LiveOptions, func(), error) {
 type localLive struct {
 	slots     int           // matches played at once (0: no replay)
 	speed     float64       // 1: a round every 3 seconds
-	landEvery time.Duration // lander interval
+	landEvery time.Duration // lander interval; 0: events are not landed
 }
 
 // startLocalLive is the embedded default's live source (make run): an
@@ -59,9 +59,13 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 	if err := srv.AttachFeed(ctx, feed); err != nil {
 		return err
 	}
-	lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log, Interval: ll.landEvery}
-	if _, err := lander.Start(ctx); err != nil {
-		return err
+	landing := "off"
+	if ll.landEvery > 0 {
+		lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log, Interval: ll.landEvery}
+		if _, err := lander.Start(ctx); err != nil {
+			return err
+		}
+		landing = ll.landEvery.String()
 	}
 	if ll.speed <= 0 {
 		ll.speed = 1
@@ -76,6 +80,6 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 			log.Warn("live replay stopped", "err", err)
 		}
 	}()
-	log.Info("live replay started", "slots", ll.slots, "round_every", rp.RoundEvery, "land_every", lander.Interval)
+	log.Info("live replay started", "slots", ll.slots, "round_every", rp.RoundEvery, "land_every", landing)
 	return nil
 }
