@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -22,6 +23,17 @@ type metrics struct {
 	snapAge   prometheus.GaugeFunc
 	createdAt time.Time
 	reloads   prometheus.Counter
+	// counters and observers cache the vectors' children per route (and
+	// code): after the first request of a route a request looks them up in
+	// a sync.Map (lock-free for keys it holds) instead of hashing labels
+	// under the vectors' locks.
+	counters  sync.Map // routeCode -> prometheus.Counter
+	observers sync.Map // route -> prometheus.Observer
+}
+
+type routeCode struct {
+	route string
+	code  int
 }
 
 func newMetrics() *metrics {
@@ -84,8 +96,17 @@ func (m *metrics) reloadFailed() { m.reloads.Inc() }
 // observe records one request under its route pattern (never the raw path,
 // which would explode label cardinality).
 func (m *metrics) observe(route string, code int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	k := routeCode{route, code}
+	c, ok := m.counters.Load(k)
+	if !ok {
+		c, _ = m.counters.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
+	o, ok := m.observers.Load(route)
+	if !ok {
+		o, _ = m.observers.LoadOrStore(route, m.latency.WithLabelValues(route))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 func (m *metrics) handler(c *fiber.Ctx) error {

@@ -35,12 +35,18 @@ func (s *Server) decodeCursor(c *fiber.Ctx, kind, spec, def string) (*view.Key, 
 	return &view.Key{Val: cur.Val, ID: cur.ID}, nil
 }
 
-func (s *Server) listTeams(c *fiber.Ctx) error {
-	spec, err := parseSort(c, view.TeamSorts)
+// sortAndCursor reads ?sort= (against ss) and a ?cursor= minted under it.
+func (s *Server) sortAndCursor(c *fiber.Ctx, kind string, ss view.SortSet) (string, *view.Key, error) {
+	spec, err := parseSort(c, ss)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	after, err := s.decodeCursor(c, "teams", spec, view.TeamSorts.Def)
+	after, err := s.decodeCursor(c, kind, spec, ss.Def)
+	return spec, after, err
+}
+
+func (s *Server) listTeams(c *fiber.Ctx) error {
+	spec, after, err := s.sortAndCursor(c, "teams", view.TeamSorts)
 	if err != nil {
 		return err
 	}
@@ -95,11 +101,7 @@ func (s *Server) headToHead(c *fiber.Ctx) error {
 }
 
 func (s *Server) listPlayers(c *fiber.Ctx) error {
-	spec, err := parseSort(c, view.PlayerSorts)
-	if err != nil {
-		return err
-	}
-	after, err := s.decodeCursor(c, "players", spec, view.PlayerSorts.Def)
+	spec, after, err := s.sortAndCursor(c, "players", view.PlayerSorts)
 	if err != nil {
 		return err
 	}

@@ -240,7 +240,7 @@ func (v *View) AppendMatch(dst []byte, id ID, include []string, now time.Time) (
 			dst = s.appendTeam(dst, m.TeamBID)
 			dst = append(dst, '}')
 		case "tournament":
-			if ti, ok := s.tournamentByID[m.TournamentID]; ok {
+			if ti, ok := s.tournamentIdx.byID[m.TournamentID]; ok {
 				dst = s.appendTournament(dst, ti, now)
 			} else {
 				dst = append(dst, "null"...)
@@ -272,7 +272,7 @@ func includeIndex(k string) int {
 }
 
 func (s *Snapshot) appendTeam(b []byte, id ID) []byte {
-	if ti, ok := s.teamByID[id]; ok {
+	if ti, ok := s.teamIdx.byID[id]; ok {
 		return append(b, s.teamJSON[ti]...)
 	}
 	return append(b, "null"...)

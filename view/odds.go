@@ -164,7 +164,7 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 		if l.TournamentID == nil || settled[l.MarketID] {
 			continue
 		}
-		ti, ok := s.tournamentByID[*l.TournamentID]
+		ti, ok := s.tournamentIdx.byID[*l.TournamentID]
 		if !ok {
 			continue
 		}

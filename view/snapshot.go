@@ -40,23 +40,20 @@ type Snapshot struct {
 
 	teams      []Team
 	teamJSON   [][]byte
-	teamByID   map[ID]int32
-	teamBySlug map[string]int32
+	teamIdx    byIDAndSlug
 	teamOrders map[string]*order // sort spec -> order
 
 	players       []Player
 	playerJSON    [][]byte
-	playerByID    map[ID]int32
-	playerBySlug  map[string]int32
+	playerIdx     byIDAndSlug
 	playerOrders  map[string]*order
 	playersByTeam map[ID]map[string]*order // team -> spec -> order
 
-	tournaments      []Tournament
-	tournamentJSON   [][2][]byte // before and after the derived status
-	tournamentByID   map[ID]int32
-	tournamentBySlug map[string]int32
-	tournamentOrder  *order // starts_at desc, nulls last, id desc
-	tournamentTeams  map[ID]Array
+	tournaments     []Tournament
+	tournamentJSON  [][2][]byte // before and after the derived status
+	tournamentIdx   byIDAndSlug
+	tournamentOrder *order // starts_at desc, nulls last, id desc
+	tournamentTeams map[ID]Array
 
 	matches       []Match
 	matchListJSON [][]byte
@@ -263,30 +260,54 @@ func build(m Meta, t *tables) *Snapshot {
 	return s
 }
 
-func (s *Snapshot) indexTeams() {
-	s.teamByID = make(map[ID]int32, len(s.teams))
-	s.teamBySlug = make(map[string]int32, len(s.teams))
-	s.teamJSON = make([][]byte, len(s.teams))
-	for i := range s.teams {
-		t := &s.teams[i]
-		s.teamByID[t.ID] = int32(i)
-		s.teamBySlug[t.Slug] = int32(i)
-		s.teamJSON[i] = mustJSON(t)
+// byIDAndSlug is a resource addressable by id or slug: its rows' positions
+// by each.
+type byIDAndSlug struct {
+	byID   map[ID]int32
+	bySlug map[string]int32
+}
+
+func indexIDSlug[T any](rows []T, key func(*T) (ID, string)) byIDAndSlug {
+	x := byIDAndSlug{byID: make(map[ID]int32, len(rows)), bySlug: make(map[string]int32, len(rows))}
+	for i := range rows {
+		id, slug := key(&rows[i])
+		x.byID[id] = int32(i)
+		x.bySlug[slug] = int32(i)
 	}
+	return x
+}
+
+// find resolves a path segment: a canonical id, else a slug.
+func (x byIDAndSlug) find(v string) (int32, bool) {
+	if id, ok := ParseID(v); ok {
+		i, ok := x.byID[id]
+		return i, ok
+	}
+	if IsSlug(v) {
+		i, ok := x.bySlug[v]
+		return i, ok
+	}
+	return -1, false
+}
+
+func renderAll[T any](rows []T) [][]byte {
+	out := make([][]byte, len(rows))
+	for i := range rows {
+		out[i] = mustJSON(&rows[i])
+	}
+	return out
+}
+
+func (s *Snapshot) indexTeams() {
+	s.teamIdx = indexIDSlug(s.teams, func(t *Team) (ID, string) { return t.ID, t.Slug })
+	s.teamJSON = renderAll(s.teams)
 	s.teamOrders = buildOrders(len(s.teams), TeamSorts, func(i int) ID { return s.teams[i].ID },
 		func(key string, i int) SortVal { return teamSortValue(&s.teams[i], key) })
 }
 
 func (s *Snapshot) indexPlayers() {
-	s.playerByID = make(map[ID]int32, len(s.players))
-	s.playerBySlug = make(map[string]int32, len(s.players))
-	s.playerJSON = make([][]byte, len(s.players))
-	for i := range s.players {
-		pl := &s.players[i]
-		s.playerByID[pl.ID] = int32(i)
-		s.playerBySlug[pl.Slug] = int32(i)
-		s.playerJSON[i] = mustJSON(pl)
-	}
+	s.playerIdx = indexIDSlug(s.players, func(p *Player) (ID, string) { return p.ID, p.Slug })
+	s.playerJSON = renderAll(s.players)
 	s.playerOrders = buildOrders(len(s.players), PlayerSorts, func(i int) ID { return s.players[i].ID },
 		func(key string, i int) SortVal { return playerSortValue(&s.players[i], key) })
 	s.playersByTeam = map[ID]map[string]*order{}
@@ -306,14 +327,10 @@ func (s *Snapshot) indexPlayers() {
 }
 
 func (s *Snapshot) indexTournaments() {
-	s.tournamentByID = make(map[ID]int32, len(s.tournaments))
-	s.tournamentBySlug = make(map[string]int32, len(s.tournaments))
+	s.tournamentIdx = indexIDSlug(s.tournaments, func(t *Tournament) (ID, string) { return t.ID, t.Slug })
 	s.tournamentJSON = make([][2][]byte, len(s.tournaments))
 	for i := range s.tournaments {
-		t := &s.tournaments[i]
-		s.tournamentByID[t.ID] = int32(i)
-		s.tournamentBySlug[t.Slug] = int32(i)
-		s.tournamentJSON[i] = splitStatus(t)
+		s.tournamentJSON[i] = splitStatus(&s.tournaments[i])
 	}
 	s.tournamentOrder = newOrder(TournamentSorts.Def, len(s.tournaments), func(i int) ID { return s.tournaments[i].ID },
 		func(i int) SortVal { return tournamentSortValue(&s.tournaments[i]) })
@@ -356,10 +373,10 @@ func (s *Snapshot) indexMatches() {
 			ids = append(ids, id)
 		}
 		sort.Slice(ids, func(a, b int) bool {
-			return s.teams[s.teamByID[ids[a]]].Name < s.teams[s.teamByID[ids[b]]].Name
+			return s.teams[s.teamIdx.byID[ids[a]]].Name < s.teams[s.teamIdx.byID[ids[b]]].Name
 		})
 		for _, id := range ids {
-			if ti, ok := s.teamByID[id]; ok {
+			if ti, ok := s.teamIdx.byID[id]; ok {
 				rows = append(rows, s.teamJSON[ti])
 			}
 		}
@@ -529,7 +546,7 @@ func (s *Snapshot) Tournaments() []Tournament { return s.tournaments }
 
 // Team returns the team with id (nil when unknown).
 func (s *Snapshot) Team(id ID) *Team {
-	if i, ok := s.teamByID[id]; ok {
+	if i, ok := s.teamIdx.byID[id]; ok {
 		return &s.teams[i]
 	}
 	return nil
@@ -537,7 +554,7 @@ func (s *Snapshot) Team(id ID) *Team {
 
 // Tournament returns the tournament with id (nil when unknown).
 func (s *Snapshot) Tournament(id ID) *Tournament {
-	if i, ok := s.tournamentByID[id]; ok {
+	if i, ok := s.tournamentIdx.byID[id]; ok {
 		return &s.tournaments[i]
 	}
 	return nil

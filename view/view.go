@@ -84,21 +84,9 @@ func (v *View) TeamPage(f TeamFilter, spec string, after *Key, limit int) Page {
 	return pageOf(s.teamOrders[spec], after, limit, keep, func(i int32) []byte { return s.teamJSON[i] })
 }
 
-func (s *Snapshot) teamIndex(v string) (int32, bool) {
-	if id, ok := ParseID(v); ok {
-		i, ok := s.teamByID[id]
-		return i, ok
-	}
-	if IsSlug(v) {
-		i, ok := s.teamBySlug[v]
-		return i, ok
-	}
-	return -1, false
-}
-
 // Team resolves a team by id or slug and returns its id and JSON.
 func (v *View) Team(idOrSlug string) (ID, []byte, bool) {
-	i, ok := v.base.teamIndex(idOrSlug)
+	i, ok := v.base.teamIdx.find(idOrSlug)
 	if !ok {
 		return ID{}, nil, false
 	}
@@ -143,13 +131,7 @@ func (v *View) PlayerPage(f PlayerFilter, spec string, after *Key, limit int) Pa
 // Player resolves a player by id or slug and returns its id and JSON.
 func (v *View) Player(idOrSlug string) (ID, []byte, bool) {
 	s := v.base
-	var i int32
-	ok := false
-	if id, isID := ParseID(idOrSlug); isID {
-		i, ok = s.playerByID[id]
-	} else if IsSlug(idOrSlug) {
-		i, ok = s.playerBySlug[idOrSlug]
-	}
+	i, ok := s.playerIdx.find(idOrSlug)
 	if !ok {
 		return ID{}, nil, false
 	}
@@ -193,22 +175,10 @@ func (v *View) TournamentPage(f TournamentFilter, now time.Time, after *Key, lim
 	return pageOf(s.tournamentOrder, after, limit, keep, func(i int32) []byte { return s.appendTournament(nil, i, now) })
 }
 
-func (s *Snapshot) tournamentIndex(v string) (int32, bool) {
-	if id, ok := ParseID(v); ok {
-		i, ok := s.tournamentByID[id]
-		return i, ok
-	}
-	if IsSlug(v) {
-		i, ok := s.tournamentBySlug[v]
-		return i, ok
-	}
-	return -1, false
-}
-
 // AppendTournament resolves a tournament by id or slug and appends its JSON
 // (status derived at now) to dst.
 func (v *View) AppendTournament(dst []byte, idOrSlug string, now time.Time) ([]byte, bool) {
-	i, ok := v.base.tournamentIndex(idOrSlug)
+	i, ok := v.base.tournamentIdx.find(idOrSlug)
 	if !ok {
 		return dst, false
 	}
@@ -223,7 +193,7 @@ func (v *View) TournamentTeams(idOrSlug string) (Array, bool) {
 	if id, isID := ParseID(idOrSlug); isID {
 		return s.tournamentTeams[id], true
 	}
-	if i, found := s.tournamentIndex(idOrSlug); found {
+	if i, found := s.tournamentIdx.find(idOrSlug); found {
 		return s.tournamentTeams[s.tournaments[i].ID], true
 	}
 	return Array{}, IsSlug(idOrSlug)
@@ -261,7 +231,7 @@ func (v *View) InSampleMatch(id string) bool {
 // InSampleTournament reports whether a tournament (id or slug) is a sample
 // event.
 func (v *View) InSampleTournament(idOrSlug string) bool {
-	i, ok := v.base.tournamentIndex(idOrSlug)
+	i, ok := v.base.tournamentIdx.find(idOrSlug)
 	return ok && v.base.sampleTournaments[v.base.tournaments[i].ID]
 }
 
