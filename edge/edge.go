@@ -181,22 +181,25 @@ func (s *Server) viewFor(snapshotID string) *view.View {
 // swap serves a newly loaded snapshot: the live changes it does not hold yet
 // are carried over (rebased), in one change of the view.
 func (s *Server) swap(next *view.Snapshot) {
-	var old *view.View
+	var gen uint64
 	s.view.Update(func(cur *view.View) *view.View {
-		old = cur
 		nv := view.New(next)
 		if cur != nil {
 			nv = cur.Rebase(next)
+		}
+		if cur != nil && cur.ID() != next.ID && s.o.CursorGrace > 0 {
+			// Pages of cursors minted on the old snapshot keep coming from
+			// its last view for the grace period (pinned before the new view
+			// is served, so no cursor falls in between); the one it
+			// replaces is dropped.
+			gen = s.swaps.Add(1)
+			s.prev.Store(&pinnedView{v: cur, until: s.o.Now().Add(s.o.CursorGrace), gen: gen})
 		}
 		s.live.swapped(cur, nv)
 		return nv
 	})
 	s.metrics.snapshotLoaded(next)
-	if old != nil && old.ID() != next.ID && s.o.CursorGrace > 0 {
-		// Pages of cursors minted on the old snapshot keep coming from its
-		// last view for the grace period; the one it replaces is dropped.
-		gen := s.swaps.Add(1)
-		s.prev.Store(&pinnedView{v: old, until: s.o.Now().Add(s.o.CursorGrace), gen: gen})
+	if gen != 0 {
 		// The timer holds the generation, not the view: a timer per swap
 		// that held its view would keep every snapshot of the last
 		// CursorGrace in memory (at a swap every 2 minutes, seven).

@@ -85,8 +85,8 @@ type liveState struct {
 	o       LiveOptions
 	hub     *live.Hub
 	tracker *live.Tracker
-	// seq numbers each target's updates; used under the view's writers'
-	// lock only.
+	// seq numbers each target's updates (from 1 while it has subscribers);
+	// used under the view's writers' lock only.
 	seq   map[string]uint64
 	conns atomic.Int64
 }
@@ -181,6 +181,13 @@ func (l *liveState) swapped(old, cur *view.View) {
 			if okB && (!okA || !bytes.Equal(a, b)) {
 				l.broadcastUpdate(target, bytes.Clone(b))
 			}
+		}
+	}
+	// Targets nobody listens to start their numbering again (the map
+	// would otherwise grow with every target ever pushed).
+	for target := range l.seq {
+		if !l.hub.Has(target) {
+			delete(l.seq, target)
 		}
 	}
 	l.tracker.Rebased(cur)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -132,13 +133,25 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 	if err := rp.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// One batch per score event (a round) with the prices that follow it.
-	var batches [][]live.Event
+	// Batches as the tracker drains its feed: a round (a score event and
+	// the prices that follow it, all of one instant) split in two at a
+	// random point, so the captures of an instant reach the aggregator in
+	// two batches.
+	var rounds [][]live.Event
 	for _, ev := range rec.events {
-		if ev.Kind == live.KindScore || len(batches) == 0 {
-			batches = append(batches, nil)
+		if ev.Kind == live.KindScore || len(rounds) == 0 {
+			rounds = append(rounds, nil)
 		}
-		batches[len(batches)-1] = append(batches[len(batches)-1], ev)
+		rounds[len(rounds)-1] = append(rounds[len(rounds)-1], ev)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	var batches [][]live.Event
+	for _, r := range rounds {
+		cut := 1 + rng.IntN(len(r))
+		batches = append(batches, r[:cut])
+		if cut < len(r) {
+			batches = append(batches, r[cut:])
+		}
 	}
 	if len(batches) < 30 {
 		t.Fatalf("the replay produced %d batches", len(batches))
@@ -267,6 +280,31 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 		barrier(t, c, sentinel, mt, ot, st, seq)
 		check("after the swap " + when)
 	}
+	// The live eo_market lines must be the lines the pipeline computes from
+	// the same captures: compare the latest line of each series before a
+	// swap (live) and after it (the snapshot's).
+	type lineKey struct {
+		ID        string  `json:"id"`
+		Price     float64 `json:"price"`
+		BookCount *int    `json:"book_count"`
+		OpenPrice float64 `json:"open_price"`
+		Label     string  `json:"label"`
+		Source    string  `json:"source"`
+		Series    string  `json:"-"`
+	}
+	latest := func() map[string]lineKey {
+		out := map[string]lineKey{}
+		for k, raw := range st.odds {
+			var l lineKey
+			if err := json.Unmarshal(raw, &l); err != nil {
+				t.Fatal(err)
+			}
+			if l.Source == "eo_market" {
+				out[k] = l
+			}
+		}
+		return out
+	}
 	mapDone := false
 	for i, b := range batches {
 		ls.live.tracker.Apply(b)
@@ -276,7 +314,17 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 		// Swap once the first map is over, the series still live.
 		if !mapDone && b[0].Kind == live.KindScore && b[0].ScoreA != nil && *b[0].ScoreA+*b[0].ScoreB == 1 {
 			mapDone = true
+			live := latest()
 			swap("mid-series")
+			batch := latest()
+			if len(live) == 0 || len(live) != len(batch) {
+				t.Fatalf("eo_market series: %d live, %d in the snapshot", len(live), len(batch))
+			}
+			for k, l := range live {
+				if b := batch[k]; b.ID != l.ID || b.Price != l.Price || *b.BookCount != *l.BookCount || b.OpenPrice != l.OpenPrice || b.Label != l.Label {
+					t.Fatalf("series %s: live line %+v, the pipeline's %+v", k, l, b)
+				}
+			}
 			if n := ls.View().LiveMatches(); n != 0 {
 				t.Fatalf("the snapshot holds every landed event, yet %d matches keep live state", n)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,7 +22,7 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	snapInfo  *prometheus.GaugeVec
 	snapAge   prometheus.GaugeFunc
-	createdAt time.Time
+	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
 	reloads   prometheus.Counter
 	// counters and observers cache the vectors' children per route (and
 	// code): after the first request of a route a request looks them up in
@@ -51,10 +52,11 @@ func newMetrics() *metrics {
 	m.snapAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "eo_snapshot_age_seconds", Help: "Seconds since the served snapshot was created.",
 	}, func() float64 {
-		if m.createdAt.IsZero() {
+		ns := m.createdAt.Load()
+		if ns == 0 {
 			return 0
 		}
-		return time.Since(m.createdAt).Seconds()
+		return time.Since(time.Unix(0, ns)).Seconds()
 	})
 	m.reloads = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_snapshot_reload_failures_total", Help: "Snapshot reloads that failed (the last good snapshot kept serving).",
@@ -88,7 +90,7 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 	m.snapInfo.Reset()
 	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)
-	m.createdAt = s.CreatedAt
+	m.createdAt.Store(s.CreatedAt.UnixNano())
 }
 
 func (m *metrics) reloadFailed() { m.reloads.Inc() }

@@ -29,6 +29,12 @@ import (
 //     full double precision.
 //   - Append-on-change: an outcome's line is emitted only when its published
 //     price differs from its previous published price.
+//   - One evaluation per instant: the captures of one instant can reach the
+//     aggregator in several batches, so a market can be evaluated again at an
+//     instant it already published. The line of that instant is then
+//     replaced (same id, the price with every capture), or retracted when the
+//     instant no longer changes the price, so the lines equal the batch's,
+//     which sees every capture of an instant at once.
 
 // MarketKey identifies one market: rows differing only by line are
 // different markets. MatchID is the service match id (canonical uuid).
@@ -57,6 +63,10 @@ type MarketLine struct {
 	Price      float64
 	BookCount  int
 	CapturedAt time.Time
+	// Retract withdraws the line published earlier at CapturedAt (its id):
+	// evaluated again with more captures of that instant, the market's
+	// price there equals the previous line's.
+	Retract bool
 }
 
 // ID is the line's id, as the batch mints it (market, outcome, source and
@@ -69,6 +79,7 @@ func (l MarketLine) ID() string {
 type marketState struct {
 	quotes map[string]map[string]Quote // contributor -> outcome -> quote
 	last   map[string]MarketLine       // outcome -> last published line
+	before map[string]MarketLine       // outcome -> the line published before last (an earlier instant)
 }
 
 // Aggregator keeps every live market's quotes and published lines. It is
@@ -89,7 +100,7 @@ func (a *Aggregator) Apply(k MarketKey, q Quote) {
 	defer a.mu.Unlock()
 	st := a.markets[k]
 	if st == nil {
-		st = &marketState{quotes: map[string]map[string]Quote{}, last: map[string]MarketLine{}}
+		st = &marketState{quotes: map[string]map[string]Quote{}, last: map[string]MarketLine{}, before: map[string]MarketLine{}}
 		a.markets[k] = st
 	}
 	byOutcome := st.quotes[q.Contributor]
@@ -127,10 +138,29 @@ func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
 	id := MarketID(k)
 	for _, o := range outcomes {
 		price := 1 / probs[o]
-		if prev, ok := st.last[o]; ok && prev.Price == price {
+		l := MarketLine{Key: k, MarketID: id, Outcome: o, Price: price, BookCount: counts[o], CapturedAt: t}
+		prev, ok := st.last[o]
+		if ok && prev.CapturedAt.Equal(t) { // this instant again, with more captures
+			if b, had := st.before[o]; had && b.Price == price {
+				prev.Retract = true
+				out = append(out, prev)
+				st.last[o] = b
+				delete(st.before, o)
+				continue
+			}
+			if prev.Price == price && prev.BookCount == l.BookCount {
+				continue
+			}
+			st.last[o] = l
+			out = append(out, l)
 			continue
 		}
-		l := MarketLine{Key: k, MarketID: id, Outcome: o, Price: price, BookCount: counts[o], CapturedAt: t}
+		if ok && prev.Price == price {
+			continue
+		}
+		if ok {
+			st.before[o] = prev
+		}
 		st.last[o] = l
 		out = append(out, l)
 	}

@@ -120,3 +120,62 @@ func TestIDsMatchTheBatchShape(t *testing.T) {
 		}
 	}
 }
+
+// The captures of one instant can arrive in two batches: evaluated again at
+// that instant, the market replaces the instant's line (same id) or, when
+// the instant no longer changes the price, retracts it, so the published
+// lines equal one evaluation with every capture, as the batch makes.
+func TestEvaluateAnInstantAgain(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := MarketKey{Market: "match_winner", MatchID: "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"}
+	quotes := func(a *Aggregator, at time.Time, books ...string) {
+		for i, b := range books {
+			a.Apply(k, q(b, b, "home", 1.60+0.1*float64(i), at))
+			a.Apply(k, q(b, b, "away", 2.40-0.1*float64(i), at))
+		}
+	}
+	// One evaluation with the three books of t1: the reference.
+	ref := NewAggregator()
+	quotes(ref, t0, "bk-01", "bk-02")
+	ref.Evaluate(k, t0)
+	t1 := t0.Add(time.Second)
+	quotes(ref, t1, "bk-01", "bk-02", "bk-03")
+	want := ref.Evaluate(k, t1)
+
+	// The same captures, t1's in two batches.
+	a := NewAggregator()
+	quotes(a, t0, "bk-01", "bk-02")
+	a.Evaluate(k, t0)
+	a.Apply(k, q("bk-01", "bk-01", "home", 1.70, t1)) // bk-01 moves first, alone
+	a.Apply(k, q("bk-01", "bk-01", "away", 2.30, t1))
+	first := a.Evaluate(k, t1)
+	if len(first) != 2 || first[0].ID() != want[0].ID() {
+		t.Fatalf("first evaluation of t1: %+v", first)
+	}
+	quotes(a, t1, "bk-01", "bk-02", "bk-03")
+	again := a.Evaluate(k, t1)
+	if len(again) != 2 {
+		t.Fatalf("evaluated again: %+v, want the two legs replaced", again)
+	}
+	for i := range want {
+		if again[i].ID() != want[i].ID() || again[i].Price != want[i].Price || again[i].BookCount != 3 || again[i].Retract {
+			t.Fatalf("leg %s: %+v, want %+v", want[i].Outcome, again[i], want[i])
+		}
+	}
+	// A third batch of the same instant that restores t0's prices: the
+	// instant changes nothing any more, so its lines are retracted.
+	b := NewAggregator()
+	quotes(b, t0, "bk-01", "bk-02")
+	before := b.Evaluate(k, t0)
+	b.Apply(k, q("bk-01", "bk-01", "home", 1.90, t1))
+	b.Apply(k, q("bk-01", "bk-01", "away", 2.00, t1))
+	moved := b.Evaluate(k, t1)
+	quotes(b, t1, "bk-01") // bk-01 back to its t0 prices, at t1
+	back := b.Evaluate(k, t1)
+	if len(moved) != 2 || len(back) != 2 || !back[0].Retract || back[0].ID() != moved[0].ID() {
+		t.Fatalf("moved %+v, then back %+v: want t1's lines retracted", moved, back)
+	}
+	if latest := b.Latest(k.MatchID); latest[0].Price != before[0].Price || !latest[0].CapturedAt.Equal(t0) {
+		t.Fatalf("after the retraction the latest line is %+v, want t0's", latest[0])
+	}
+}

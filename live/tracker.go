@@ -198,7 +198,7 @@ func liveLine(match view.ID, ln MarketLine) view.LiveLine {
 	id, _ := view.ParseID(ln.ID())
 	market, _ := view.ParseID(ln.MarketID)
 	l := view.LiveLine{ID: id, MarketID: market, MatchID: match, Market: ln.Key.Market, MapNumber: ln.Key.MapNumber,
-		Outcome: ln.Outcome, Price: ln.Price, BookCount: ln.BookCount, CapturedAt: ln.CapturedAt}
+		Outcome: ln.Outcome, Price: ln.Price, BookCount: ln.BookCount, CapturedAt: ln.CapturedAt, Retract: ln.Retract}
 	if ln.Key.HasLine {
 		x := ln.Key.Line
 		l.Line = &x

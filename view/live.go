@@ -56,6 +56,9 @@ type LiveLine struct {
 	Price                 float64
 	BookCount             int
 	CapturedAt            time.Time
+	// Retract withdraws the line with this id (its instant, evaluated again
+	// with more captures, no longer changes the price).
+	Retract bool
 }
 
 // Changes is one batch of live changes.
@@ -110,7 +113,8 @@ type liveMatch struct {
 
 type liveLine struct {
 	LiveLine
-	at   int64 // captured_at, unix microseconds
+	at   int64   // captured_at, unix microseconds
+	open float64 // the open price json was rendered with
 	json []byte
 }
 
@@ -174,8 +178,8 @@ func (v *View) row(mi int32) *Match {
 
 // Apply returns the view with a batch of live changes applied, and what
 // changed. A match state is applied only when it is newer than the
-// snapshot's row (changed_at) and not older than the view's; a line only
-// when it is newer than the snapshot's newest line of its series.
+// snapshot's newest event of the match and not older than the view's; a
+// line only when it is newer than the snapshot's newest line of its series.
 func (v *View) Apply(c Changes) (*View, Applied) {
 	var ap Applied
 	if len(c.Matches) == 0 && len(c.Lines) == 0 {
@@ -183,17 +187,17 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 	}
 	s := v.base
 	nd := v.d.clone()
-	rows := map[int32]bool{}
-	newLines := map[int32][]*liveLine{}
+	seen := map[int32]bool{}
 	var touched []int32
 	touch := func(mi int32) {
-		if !rows[mi] && newLines[mi] == nil {
+		if !seen[mi] {
+			seen[mi] = true
 			touched = append(touched, mi)
 		}
 	}
 	for _, st := range c.Matches {
 		mi, ok := s.matchByID[st.ID]
-		if !ok || !st.ChangedAt.After(s.matches[mi].ChangedAt) {
+		if !ok || st.ChangedAt.UnixMicro() <= s.lastEvent[mi] {
 			ap.Skipped++
 			continue
 		}
@@ -211,8 +215,14 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 		}
 		nd.matches[st.ID] = lm
 		touch(mi)
-		rows[mi] = true
 	}
+	type series struct {
+		match   int32
+		market  ID
+		outcome string
+	}
+	changed := map[series]bool{}
+	var order []series
 	for _, ln := range c.Lines {
 		mi, ok := s.matchByID[ln.MatchID]
 		if !ok {
@@ -224,15 +234,49 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 			ap.Skipped++ // the snapshot already has this series up to here
 			continue
 		}
-		ls, added := insertLine(nd.lines[ln.MatchID], l)
-		if !added {
+		// A line of an instant already held is replaced, or retracted: the
+		// market was evaluated again at that instant with more of its
+		// captures (they arrived in two batches), as the pipeline evaluates
+		// it once with all of them.
+		var ls []*liveLine
+		if ln.Retract {
+			ls, ok = removeLine(nd.lines[ln.MatchID], ln.ID)
+		} else {
+			ls, ok = upsertLine(nd.lines[ln.MatchID], l)
+		}
+		if !ok {
 			ap.Skipped++
 			continue
 		}
 		nd.lines[ln.MatchID] = ls
-		s.renderLine(l, seriesOpen(s, ls, l))
 		touch(mi)
-		newLines[mi] = append(newLines[mi], l)
+		k := series{mi, ln.MarketID, ln.Outcome}
+		if !changed[k] {
+			changed[k] = true
+			order = append(order, k)
+		}
+	}
+	// Render the changed series: a line's open price is the series' first
+	// (the snapshot's, or the first live line), so a line inserted before
+	// the others re-renders them. Lines are shared with older views: a
+	// re-rendered line is a new value.
+	for _, k := range order {
+		id := s.matches[k.match].ID
+		ls := nd.lines[id]
+		open := -1.0
+		for i, l := range ls {
+			if l.MarketID != k.market || l.Outcome != k.outcome {
+				continue
+			}
+			if open < 0 {
+				open = seriesOpen(s, ls, l)
+			}
+			if l.json == nil || l.open != open {
+				x := &liveLine{LiveLine: l.LiveLine, at: l.at}
+				s.renderLine(x, open)
+				ls[i] = x // ls is this view's own copy (upsertLine, removeLine)
+			}
+		}
 	}
 	if len(touched) == 0 {
 		return v, ap
@@ -247,11 +291,21 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 		if !bytes.Equal(ov.detail, v.detailJSON(mi)) || !bytes.Equal(ov.maps.JSON, v.maps(mi).JSON) {
 			ap.Matches = append(ap.Matches, id)
 		}
-		if ls := newLines[mi]; len(ls) > 0 {
-			rows := make([][]byte, len(ls))
-			for i, l := range ls {
-				rows[i] = l.json
+		// Subscribers of the odds get each changed series' newest line (a
+		// late line is history; after a retraction the newest is an earlier
+		// one, live or the snapshot's).
+		var rows [][]byte
+		for _, k := range order {
+			if k.match != mi {
+				continue
 			}
+			for i := range ov.heads {
+				if h := &ov.heads[i]; h.market == k.market && h.outcome == k.outcome && h.source == "eo_market" {
+					rows = append(rows, h.json)
+				}
+			}
+		}
+		if len(rows) > 0 {
 			ap.Odds = append(ap.Odds, OddsUpdate{Match: id, Lines: joinArray(rows)})
 		}
 	}
@@ -261,14 +315,14 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 
 // Rebase returns the view of a newly loaded snapshot with the live changes
 // it does not hold yet: a match state is kept when it is newer than the new
-// snapshot's row, a line when it is newer than the new snapshot's newest
-// line of its series.
+// snapshot's newest event of the match, a line when it is newer than the
+// new snapshot's newest line of its series.
 func (v *View) Rebase(next *Snapshot) *View {
 	nd := &delta{version: v.d.version + 1, matches: map[ID]*liveMatch{}, lines: map[ID][]*liveLine{},
 		over: map[int32]*overlay{}}
 	keep := map[int32]bool{}
 	for id, lm := range v.d.matches {
-		if mi, ok := next.matchByID[id]; ok && lm.ChangedAt.After(next.matches[mi].ChangedAt) {
+		if mi, ok := next.matchByID[id]; ok && lm.ChangedAt.UnixMicro() > next.lastEvent[mi] {
 			nd.matches[id] = lm
 			keep[mi] = true
 		}
@@ -305,19 +359,39 @@ func (v *View) Rebase(next *Snapshot) *View {
 	return &View{base: next, d: nd}
 }
 
-// insertLine adds l to a match's lines in (captured_at, id) order, copying
-// the slice (older views still read the old one); false when it is there.
-func insertLine(ls []*liveLine, l *liveLine) ([]*liveLine, bool) {
+// upsertLine adds l to a match's lines in (captured_at, id) order, or puts
+// it in place of the line with its id when its price or book count differs;
+// the slice is copied (older views still read the old one). ok is false
+// when nothing changed.
+func upsertLine(ls []*liveLine, l *liveLine) ([]*liveLine, bool) {
 	i := sort.Search(len(ls), func(i int) bool {
 		return ls[i].at > l.at || (ls[i].at == l.at && bytes.Compare(ls[i].ID[:], l.ID[:]) >= 0)
 	})
 	if i < len(ls) && ls[i].ID == l.ID {
-		return ls, false
+		if ls[i].Price == l.Price && ls[i].BookCount == l.BookCount {
+			return ls, false
+		}
+		out := append([]*liveLine(nil), ls...)
+		out[i] = l
+		return out, true
 	}
 	out := make([]*liveLine, 0, len(ls)+1)
 	out = append(out, ls[:i]...)
 	out = append(out, l)
 	return append(out, ls[i:]...), true
+}
+
+// removeLine drops the line with id from a match's lines (a copy); false
+// when it is not there.
+func removeLine(ls []*liveLine, id ID) ([]*liveLine, bool) {
+	for i, l := range ls {
+		if l.ID == id {
+			out := make([]*liveLine, 0, len(ls)-1)
+			out = append(out, ls[:i]...)
+			return append(out, ls[i+1:]...), true
+		}
+	}
+	return ls, false
 }
 
 // seriesOpen is a live line's open price: the snapshot's, or the first live
@@ -393,6 +467,7 @@ func (s *Snapshot) renderLine(l *liveLine, open float64) {
 		r.ParticipantType = &pt
 		r.ParticipantID = &team
 	}
+	l.open = open
 	l.json = mustJSON(&r)
 }
 
@@ -441,7 +516,9 @@ func (s *Snapshot) buildOverlay(mi int32, lm *liveMatch, lines []*liveLine) *ove
 func applyState(m *Match, lm *liveMatch) {
 	started := m.StartedAt
 	m.Status = lm.Status
-	m.ChangedAt = lm.ChangedAt.UTC()
+	if lm.ChangedAt.After(m.ChangedAt) { // the row's own edits may be newer
+		m.ChangedAt = lm.ChangedAt.UTC()
+	}
 	m.LiveState, m.ScoreA, m.ScoreB, m.StartedAt = nil, nil, nil, nil
 	m.EndedAt, m.WinnerTeamID, m.ResultType = nil, nil, nil
 	if lm.Status != "live" && lm.Status != "completed" {

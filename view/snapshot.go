@@ -64,6 +64,10 @@ type Snapshot struct {
 	matchesByTour map[ID]*order
 	matchesByTeam map[ID]*order
 	matchData     map[ID]*matchData
+	// lastEvent is each match's newest status event (match_events), unix
+	// microseconds (0: none): a live state applies when it is newer, as
+	// the pipeline takes a match's state from its newest event.
+	lastEvent []int64
 
 	sampleTournaments map[ID]bool
 	sampleMatches     map[ID]bool
@@ -225,6 +229,12 @@ func build(m Meta, t *tables) *Snapshot {
 	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.JSON })
 	for id, d := range depth {
 		md(id).depth = pack(d.render(), 0)
+	}
+	s.lastEvent = make([]int64, len(s.matches))
+	for i := range t.events {
+		if mi, ok := s.matchByID[t.events[i].MatchID]; ok {
+			s.lastEvent[mi] = max(s.lastEvent[mi], t.events[i].ChangedAt.UnixMicro())
+		}
 	}
 	s.liveMapRows = map[ID][]MapResult{}
 	for _, r := range maps {

@@ -53,6 +53,9 @@ func testTables() *tables {
 	ms[2].StartedAt = &started
 	ms[2].LiveState = json.RawMessage(`{"map_number":2}`)
 	t.matches = ms
+	for _, i := range []int{1, 2, 4} { // the status events of the matches that left scheduled
+		t.events = append(t.events, MatchEvent{MatchID: ms[i].ID, Seq: 1, Status: ms[i].Status, ChangedAt: ms[i].ChangedAt})
+	}
 	t.maps = []MapResult{
 		{MatchID: m2, MapNumber: 1, MapName: "de_nuke", ScoreA: 13, ScoreB: 5, FirstHalfSideA: str("ct"), Status: "played", RoundsPlayed: 18},
 		{MatchID: m2, MapNumber: 2, MapName: "de_inferno", ScoreA: 13, ScoreB: 9, FirstHalfSideA: str("t"), Status: "played", RoundsPlayed: 22},
@@ -80,6 +83,9 @@ func testSnapshot(id string, edit func(*tables)) *Snapshot {
 	if edit != nil {
 		edit(t)
 	}
+	sort.SliceStable(t.events, func(i, j int) bool { // grouped by match, as the file is
+		return string(t.events[i].MatchID[:]) < string(t.events[j].MatchID[:])
+	})
 	return build(Meta{ID: id, CreatedAt: t0}, t)
 }
 
@@ -278,10 +284,19 @@ func mustDetail(t *testing.T, v *View, id ID) []byte {
 
 func TestApplySkipsStaleAndOutOfOrder(t *testing.T) {
 	v0 := New(testSnapshot("s1", nil))
-	// Not newer than the snapshot's row: the snapshot already has it.
-	v, ap := v0.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ChangedAt: t0.Add(-time.Hour)}}})
+	// Not newer than the snapshot's newest event of the match: the
+	// snapshot already has it.
+	v, ap := v0.Apply(Changes{Matches: []MatchState{{ID: m3, Status: "completed", ScoreA: ip(2), ScoreB: ip(0),
+		ChangedAt: t0.Add(-time.Hour)}}})
 	if v != v0 || ap.Skipped != 1 {
 		t.Fatalf("a state as old as the snapshot was applied: %+v", ap)
+	}
+	// A newer edit of the fixture itself (a stage, a stream) does not hide
+	// a live state the snapshot lacks; the row's changed_at stays the newer.
+	edited := New(testSnapshot("s1", func(t *tables) { t.matches[0].ChangedAt = t0.Add(time.Hour) }))
+	ve, ap := edited.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
+	if m, _ := ve.Match(m1); ap.Skipped != 0 || m.Status != "live" || !m.ChangedAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("a live state newer than the match's events but older than its fixture edit: %+v, %+v", ap, m)
 	}
 	v1, _ := v0.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(1), ScoreB: ip(0), ChangedAt: t0.Add(2 * time.Minute)}}})
 	v2, ap := v1.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
@@ -449,6 +464,7 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 	s2 := testSnapshot("s2", func(t *tables) {
 		t.matches[0].Status, t.matches[0].ChangedAt = "live", at
 		t.matches[0].ScoreA, t.matches[0].ScoreB = ip(0), ip(0)
+		t.events = append(t.events, MatchEvent{MatchID: m1, Seq: 1, Status: "live", ChangedAt: at})
 		for _, l := range liveLines(at, 1.70, 2.20) {
 			mid := m1
 			t.odds = append(t.odds, OddsLine{ID: l.ID, MatchID: &mid, MarketID: l.MarketID, Market: l.Market,
@@ -477,6 +493,7 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 	s3 := testSnapshot("s3", func(t *tables) {
 		for i := range t.matches {
 			t.matches[i].ChangedAt = at.Add(time.Hour)
+			t.events = append(t.events, MatchEvent{MatchID: t.matches[i].ID, Seq: 9, Status: t.matches[i].Status, ChangedAt: at.Add(time.Hour)})
 		}
 	})
 	if v3 := v2.Rebase(s3); v3.LiveMatches() != 0 {
@@ -527,5 +544,216 @@ func TestReplayCandidates(t *testing.T) {
 	cs = v.ReplayCandidates(1, func(up string) bool { return up == "up-3" })
 	if len(cs) != 1 || cs[0].ID != m1 {
 		t.Fatalf("skip: %+v", cs)
+	}
+}
+
+// snapshotOf captures what a view answers, to check it never changes.
+func snapshotOf(v *View) string {
+	var b strings.Builder
+	for _, id := range []ID{m1, m2, m3, m4, m5} {
+		x, _ := v.AppendMatch(nil, id, []string{"maps", "odds"}, t0)
+		b.Write(x)
+		for _, r := range v.OddsPage(id, "", nil, 100).Rows {
+			b.Write(r)
+		}
+	}
+	for _, r := range v.OddsBulk("", 100, t0) {
+		b.Write(r)
+	}
+	for _, st := range []string{"", "scheduled", "live", "completed"} {
+		for _, r := range v.MatchPage(MatchFilter{Status: st}, nil, 100).Rows {
+			b.Write(r)
+		}
+	}
+	b.Write(v.Coverage())
+	return b.String()
+}
+
+// Views are values: applying changes or rebasing never changes what an
+// older view answers (a request may still be reading it).
+func TestViewsAreImmutable(t *testing.T) {
+	v0 := New(testSnapshot("s1", nil))
+	before := snapshotOf(v0)
+	at := t0.Add(5 * time.Minute)
+	v1, _ := v0.Apply(Changes{Lines: liveLines(at, 1.70, 2.20),
+		Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: at}}})
+	mid := snapshotOf(v1)
+	v2, _ := v1.Apply(Changes{Lines: append(liveLines(at.Add(time.Minute), 1.60, 2.40), liveLines(at, 1.72, 2.15)...),
+		Matches: []MatchState{{ID: m1, Status: "completed", ScoreA: ip(2), ScoreB: ip(0),
+			Maps:      []MapScore{{Number: 1, Name: "de_nuke", ScoreA: 13, ScoreB: 3}, {Number: 2, Name: "de_nuke", ScoreA: 13, ScoreB: 3}},
+			ChangedAt: at.Add(time.Hour)}}})
+	_ = v2.Rebase(testSnapshot("s2", nil))
+	if snapshotOf(v0) != before {
+		t.Fatal("applying changes changed an older view's answers")
+	}
+	if snapshotOf(v1) != mid {
+		t.Fatal("a later change or a rebase changed an older view's answers")
+	}
+}
+
+// Captures of one instant can reach the aggregator in two batches: the
+// market is evaluated twice at that instant, and the second line (same id,
+// more books) replaces the first, as the pipeline evaluates it once with
+// all of them.
+func TestApplyReplacesALineOfTheSameInstant(t *testing.T) {
+	v0 := New(testSnapshot("s1", nil))
+	at := t0.Add(5 * time.Minute)
+	v1, _ := v0.Apply(Changes{Lines: liveLines(at, 1.70, 2.20)})
+	again := liveLines(at, 1.66, 2.28)
+	for i := range again {
+		again[i].BookCount = 5
+	}
+	v2, ap := v1.Apply(Changes{Lines: again})
+	if len(ap.Odds) != 1 || ap.Skipped != 0 {
+		t.Fatalf("the re-evaluated lines were not pushed: %+v", ap)
+	}
+	var pushed []oddsJSON
+	if err := json.Unmarshal(ap.Odds[0].Lines, &pushed); err != nil || len(pushed) != 2 || pushed[0].BookCount != 5 {
+		t.Fatalf("pushed %s", ap.Odds[0].Lines)
+	}
+	hist := decodeLines(t, v2.OddsPage(m1, "", nil, 100).Rows)
+	ids := map[string]bool{}
+	for _, l := range hist {
+		if ids[l.ID] {
+			t.Fatalf("line %s twice in the history", l.ID)
+		}
+		ids[l.ID] = true
+	}
+	if len(hist) != 6 || hist[0].BookCount != 5 && hist[1].BookCount != 5 {
+		t.Fatalf("history after the re-evaluation: %+v", hist)
+	}
+	if _, ap := v2.Apply(Changes{Lines: again}); ap.Skipped != 2 || len(ap.Odds) != 0 {
+		t.Fatalf("an identical line was applied again: %+v", ap)
+	}
+}
+
+// A line that arrives after a newer one of its series is history, not the
+// series' newest: subscribers get the newest line, and every line of the
+// series shows the open price of its first line.
+func TestApplyALateLine(t *testing.T) {
+	v0 := New(testSnapshot("s1", nil))
+	mkt := ID{0x88} // a series the snapshot lacks: its open is its first live line
+	line := func(b byte, at time.Time, price float64) LiveLine {
+		return LiveLine{ID: ID{0x77, b}, MarketID: mkt, MatchID: m1, Market: "map_winner", MapNumber: 1,
+			Outcome: "home", Price: price, BookCount: 2, CapturedAt: at}
+	}
+	v1, _ := v0.Apply(Changes{Lines: []LiveLine{line(2, t0.Add(10*time.Minute), 1.5)}})
+	v2, ap := v1.Apply(Changes{Lines: []LiveLine{line(1, t0.Add(5*time.Minute), 1.9)}})
+	var pushed []oddsJSON
+	if err := json.Unmarshal(ap.Odds[0].Lines, &pushed); err != nil || len(pushed) != 1 || pushed[0].Price != 1.5 || pushed[0].OpenPrice != 1.9 {
+		t.Fatalf("pushed %s; want the newest line (1.5) with the series' open (1.9)", ap.Odds[0].Lines)
+	}
+	frame, _ := v2.AppendOddsFrame(nil, m1)
+	if !strings.Contains(string(frame), string(pushed[0].ID)) {
+		t.Fatalf("the odds frame lacks the pushed line: %s", frame)
+	}
+	for _, l := range decodeLines(t, v2.OddsPage(m1, "", nil, 100).Rows) {
+		if l.MarketID == mkt.String() && (l.OpenPrice != 1.9 || l.Delta != l.Price-1.9) {
+			t.Fatalf("line %s: open %v, want the first line's 1.9", l.ID, l.OpenPrice)
+		}
+	}
+}
+
+// History pages one row at a time, live and snapshot lines merged: every
+// line exactly once, newest first.
+func TestOddsHistoryPagesExactly(t *testing.T) {
+	v, _ := New(testSnapshot("s1", nil)).Apply(Changes{Lines: append(liveLines(t0.Add(5*time.Minute), 1.70, 2.20),
+		liveLines(t0.Add(9*time.Minute), 1.68, 2.25)...)})
+	want := decodeLines(t, v.OddsPage(m1, "", nil, 100).Rows)
+	var got []oddsJSON
+	var after *Key
+	for {
+		p := v.OddsPage(m1, "", after, 1)
+		got = append(got, decodeLines(t, p.Rows)...)
+		if !p.More {
+			break
+		}
+		k := p.Last
+		after = &k
+	}
+	if len(want) != 8 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("paged one by one %d rows, in one page %d", len(got), len(want))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].CapturedAt > got[i-1].CapturedAt || got[i].ID == got[i-1].ID {
+			t.Fatalf("row %d out of order or repeated: %+v after %+v", i, got[i], got[i-1])
+		}
+	}
+}
+
+// A ?status= walk across a change: a match that leaves the status is not
+// seen after it left, none is seen twice, and those that kept it are all
+// seen.
+func TestStatusWalkAcrossApply(t *testing.T) {
+	v := New(testSnapshot("s1", nil))
+	p := v.MatchPage(MatchFilter{Status: "scheduled"}, nil, 1)
+	first := decodeRow(t, p.Rows[0]).ID // m4: the later scheduled_at
+	v, _ = v.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
+	k := p.Last
+	rest := walkFrom(t, v, MatchFilter{Status: "scheduled"}, &k)
+	if first != m4.String() || len(rest) != 0 {
+		t.Fatalf("scheduled walk: first %s, then %v (m1 went live between the pages)", first, rest)
+	}
+	// And the other way: a match that joins a status behind the walk's
+	// position is not seen; one ahead of it is.
+	v, _ = v.Apply(Changes{Matches: []MatchState{{ID: m4, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
+	p = v.MatchPage(MatchFilter{Status: "live"}, nil, 1)
+	if got := decodeRow(t, p.Rows[0]).ID; got != m4.String() {
+		t.Fatalf("first live row %s, want m4", got)
+	}
+	k = p.Last
+	var ids []string
+	for _, r := range walkFrom(t, v, MatchFilter{Status: "live"}, &k) {
+		ids = append(ids, r.ID)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint([]string{m1.String(), m3.String()}) {
+		t.Fatalf("live walk after m4: %v", ids)
+	}
+}
+
+func walkFrom(t *testing.T, v *View, f MatchFilter, after *Key) []rowJSON {
+	t.Helper()
+	var out []rowJSON
+	for {
+		p := v.MatchPage(f, after, 1)
+		for _, b := range p.Rows {
+			out = append(out, decodeRow(t, b))
+		}
+		if !p.More {
+			return out
+		}
+		k := p.Last
+		after = &k
+	}
+}
+
+// A retracted line leaves the history and the latest lines, and the
+// series' subscribers get its newest line again.
+func TestApplyRetract(t *testing.T) {
+	t1, t2 := t0.Add(5*time.Minute), t0.Add(6*time.Minute)
+	v1, _ := New(testSnapshot("s1", nil)).Apply(Changes{Lines: append(liveLines(t1, 1.70, 2.20), liveLines(t2, 1.60, 2.40)...)})
+	retract := liveLines(t2, 1.60, 2.40)
+	for i := range retract {
+		retract[i].Retract = true
+	}
+	v2, ap := v1.Apply(Changes{Lines: retract})
+	if len(ap.Odds) != 1 {
+		t.Fatalf("applied %+v", ap)
+	}
+	var pushed []oddsJSON
+	if err := json.Unmarshal(ap.Odds[0].Lines, &pushed); err != nil || len(pushed) != 2 || pushed[0].Price != 2.20 && pushed[0].Price != 1.70 {
+		t.Fatalf("after the retraction subscribers get %s, want t1's lines", ap.Odds[0].Lines)
+	}
+	for _, l := range decodeLines(t, v2.OddsPage(m1, "", nil, 100).Rows) {
+		if l.CapturedAt == t2.Format(time.RFC3339) {
+			t.Fatalf("a retracted line is still in the history: %+v", l)
+		}
+	}
+	frame, _ := v2.AppendOddsFrame(nil, m1)
+	if !strings.Contains(string(frame), `"price":1.7,`) || strings.Contains(string(frame), `"price":1.6,`) {
+		t.Fatalf("latest lines after the retraction: %s", frame)
+	}
+	if _, ap := v2.Apply(Changes{Lines: retract}); ap.Skipped != 2 {
+		t.Fatalf("retracting an absent line: %+v", ap)
 	}
 }
