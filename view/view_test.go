@@ -375,17 +375,7 @@ func TestApplyLines(t *testing.T) {
 
 	// History: live lines first (newest), then the snapshot's, every line
 	// once across pages.
-	var hist []oddsJSON
-	var after *Key
-	for {
-		p := v1.OddsPage(m1, "", after, 3)
-		hist = append(hist, decodeLines(t, p.Rows)...)
-		if !p.More {
-			break
-		}
-		k := p.Last
-		after = &k
-	}
+	hist := pageOdds(t, v1, m1, 3)
 	if len(hist) != 6 || hist[0].Price != 2.20 && hist[0].Price != 1.70 || hist[5].CapturedAt > hist[4].CapturedAt {
 		t.Fatalf("history: %+v", hist)
 	}
@@ -660,17 +650,7 @@ func TestOddsHistoryPagesExactly(t *testing.T) {
 	v, _ := New(testSnapshot("s1", nil)).Apply(Changes{Lines: append(liveLines(t0.Add(5*time.Minute), 1.70, 2.20),
 		liveLines(t0.Add(9*time.Minute), 1.68, 2.25)...)})
 	want := decodeLines(t, v.OddsPage(m1, "", nil, 100).Rows)
-	var got []oddsJSON
-	var after *Key
-	for {
-		p := v.OddsPage(m1, "", after, 1)
-		got = append(got, decodeLines(t, p.Rows)...)
-		if !p.More {
-			break
-		}
-		k := p.Last
-		after = &k
-	}
+	got := pageOdds(t, v, m1, 1)
 	if len(want) != 8 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("paged one by one %d rows, in one page %d", len(got), len(want))
 	}
@@ -755,5 +735,21 @@ func TestApplyRetract(t *testing.T) {
 	}
 	if _, ap := v2.Apply(Changes{Lines: retract}); ap.Skipped != 2 {
 		t.Fatalf("retracting an absent line: %+v", ap)
+	}
+}
+
+// pageOdds walks a match's odds history limit rows at a time.
+func pageOdds(t *testing.T, v *View, match ID, limit int) []oddsJSON {
+	t.Helper()
+	var out []oddsJSON
+	var after *Key
+	for {
+		p := v.OddsPage(match, "", after, limit)
+		out = append(out, decodeLines(t, p.Rows)...)
+		if !p.More {
+			return out
+		}
+		k := p.Last
+		after = &k
 	}
 }
