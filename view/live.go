@@ -99,9 +99,10 @@ type delta struct {
 	// statusIn: per status, the overlaid matches whose live status differs
 	// from their snapshot status, in match order, merged into that status's
 	// index at query time.
-	statusIn map[string]*order
-	bulk     *bulkList // open-market latest lines; nil: the base's
-	coverage []byte    // nil: the base's
+	statusIn  map[string]*order
+	bulk      *bulkList // open-market latest lines; nil: the base's
+	coverage  []byte    // nil: the base's
+	covCounts coverageCounts
 }
 
 var emptyDelta = &delta{}
@@ -138,7 +139,8 @@ type bulkList struct {
 func (d *delta) clone() *delta {
 	n := &delta{version: d.version + 1, matches: make(map[ID]*liveMatch, len(d.matches)+4),
 		lines: make(map[ID][]*liveLine, len(d.lines)+4), over: make(map[int32]*overlay, len(d.over)+4),
-		touched: append([]uint64(nil), d.touched...), statusIn: d.statusIn, bulk: d.bulk, coverage: d.coverage}
+		touched: append([]uint64(nil), d.touched...), statusIn: d.statusIn, bulk: d.bulk, coverage: d.coverage,
+		covCounts: d.covCounts}
 	for k, v := range d.matches {
 		n.matches[k] = v
 	}
@@ -281,11 +283,15 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 	if len(touched) == 0 {
 		return v, ap
 	}
+	// The open-market list changes only with lines or with a match opening
+	// or closing (most batches are a round's score: it is kept).
+	bulk := len(order) > 0 || v.d.bulk == nil
 	for _, mi := range touched {
 		id := s.matches[mi].ID
 		ov := s.buildOverlay(mi, nd.matches[id], nd.lines[id])
 		nd.over[mi] = ov
 		nd.mark(mi, len(s.matches))
+		bulk = bulk || closedStatus(ov.m.Status) != closedStatus(v.row(mi).Status)
 		// The match frame changed (state, maps, or a flag the lines set):
 		// its subscribers get an update.
 		if !bytes.Equal(ov.detail, v.detailJSON(mi)) || !bytes.Equal(ov.maps.JSON, v.maps(mi).JSON) {
@@ -309,7 +315,7 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 			ap.Odds = append(ap.Odds, OddsUpdate{Match: id, Lines: joinArray(rows)})
 		}
 	}
-	nd.derive(s)
+	nd.derive(s, bulk)
 	return &View{base: s, d: nd}, ap
 }
 
@@ -355,7 +361,7 @@ func (v *View) Rebase(next *Snapshot) *View {
 		nd.over[mi] = next.buildOverlay(mi, nd.matches[id], nd.lines[id])
 		nd.mark(mi, len(next.matches))
 	}
-	nd.derive(next)
+	nd.derive(next, true)
 	return &View{base: next, d: nd}
 }
 
@@ -628,8 +634,9 @@ func mergeHeads(base []seriesHead, lines []*liveLine) []seriesHead {
 }
 
 // derive rebuilds what depends on every overlay: the status index entries,
-// the open-market odds list and the coverage shares.
-func (d *delta) derive(s *Snapshot) {
+// the coverage shares (rendered again only when a count moved) and, with
+// bulk, the open-market odds list.
+func (d *delta) derive(s *Snapshot, bulk bool) {
 	moved := map[string][]int32{}
 	cov := s.coverage
 	for mi, ov := range d.over {
@@ -644,8 +651,13 @@ func (d *delta) derive(s *Snapshot) {
 		d.statusIn[st] = newOrderOf(MatchSorts.Def, idx, func(i int32) ID { return s.matches[i].ID },
 			func(i int32) SortVal { return numVal(s.matches[i].ScheduledAt.UnixMicro()) })
 	}
-	d.coverage = renderCoverage(cov, s.modelGatePassed())
-	d.bulk = d.openLines(s)
+	if d.coverage == nil || cov != d.covCounts {
+		d.coverage = renderCoverage(cov, s.modelGatePassed())
+	}
+	d.covCounts = cov
+	if bulk {
+		d.bulk = d.openLines(s)
+	}
 }
 
 // openLines merges the snapshot's open-market lines of untouched matches
