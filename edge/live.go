@@ -103,7 +103,7 @@ type LiveStats struct {
 	Connections    int64 // WebSocket connections open on this instance
 	Events         int64 // feed events applied
 	DroppedEvents  int64 // events whose match the snapshot does not know
-	OverlayMatches int   // matches with live state newer than the snapshot
+	OverlayMatches int   // matches with live state or lines newer than the snapshot
 }
 
 // LiveStats reports the live path's counters.

@@ -76,7 +76,7 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 			Name: "eo_live_events_dropped_total", Help: "Live feed events for matches the snapshot does not know.",
 		}, func() float64 { return float64(stats().DroppedEvents) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_live_matches", Help: "Matches with live state newer than the served snapshot.",
+			Name: "eo_live_matches", Help: "Matches with live state or odds lines newer than the served snapshot.",
 		}, func() float64 { return float64(stats().OverlayMatches) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "eo_live_view_version", Help: "Changes (live batches, snapshot swaps) applied to the served view since start.",

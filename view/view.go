@@ -31,8 +31,9 @@ func (v *View) ID() string { return v.base.ID }
 // that led to this view from the first snapshot served (0: none).
 func (v *View) Version() uint64 { return v.d.version }
 
-// LiveMatches is how many matches have live state newer than the snapshot.
-func (v *View) LiveMatches() int { return len(v.d.matches) }
+// LiveMatches is how many matches the live changes touch: a state or lines
+// newer than the snapshot's.
+func (v *View) LiveMatches() int { return len(v.d.over) }
 
 // Current holds the View being served. Readers Load it without locking;
 // writers (a snapshot swap, a batch of live changes) go through Update, one

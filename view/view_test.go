@@ -462,8 +462,9 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 		}
 	})
 	v2 := v1.Rebase(s2)
-	if v2.LiveMatches() != 1 {
-		t.Fatalf("after the rebase %d matches have live state, want m4 only", v2.LiveMatches())
+	if v2.LiveMatches() != 2 || len(v2.d.matches) != 1 {
+		t.Fatalf("after the rebase %d matches are touched, %d with a state; want m4's state and m1's later lines",
+			v2.LiveMatches(), len(v2.d.matches))
 	}
 	if m, _ := v2.Match(m4); m.Status != "live" {
 		t.Fatal("m4's live state was dropped by a snapshot that lacks it")
@@ -485,9 +486,14 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 			t.matches[i].ChangedAt = at.Add(time.Hour)
 			t.events = append(t.events, MatchEvent{MatchID: t.matches[i].ID, Seq: 9, Status: t.matches[i].Status, ChangedAt: at.Add(time.Hour)})
 		}
+		for _, l := range append(liveLines(at, 1.70, 2.20), liveLines(at.Add(time.Minute), 1.65, 2.30)...) {
+			mid := m1
+			t.odds = append(t.odds, OddsLine{ID: l.ID, MatchID: &mid, MarketID: l.MarketID, Market: l.Market,
+				Source: "eo_market", BookCount: ip(2), OutcomeKey: l.Outcome, Price: l.Price, CapturedAt: l.CapturedAt})
+		}
 	})
 	if v3 := v2.Rebase(s3); v3.LiveMatches() != 0 {
-		t.Fatalf("%d matches keep live state over a newer snapshot", v3.LiveMatches())
+		t.Fatalf("%d matches keep live changes over a snapshot that holds them all", v3.LiveMatches())
 	}
 }
 
