@@ -143,8 +143,6 @@ func (s *Server) playerStats(c *fiber.Ctx) error {
 	return sendSingle(c, v.PlayerStats(id))
 }
 
-var tourStatuses = map[string]bool{"upcoming": true, "ongoing": true, "finished": true}
-
 func (s *Server) listTournaments(c *fiber.Ctx) error {
 	after, err := s.decodeCursor(c, "tournaments", view.TournamentSorts.Def, view.TournamentSorts.Def)
 	if err != nil {

@@ -217,17 +217,6 @@ func sortHeads(hs []seriesHead) {
 	})
 }
 
-func joinHeads(hs []seriesHead) []byte {
-	if len(hs) == 0 {
-		return nil
-	}
-	rows := make([][]byte, len(hs))
-	for i := range hs {
-		rows[i] = hs[i].json
-	}
-	return joinArray(rows)
-}
-
 func ptrOr[T any](p *T, def T) T {
 	if p == nil {
 		return def
