@@ -74,6 +74,9 @@ type Options struct {
 	// on the new snapshot by key). The replaced snapshot stays in memory for
 	// that long.
 	CursorGrace time.Duration
+	// ReloadTimeout bounds one snapshot reload: reading the pointer,
+	// fetching and loading (default 5 minutes).
+	ReloadTimeout time.Duration
 }
 
 // Server is the edge.
@@ -88,6 +91,8 @@ type Server struct {
 	// fromCache is set when the current snapshot came from the local cache
 	// because the store was unreachable.
 	fromCache atomic.Bool
+	// state is what /health reports of the store and the snapshots.
+	state loadState
 	// live is the live path (edge/live.go).
 	live *liveState
 	// prev is the last view of the replaced snapshot, kept for CursorGrace
@@ -117,6 +122,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.CursorGrace == 0 {
 		o.CursorGrace = 15 * time.Minute
+	}
+	if o.ReloadTimeout <= 0 {
+		o.ReloadTimeout = 5 * time.Minute
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 10 * time.Second
@@ -213,23 +221,41 @@ func (s *Server) swap(next *view.Snapshot) {
 
 // Load fetches, verifies and loads the newest published snapshot, unless it
 // is the one already served. On a failure the current snapshot stays.
+//
+// A snapshot that fails to load although its checksums match (corrupt
+// bytes written as such, rows this build cannot index) is rejected: it is
+// removed from the local cache (so a restart does not meet it again), the
+// error wraps view.ErrCorrupt, and it is not fetched again while the pointer
+// names it. Any other error is the store's (unreachable, timed out, a
+// transfer that failed its checksum) and the next poll retries.
 func (s *Server) Load(ctx context.Context) error {
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
 	_, m, err := publish.LoadLatest(ctx, s.o.Store)
 	if err != nil {
+		s.state.storeFailed(err)
 		return fmt.Errorf("edge: read pointer: %w", err)
 	}
 	if cur := s.Current(); cur != nil && cur.ID == m.SnapshotID && !s.fromCache.Load() {
+		s.state.storeOK()
 		return nil
+	}
+	if id, _ := s.state.rejected(); id == m.SnapshotID {
+		s.state.storeOK()
+		return nil // rejected earlier (logged then); waiting for a new one
 	}
 	t0 := time.Now()
 	dir, err := publish.Fetch(ctx, s.o.Store, m, s.cacheRoot())
 	if err != nil {
+		s.state.storeFailed(err)
 		return fmt.Errorf("edge: fetch snapshot %s: %w", m.SnapshotID, err)
 	}
+	s.state.storeOK()
 	next, err := view.Load(ctx, dir, viewMeta(m))
 	if err != nil {
+		if errors.Is(err, view.ErrCorrupt) {
+			s.reject(m.SnapshotID, dir, err)
+		}
 		return fmt.Errorf("edge: load snapshot %s: %w", m.SnapshotID, err)
 	}
 	s.swap(next)
@@ -239,6 +265,18 @@ func (s *Server) Load(ctx context.Context) error {
 	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
 		"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", returnFreeMemory())
 	return nil
+}
+
+// reject records a snapshot that cannot be served and removes its cached
+// copy.
+func (s *Server) reject(id, dir string, err error) {
+	s.state.reject(id, err)
+	s.metrics.snapshotRejected()
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		s.log.Warn("remove rejected snapshot from the cache", "snapshot", id, "err", rerr)
+	}
+	s.log.Error("snapshot rejected: it cannot be loaded although its checksums match; still serving the last good snapshot",
+		"snapshot", id, "err", err)
 }
 
 // viewMeta is what the view needs of a manifest.
@@ -264,8 +302,8 @@ func returnFreeMemory() uint64 {
 }
 
 // loadCached serves the newest snapshot in the local cache whose files match
-// their manifest checksums.
-func (s *Server) loadCached(ctx context.Context) error {
+// their manifest checksums and load; why is the failure that led here.
+func (s *Server) loadCached(ctx context.Context, why error) error {
 	local, err := publish.NewLocal(s.o.CacheDir)
 	if err != nil {
 		return err
@@ -296,12 +334,16 @@ func (s *Server) loadCached(ctx context.Context) error {
 		}
 		next, err := view.Load(ctx, dir, viewMeta(m))
 		if err != nil {
-			s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
+			if errors.Is(err, view.ErrCorrupt) {
+				s.reject(m.SnapshotID, dir, err)
+			} else {
+				s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
+			}
 			continue
 		}
 		s.swap(next)
 		s.fromCache.Store(true)
-		s.log.Warn("store unreachable: serving the last snapshot cached on local disk", "snapshot", m.SnapshotID)
+		s.log.Warn("serving the newest good snapshot cached on local disk", "snapshot", m.SnapshotID, "because", why)
 		return nil
 	}
 	return errors.New("edge: no usable cached snapshot")
@@ -335,9 +377,13 @@ func (s *Server) pruneCache(keep string) {
 // store is unreachable; a failure of both is fatal) and then watches the
 // pointer until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.Load(ctx); err != nil {
-		s.log.Warn("initial snapshot load", "err", err)
-		if cerr := s.loadCached(ctx); cerr != nil {
+	if err := s.loadWithTimeout(ctx); err != nil {
+		if errors.Is(err, view.ErrCorrupt) {
+			s.log.Error("the published snapshot is corrupt; looking for a good one in the local cache", "err", err)
+		} else {
+			s.log.Warn("store unreachable at start; looking for a snapshot in the local cache", "err", err)
+		}
+		if cerr := s.loadCached(ctx, err); cerr != nil {
 			return fmt.Errorf("%w (and %v)", err, cerr)
 		}
 	}
@@ -348,6 +394,15 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// loadWithTimeout is Load bounded by Options.ReloadTimeout, so a store that
+// hangs (accepts connections, never answers) cannot stall the reload loop:
+// the attempt fails, is logged and counted, and the next poll tries again.
+func (s *Server) loadWithTimeout(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.o.ReloadTimeout)
+	defer cancel()
+	return s.Load(ctx)
+}
+
 func (s *Server) watch(ctx context.Context) {
 	t := time.NewTicker(s.o.PollInterval)
 	defer t.Stop()
@@ -356,9 +411,11 @@ func (s *Server) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.Load(ctx); err != nil && ctx.Err() == nil {
+			if err := s.loadWithTimeout(ctx); err != nil && ctx.Err() == nil {
 				s.metrics.reloadFailed()
-				s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
+				if !errors.Is(err, view.ErrCorrupt) { // reject logged it
+					s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
+				}
 			}
 		}
 	}

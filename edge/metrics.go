@@ -24,6 +24,7 @@ type metrics struct {
 	snapAge   prometheus.GaugeFunc
 	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
 	reloads   prometheus.Counter
+	rejected  prometheus.Counter
 	// counters and observers cache the vectors' children per route (and
 	// code): after the first request of a route a request looks them up in
 	// a sync.Map (lock-free for keys it holds) instead of hashing labels
@@ -61,7 +62,10 @@ func newMetrics() *metrics {
 	m.reloads = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_snapshot_reload_failures_total", Help: "Snapshot reloads that failed (the last good snapshot kept serving).",
 	})
-	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads,
+	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "eo_snapshot_rejected_total", Help: "Snapshots rejected as corrupt although their checksums matched (not served, removed from the local cache).",
+	})
+	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -94,6 +98,8 @@ func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 }
 
 func (m *metrics) reloadFailed() { m.reloads.Inc() }
+
+func (m *metrics) snapshotRejected() { m.rejected.Inc() }
 
 // observe records one request under its route pattern (never the raw path,
 // which would explode label cardinality).

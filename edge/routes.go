@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"time"
@@ -76,6 +77,15 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	id := newRequestID()
 	c.Locals("request_id", id)
 	c.Set("X-Request-Id", id)
+	if smuggled(c) {
+		// RFC 9112 §6.1: a request with both framings may be a smuggling
+		// attempt; reject it and close the connection, so bytes after its
+		// chunked body are never read as another request.
+		c.Context().SetConnectionClose()
+		err := s.app.Config().ErrorHandler(c, badParam("a request may not carry both Content-Length and Transfer-Encoding"))
+		s.metrics.observe("unmatched", c.Response().StatusCode(), time.Since(start))
+		return err
+	}
 	var v *view.View
 	if cv := c.Query("cursor"); cv != "" {
 		v = s.viewFor(cursorSnapshotID(cv))
@@ -107,6 +117,30 @@ func (s *Server) gameMiddleware(c *fiber.Ctx) error {
 		return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
 	}
 	return c.Next()
+}
+
+// smuggled reports a request framed by both Transfer-Encoding and
+// Content-Length. fasthttp frames it by the chunked encoding and then
+// rewrites both headers to the body it read, so the raw header block is
+// scanned (a few lines, no allocation).
+func smuggled(c *fiber.Ctx) bool {
+	raw := c.Request().Header.RawHeaders()
+	var te, cl bool
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		te = te || hasHeaderName(line, "transfer-encoding:")
+		cl = cl || hasHeaderName(line, "content-length:")
+	}
+	return te && cl
+}
+
+func hasHeaderName(line []byte, name string) bool {
+	return len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name))
 }
 
 // viewOf is the view the request reads (requestMiddleware).

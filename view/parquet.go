@@ -25,8 +25,16 @@ var (
 // readParquet reads a Parquet file into a slice of T. Each exported field of T
 // with a `col:"name"` tag is filled from the column of that name; a pointer
 // field is nil where the column is null. A tagged column missing from the file
-// is an error (the snapshot does not match this build).
-func readParquet[T any](ctx context.Context, path string) ([]T, error) {
+// is an error (the snapshot does not match this build). A file whose bytes
+// are corrupt (even one that matches its manifest checksum, because it was
+// written corrupt) is an error, never a panic: the Parquet decoders panic on
+// some corruptions, and this runs on a loading goroutine of a serving edge.
+func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

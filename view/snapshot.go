@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -170,14 +171,36 @@ func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 	read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](gctx, p); return })
 	read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](gctx, p); return })
 	if err := g.Wait(); err != nil {
-		return nil, err
+		if ctx.Err() != nil || errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+		// Any other failure to read a verified file (a decoding error, a
+		// column this build needs) is as permanent as a corruption.
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	for _, name := range []string{"teams", "tournaments", "matches"} {
 		if !has[name] {
-			return nil, fmt.Errorf("view: snapshot %s has no %s table", m.ID, name)
+			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, ErrCorrupt)
 		}
 	}
-	return build(m, &t), nil
+	return buildSafely(m, &t)
+}
+
+// ErrCorrupt marks a snapshot that cannot be read or indexed: its files are
+// corrupt or its rows break the snapshot's invariants. Fetching it again
+// does not help (its checksums matched); the edge keeps serving the
+// snapshot it has.
+var ErrCorrupt = errors.New("corrupt snapshot")
+
+// buildSafely is build with a panic (rows that break an invariant the
+// indexes rely on) turned into ErrCorrupt.
+func buildSafely(m Meta, t *tables) (s *Snapshot, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("view: snapshot %s: %w: %v", m.ID, ErrCorrupt, r)
+		}
+	}()
+	return build(m, t), nil
 }
 
 // build indexes a snapshot's rows. Sub-resource rows must be grouped by

@@ -1,0 +1,176 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/view"
+)
+
+// corruptCopy copies the served snapshot's files to a new folder, flips 16
+// bytes of table at the given fraction of its length, and returns the
+// folder and the table files to publish (the checksums Publish computes then
+// match the corrupt bytes, as when a writer produced them corrupt).
+func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (string, []publish.TableFile) {
+	t.Helper()
+	src := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	dst := t.TempDir()
+	var files []publish.TableFile
+	for _, name := range ts.Current().Meta.Tables {
+		b, err := os.ReadFile(filepath.Join(src, name+".parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == table {
+			off := int(float64(len(b)) * frac)
+			for i := 0; i < 16; i++ {
+				b[off+i] ^= 0x5a
+			}
+		}
+		p := filepath.Join(dst, name+".parquet")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, publish.TableFile{Name: name, Path: p})
+	}
+	return dst, files
+}
+
+// TestCorruptParquetIsAnErrorNotAPanic sweeps corruptions over a real
+// snapshot table: each load either succeeds or fails with view.ErrCorrupt.
+// The Parquet decoders panic on many of them; before the fix that panic,
+// on a loading goroutine, killed the process (this test binary).
+func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
+	ts := newTestServer(t)
+	failed := 0
+	for i := 1; i < 40; i++ {
+		dir, _ := corruptCopy(t, ts, "player_stats", float64(i)/41)
+		_, err := view.Load(context.Background(), dir, ts.Current().Meta)
+		if err != nil {
+			if !errors.Is(err, view.ErrCorrupt) {
+				t.Fatalf("corruption at %d/41: %v does not wrap view.ErrCorrupt", i, err)
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no corruption was detected: the sweep tests nothing")
+	}
+	t.Logf("%d of 39 corruptions failed the load (the rest decoded to other values)", failed)
+}
+
+// TestCorruptSnapshotIsRejectedNotServed: a published snapshot whose bytes
+// are corrupt but match the manifest checksums is rejected by the running
+// edge (the last good snapshot keeps serving, a metric counts it, it is not
+// fetched again), removed from the local cache, and a restart with the store
+// unreachable serves the last good cached snapshot instead of panicking.
+func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
+	ts := newTestServer(t)
+	good := ts.Current().ID
+	// Find a corruption that fails the load (most do).
+	var files []publish.TableFile
+	for i := 1; i < 40 && files == nil; i++ {
+		dir, fs := corruptCopy(t, ts, "player_stats", float64(i)/41)
+		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
+			files = fs
+		}
+	}
+	if files == nil {
+		t.Fatal("no corruption fails the load")
+	}
+	m := ts.Current().Meta
+	bad, err := publish.Publish(context.Background(), ts.store, publish.Manifest{
+		CreatedAt: time.Now().Add(time.Minute), SchemaVersion: m.SchemaVersion, PipelineVersion: m.PipelineVersion,
+	}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ts.Load(context.Background())
+	if !errors.Is(err, view.ErrCorrupt) {
+		t.Fatalf("Load of the corrupt snapshot: %v, want view.ErrCorrupt", err)
+	}
+	if ts.Current().ID != good {
+		t.Fatalf("serving %s, want the last good %s", ts.Current().ID, good)
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=1"); r.status != 200 {
+		t.Fatalf("after the rejection: %d %s", r.status, r.body)
+	}
+	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
+		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
+	}
+	// Not fetched again while the pointer names it.
+	counting := &countingStore{Store: ts.store}
+	ts.o.Store = counting
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if counting.gets > 2 { // the pointer and the manifest
+		t.Fatalf("the rejected snapshot was fetched again (%d gets)", counting.gets)
+	}
+	if body := operatorMetrics(t, ts); !strings.Contains(body, "\neo_snapshot_rejected_total 1\n") {
+		t.Fatalf("metrics do not count the rejection:\n%s", body)
+	}
+
+	// A restart with the store down serves the good cached snapshot.
+	srv, err := New(Options{Store: downStore{}, Auth: &testAuth{}, CacheDir: ts.o.CacheDir, Logger: quietLog,
+		Now: func() time.Time { return fixtureNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("restart with the store down: %v", err)
+	}
+	if srv.Current().ID != good {
+		t.Fatalf("restart serves %s, want %s", srv.Current().ID, good)
+	}
+}
+
+// countingStore counts Gets.
+type countingStore struct {
+	publish.Store
+	gets int
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	c.gets++
+	return c.Store.Get(ctx, key)
+}
+
+// downStore is a store that cannot be reached.
+type downStore struct{}
+
+var errDown = errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
+
+func (downStore) Put(context.Context, string, io.Reader, int64) error { return errDown }
+func (downStore) Get(context.Context, string) (io.ReadCloser, error)  { return nil, errDown }
+func (downStore) Stat(context.Context, string) (publish.ObjectInfo, error) {
+	return publish.ObjectInfo{}, errDown
+}
+func (downStore) List(context.Context, string) ([]publish.ObjectInfo, error) { return nil, errDown }
+func (downStore) Delete(context.Context, string) error                      { return errDown }
+func (downStore) String() string                                            { return "down" }
+
+// operatorMetrics reads /metrics with an operator key.
+func operatorMetrics(t *testing.T, ts *testServer) string {
+	t.Helper()
+	const operatorKey = "eo_live_0000000000000000000000000000000000000000000000ab"
+	auth := ts.o.Auth.(*testAuth)
+	auth.mu.Lock()
+	auth.keys[operatorKey] = access.Principal{KeyID: "k-op", AccountID: "a-op", Plan: access.PlanInternal, Display: "eo_live_…00ab"}
+	auth.mu.Unlock()
+	r := ts.get(t, "/metrics", operatorKey)
+	if r.status != 200 {
+		t.Fatalf("/metrics: %d %s", r.status, r.body)
+	}
+	return string(r.body)
+}

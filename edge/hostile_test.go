@@ -1,0 +1,125 @@
+package edge
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// listenTestServer serves ts on a real loopback listener (hostile clients
+// speak raw TCP) and returns its address.
+func listenTestServer(t *testing.T, ts *testServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.App().Listener(ln)
+	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
+	return ln.Addr().String()
+}
+
+// rawExchange writes raw bytes on a new connection and returns every
+// response the server sends before it closes the connection (or 5 s pass).
+func rawExchange(t *testing.T, addr, req string) []*http.Response {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	go func() { _, _ = io.WriteString(conn, req) }()
+	br := bufio.NewReader(conn)
+	var out []*http.Response
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return out
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+		out = append(out, resp)
+	}
+}
+
+// wantRawError asserts status, the error code and that the body's
+// request_id is the X-Request-Id header (never empty).
+func wantRawError(t *testing.T, resp *http.Response, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d", resp.StatusCode, status)
+	}
+	var body errorBody
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("not the error envelope: %v: %s", err, b)
+	}
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" || body.Error.RequestID != id {
+		t.Fatalf("request id: header %q, body %q", id, body.Error.RequestID)
+	}
+	if body.Error.Code != code {
+		t.Fatalf("code %q, want %q", body.Error.Code, code)
+	}
+}
+
+// TestRequestSmugglingIsRejected: a request framed by both Content-Length
+// and Transfer-Encoding is answered 400 and the connection closed, so the
+// request smuggled after its chunked body is never answered (RFC 9112
+// §6.1). Both header orders.
+func TestRequestSmugglingIsRejected(t *testing.T) {
+	addr := listenTestServer(t, newTestServer(t))
+	smuggled := "GET /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + goodKey + "\r\n\r\n"
+	chunked := "0\r\n\r\n" + smuggled
+	for _, hdr := range []string{
+		"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+		"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+		"transfer-encoding: chunked\r\ncontent-length: 5\r\n",
+	} {
+		resps := rawExchange(t, addr, "POST /v1/cs2/ws-token HTTP/1.1\r\nHost: x\r\n"+hdr+"\r\n"+chunked)
+		if len(resps) != 1 {
+			t.Fatalf("%q: %d responses, want 1 (the smuggled request was answered)", hdr, len(resps))
+		}
+		wantRawError(t, resps[0], 400, "invalid_parameter")
+		if !resps[0].Close {
+			t.Fatalf("%q: connection not closed", hdr)
+		}
+	}
+	// A chunked request alone is still served (it carries no smuggling).
+	resps := rawExchange(t, addr, "GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n")
+	if len(resps) != 1 || resps[0].StatusCode != 200 {
+		t.Fatalf("plain chunked request: %d responses", len(resps))
+	}
+}
+
+// TestRejectedBeforeRoutingCarryARequestID: errors fasthttp raises before
+// any middleware runs (431 headers too large, 413 body too large) carry the
+// error envelope with a request id like every other error.
+func TestRejectedBeforeRoutingCarryARequestID(t *testing.T) {
+	addr := listenTestServer(t, newTestServer(t))
+	big := strings.Repeat("a", 64<<10)
+	resps := rawExchange(t, addr, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: "+big+"\r\n\r\n")
+	if len(resps) != 1 {
+		t.Fatalf("431: %d responses", len(resps))
+	}
+	wantRawError(t, resps[0], 431, "invalid_parameter")
+
+	body := strings.Repeat("b", 5<<20)
+	resps = rawExchange(t, addr, "POST /v1/cs2/ws-token HTTP/1.1\r\nHost: x\r\nContent-Length: "+
+		itoa(len(body))+"\r\n\r\n"+body)
+	if len(resps) != 1 {
+		t.Fatalf("413: %d responses", len(resps))
+	}
+	wantRawError(t, resps[0], 413, "invalid_parameter")
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
