@@ -74,6 +74,10 @@ type Options struct {
 	// on the new snapshot by key). The replaced snapshot stays in memory for
 	// that long.
 	CursorGrace time.Duration
+	// MaxConns is how many connections are served at once; one more is
+	// answered 503 and closed (default: the open-file limit less a
+	// reserve, see connLimit).
+	MaxConns int
 	// ReloadTimeout bounds one snapshot reload: reading the pointer,
 	// fetching and loading (default 5 minutes).
 	ReloadTimeout time.Duration
@@ -123,6 +127,9 @@ func New(o Options) (*Server, error) {
 	if o.CursorGrace == 0 {
 		o.CursorGrace = 15 * time.Minute
 	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = connLimit()
+	}
 	if o.ReloadTimeout <= 0 {
 		o.ReloadTimeout = 5 * time.Minute
 	}
@@ -142,13 +149,18 @@ func New(o Options) (*Server, error) {
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		// A request must arrive whole within ReadTimeout of the
+		// connection opening (or of its first byte on a kept-alive one):
+		// idle and slow (slowloris) connections are closed by then.
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  60 * time.Second,
+		Concurrency:  o.MaxConns,
 		// Room for /players?ids= with 500 ids in the query string.
 		ReadBufferSize: 32 * 1024,
 	})
 	s.live = newLiveState(s, o.Live)
+	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)
 	s.metrics.registerLive(s.LiveStats, func() float64 {
 		if v := s.view.Load(); v != nil {
 			return float64(v.Version())
@@ -424,6 +436,7 @@ func (s *Server) watch(ctx context.Context) {
 // Serve listens on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
+	ln = &guardListener{Listener: ln, log: s.log, errs: &s.metrics.acceptErrs}
 	go func() { errc <- s.app.Listener(ln) }()
 	select {
 	case err := <-errc:

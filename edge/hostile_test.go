@@ -6,7 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -122,4 +125,48 @@ func TestRejectedBeforeRoutingCarryARequestID(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// emfileListener fails its first n accepts with EMFILE.
+type emfileListener struct {
+	net.Listener
+	n int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if l.n > 0 {
+		l.n--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptSurvivesDescriptorExhaustion: EMFILE from accept is waited
+// out and counted, not returned (fasthttp stops serving on it).
+func TestAcceptSurvivesDescriptorExhaustion(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	var errs atomic.Uint64
+	gl := &guardListener{Listener: &emfileListener{Listener: inner, n: 3}, log: quietLog, errs: &errs}
+	go func() {
+		if c, err := net.Dial("tcp", inner.Addr().String()); err == nil {
+			defer c.Close()
+			time.Sleep(2 * time.Second)
+		}
+	}()
+	c, err := gl.Accept()
+	if err != nil {
+		t.Fatalf("Accept returned %v, want a connection after the EMFILEs", err)
+	}
+	c.Close()
+	if errs.Load() != 3 {
+		t.Fatalf("counted %d accept errors, want 3", errs.Load())
+	}
+	inner.Close()
+	if _, err := gl.Accept(); err == nil {
+		t.Fatal("Accept on a closed listener must fail")
+	}
 }

@@ -25,6 +25,8 @@ type metrics struct {
 	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
 	reloads   prometheus.Counter
 	rejected  prometheus.Counter
+	// acceptErrs counts failed accepts (edge/conns.go).
+	acceptErrs atomic.Uint64
 	// counters and observers cache the vectors' children per route (and
 	// code): after the first request of a route a request looks them up in
 	// a sync.Map (lock-free for keys it holds) instead of hashing labels
@@ -68,6 +70,21 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// registerConns exports the connection gauges (read when scraped).
+func (m *metrics) registerConns(open func() float64, max int) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_http_connections", Help: "HTTP connections being served (WebSocket ones are counted by eo_ws_connections).",
+		}, open),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_http_connections_max", Help: "HTTP connections served at once; one more is answered 503 and closed.",
+		}, func() float64 { return float64(max) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_accept_errors_total", Help: "Failed accepts (out of file descriptors, ...); the listener backs off and retries.",
+		}, func() float64 { return float64(m.acceptErrs.Load()) }),
+	)
 }
 
 // registerLive exports the live path's counters (read when scraped).
