@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Open builds a store from a location:
@@ -15,13 +16,24 @@ import (
 //   - a plain path or file:///path opens a Local store in that folder;
 //   - s3://bucket/prefix opens an S3 store whose endpoint and credentials
 //     come from EO_S3_ENDPOINT, EO_S3_ACCESS_KEY, EO_S3_SECRET_KEY,
-//     EO_S3_REGION and EO_S3_USE_SSL ("true"/"false", default false).
-func Open(ctx context.Context, location string) (Store, error) {
+//     EO_S3_REGION and EO_S3_USE_SSL ("true"/"false", default false);
+//     EO_S3_IO_TIMEOUT (a duration, default 20s) and EO_S3_MAX_RETRIES
+//     (default 3) bound every call (S3Options.IOTimeout, MaxRetries).
+//
+// Open checks that an S3 bucket exists; OpenLazy does not contact the
+// server (for the edge, which serves its local cache while the store is
+// down).
+func Open(ctx context.Context, location string) (Store, error) { return open(ctx, location, false) }
+
+// OpenLazy is Open without contacting an S3 server.
+func OpenLazy(ctx context.Context, location string) (Store, error) { return open(ctx, location, true) }
+
+func open(ctx context.Context, location string, lazy bool) (Store, error) {
 	switch {
 	case location == "":
 		return nil, errors.New("publish: open store: empty location")
 	case strings.HasPrefix(location, "s3://"):
-		return openS3(ctx, location)
+		return openS3(ctx, location, lazy)
 	case strings.HasPrefix(location, "file://"):
 		u, err := url.Parse(location)
 		if err != nil {
@@ -50,7 +62,7 @@ func openLocal(dir string) (Store, error) {
 	return l, nil
 }
 
-func openS3(ctx context.Context, location string) (Store, error) {
+func openS3(ctx context.Context, location string, lazy bool) (Store, error) {
 	rest := strings.TrimPrefix(location, "s3://")
 	bucket, prefix, _ := strings.Cut(rest, "/")
 	if bucket == "" {
@@ -68,7 +80,23 @@ func openS3(ctx context.Context, location string) (Store, error) {
 		}
 		useSSL = b
 	}
+	o := S3Options{SkipBucketCheck: lazy}
+	if v := os.Getenv("EO_S3_IO_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("publish: open store %q: EO_S3_IO_TIMEOUT=%q: want a positive duration such as 20s", location, v)
+		}
+		o.IOTimeout = d
+	}
+	if v := os.Getenv("EO_S3_MAX_RETRIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("publish: open store %q: EO_S3_MAX_RETRIES=%q: want a positive count of attempts", location, v)
+		}
+		o.MaxRetries = n
+	}
 	s, err := NewS3(ctx, S3Options{
+		SkipBucketCheck: o.SkipBucketCheck, IOTimeout: o.IOTimeout, MaxRetries: o.MaxRetries,
 		Endpoint:  endpoint,
 		Bucket:    bucket,
 		Prefix:    prefix,

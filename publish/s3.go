@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -38,6 +40,19 @@ type S3Options struct {
 	// CreateBucket makes the bucket when it does not exist yet; without it
 	// a missing bucket is an error.
 	CreateBucket bool
+	// SkipBucketCheck builds the store without contacting the server (the
+	// edge starts from its local cache when the store is down; its calls
+	// fail until the server is back). CreateBucket is then ignored.
+	SkipBucketCheck bool
+	// IOTimeout fails a call when no byte moves to or from the server for
+	// this long: a dial, a response header, or any read or write of a
+	// transfer of any size (default 20s). A server that accepts
+	// connections and never answers (frozen, overloaded) costs a call at
+	// most MaxRetries times this plus backoff, never a hang.
+	IOTimeout time.Duration
+	// MaxRetries is how many attempts a call makes, with minio-go's
+	// jittered backoff between them (default 3).
+	MaxRetries int
 }
 
 // S3 is a Store backed by an S3-compatible bucket, via minio-go. Single
@@ -80,11 +95,35 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	} else {
 		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
 	}
-	client, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: o.Region})
+	if o.IOTimeout <= 0 {
+		o.IOTimeout = 20 * time.Second
+	}
+	if o.MaxRetries <= 0 {
+		o.MaxRetries = 3
+	}
+	tr, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, fmt.Errorf("publish: s3 store %s: %w", endpoint, err)
+	}
+	dialer := &net.Dialer{Timeout: o.IOTimeout, KeepAlive: 30 * time.Second}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &idleTimeoutConn{Conn: c, timeout: o.IOTimeout}, nil
+	}
+	tr.ResponseHeaderTimeout = o.IOTimeout
+	tr.ExpectContinueTimeout = time.Second
+	client, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: o.Region,
+		Transport: tr, MaxRetries: o.MaxRetries})
 	if err != nil {
 		return nil, fmt.Errorf("publish: s3 store %s: %w", endpoint, err)
 	}
 	s := &S3{client: client, bucket: o.Bucket, prefix: prefix, endpoint: endpoint, secure: secure}
+	if o.SkipBucketCheck {
+		return s, nil
+	}
 	exists, err := client.BucketExists(ctx, o.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("publish: s3 store %s: check bucket: %w", s, err)
@@ -105,6 +144,31 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 }
 
 func (s *S3) objectName(key string) string { return s.prefix + key }
+
+// idleTimeoutConn fails a read or write that makes no progress for timeout:
+// each call pushes the deadline out again, so a large transfer that keeps
+// moving is never cut, and a peer that stopped answering is noticed.
+type idleTimeoutConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *idleTimeoutConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+// Write pushes out the read deadline too: the transport keeps a read
+// pending on a pooled connection, and a request written on it must not
+// inherit that read's older deadline.
+func (c *idleTimeoutConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
 
 func isS3NotFound(err error) bool {
 	resp := minio.ToErrorResponse(err)

@@ -25,6 +25,11 @@ const (
 	PointerKey = "snapshots/latest.json"
 	// manifestName is the manifest's file name inside a snapshot folder.
 	manifestName = "manifest.json"
+	// publishedName marks a snapshot the pointer has named: written right
+	// after the pointer moves. A snapshot with a manifest and without it
+	// (and not current) is an orphan: its publish stopped between the
+	// manifest and the pointer and it was never served.
+	publishedName = "published.json"
 )
 
 // TableFile is a local Parquet file to publish as one table.
@@ -75,6 +80,7 @@ func NewSnapshotID(now time.Time) string {
 
 func snapshotDir(id string) string    { return snapshotsPrefix + id + "/" }
 func manifestKey(id string) string    { return snapshotDir(id) + manifestName }
+func publishedKey(id string) string   { return snapshotDir(id) + publishedName }
 func tableKey(id, file string) string { return snapshotDir(id) + file }
 
 // validSnapshotID refuses ids that would escape or confuse the key layout.
@@ -171,6 +177,10 @@ func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manif
 	if err := PutBytes(ctx, s, PointerKey, pb); err != nil {
 		return Manifest{}, fmt.Errorf("publish: move pointer to %s: %w", m.SnapshotID, err)
 	}
+	// The snapshot is published now; the marker only records it for the
+	// listing once the pointer moves on, so its failure is not the
+	// publish's (ListSnapshots counts the current snapshot without one).
+	_ = PutBytes(ctx, s, publishedKey(m.SnapshotID), pb)
 	return m, nil
 }
 
@@ -397,14 +407,56 @@ func fileMatches(p string, size int64, sha string) (bool, error) {
 	return strings.EqualFold(hc.sum(), sha), nil
 }
 
-// ListSnapshots returns the complete snapshots (those with a manifest),
-// oldest first by CreatedAt.
+// Snapshot states in a listing.
+const (
+	StateCurrent   = "current"   // the pointer names it
+	StatePublished = "published" // the pointer named it once
+	StateOrphan    = "orphan"    // complete, but its publish stopped before the pointer moved: never served
+)
+
+// Listed is a complete snapshot (one with a manifest) and its state.
+type Listed struct {
+	Manifest
+	State string
+}
+
+// ListSnapshots returns the published snapshots (current or once current),
+// oldest first by CreatedAt. Orphans are left out: see ListAll.
 func ListSnapshots(ctx context.Context, s Store) ([]Manifest, error) {
+	all, err := ListAll(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, l := range all {
+		if l.State != StateOrphan {
+			out = append(out, l.Manifest)
+		}
+	}
+	return out, nil
+}
+
+// ListAll returns every snapshot with a manifest and its state, oldest
+// first by CreatedAt.
+func ListAll(ctx context.Context, s Store) ([]Listed, error) {
 	objs, err := s.List(ctx, snapshotsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("publish: list snapshots: %w", err)
 	}
-	var out []Manifest
+	current := ""
+	switch p, err := ReadPointer(ctx, s); {
+	case err == nil:
+		current = p.SnapshotID
+	case !errors.Is(err, ErrNoSnapshot):
+		return nil, fmt.Errorf("publish: list snapshots: %w", err)
+	}
+	published := map[string]bool{}
+	for _, o := range objs {
+		if id, ok := snapshotIDOf(o.Key); ok && o.Key == publishedKey(id) {
+			published[id] = true
+		}
+	}
+	var ms []Manifest
 	for _, o := range objs {
 		id, ok := manifestID(o.Key)
 		if !ok {
@@ -417,9 +469,20 @@ func ListSnapshots(ctx context.Context, s Store) ([]Manifest, error) {
 			}
 			return nil, fmt.Errorf("publish: list snapshots: %w", err)
 		}
-		out = append(out, m)
+		ms = append(ms, m)
 	}
-	sortManifests(out)
+	sortManifests(ms)
+	out := make([]Listed, len(ms))
+	for i, m := range ms {
+		state := StateOrphan
+		switch {
+		case m.SnapshotID == current:
+			state = StateCurrent
+		case published[m.SnapshotID]:
+			state = StatePublished
+		}
+		out[i] = Listed{Manifest: m, State: state}
+	}
 	return out, nil
 }
 
@@ -499,10 +562,11 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		return nil, fmt.Errorf("publish: clean: %w", err)
 	}
 	type snap struct {
-		id       string
-		keys     []string
-		complete bool
-		created  time.Time
+		id        string
+		keys      []string
+		complete  bool
+		published bool
+		created   time.Time
 	}
 	byID := map[string]*snap{}
 	var order []*snap
@@ -520,6 +584,9 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		sn.keys = append(sn.keys, obj.Key)
 		if obj.Key == manifestKey(id) {
 			sn.complete = true
+		}
+		if obj.Key == publishedKey(id) || id == p.SnapshotID {
+			sn.published = true
 		}
 		if !sn.complete && obj.ModTime.After(sn.created) {
 			sn.created = obj.ModTime
@@ -548,8 +615,14 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		}
 		return complete[i].id > complete[j].id
 	})
-	for i := 0; i < o.Keep && i < len(complete); i++ {
-		protected[complete[i].id] = true
+	// Keep counts published snapshots only: an orphan was never served,
+	// so it must not push a served one out.
+	kept := 0
+	for _, sn := range complete {
+		if kept < o.Keep && sn.published {
+			protected[sn.id] = true
+			kept++
+		}
 	}
 
 	var removed []string

@@ -296,6 +296,7 @@ func testSnapshots(t *testing.T, s Store) {
 		"snapshots/" + m2.SnapshotID + "/manifest.json",
 		"snapshots/" + m2.SnapshotID + "/matches.parquet",
 		"snapshots/" + m2.SnapshotID + "/players.parquet",
+		"snapshots/" + m2.SnapshotID + "/published.json",
 		"snapshots/" + m2.SnapshotID + "/teams.parquet",
 		PointerKey,
 	}
@@ -445,12 +446,26 @@ func TestPublishCrashSafety(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []string{m1.SnapshotID}
-				if failAt == 5 { // only the pointer failed: snapshot 2 is complete but not current
-					want = append(want, m2.SnapshotID)
+				// Snapshot 2 is never listed as published, not even when
+				// only the pointer failed: then it is complete but an
+				// orphan, never served.
+				if got := snapshotIDs(ms); !equalStrings(got, []string{m1.SnapshotID}) {
+					t.Errorf("ListSnapshots = %v, want [%s]", got, m1.SnapshotID)
 				}
-				if got := snapshotIDs(ms); !equalStrings(got, want) {
-					t.Errorf("ListSnapshots = %v, want %v", got, want)
+				all, err := ListAll(ctx, base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var states []string
+				for _, l := range all {
+					states = append(states, l.SnapshotID+"="+l.State)
+				}
+				want := []string{m1.SnapshotID + "=" + StateCurrent}
+				if failAt == 5 {
+					want = append(want, m2.SnapshotID+"="+StateOrphan)
+				}
+				if !equalStrings(states, want) {
+					t.Errorf("ListAll = %v, want %v", states, want)
 				}
 
 				// Clean later removes the debris but never snapshot 1.
@@ -568,5 +583,46 @@ wait:
 	removed, err := Clean(ctx, s, CleanOptions{Retention: time.Minute, Now: time.Now().Add(time.Hour)})
 	if err != nil || !equalStrings(removed, []string{partial}) {
 		t.Errorf("Clean after kill removed %v, %v; want [%s]", removed, err, partial)
+	}
+}
+
+// TestOrphanIsNotKeptOverAServedSnapshot: a snapshot whose publish stopped
+// between its manifest and the pointer (an orphan, never served) is listed
+// as such, and Clean's Keep counts served snapshots only, so the orphan
+// goes and the served previous snapshot stays.
+func TestOrphanIsNotKeptOverAServedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory()
+	t0 := time.Now().Add(-time.Hour)
+	m1, err := Publish(ctx, s, newManifest(t0), writeTables(t, t.TempDir(), "matches", "teams"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Publish(ctx, s, newManifest(t0.Add(time.Minute)), writeTables(t, t.TempDir(), "matches", "teams"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third publish dies at the pointer (its 4th put: 2 tables, manifest, pointer).
+	m3 := newManifest(t0.Add(2 * time.Minute))
+	if _, err := Publish(ctx, &faultStore{Store: s, failAt: 4}, m3, writeTables(t, t.TempDir(), "matches", "teams")); !errors.Is(err, errInjected) {
+		t.Fatalf("publish 3: %v", err)
+	}
+	all, err := ListAll(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, l := range all {
+		states = append(states, l.State)
+	}
+	if !equalStrings(states, []string{StatePublished, StateCurrent, StateOrphan}) {
+		t.Fatalf("states = %v, want published, current, orphan", states)
+	}
+	removed, err := Clean(ctx, s, CleanOptions{Retention: time.Minute, Keep: 2, Now: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] == m1.SnapshotID || removed[0] == m2.SnapshotID {
+		t.Fatalf("Clean removed %v; want only the orphan (kept %s and %s)", removed, m1.SnapshotID, m2.SnapshotID)
 	}
 }

@@ -175,22 +175,20 @@ func cmdSnapshots(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ms, err := publish.ListSnapshots(ctx, st)
+	ls, err := publish.ListAll(ctx, st)
 	if err != nil {
 		return err
 	}
-	p, _ := publish.ReadPointer(ctx, st)
-	for _, m := range ms {
-		mark := " "
-		if m.SnapshotID == p.SnapshotID {
-			mark = "*"
-		}
+	// current: served now; published: served before; orphan: its publish
+	// stopped before the pointer moved (never served; Clean removes it).
+	for _, l := range ls {
 		var rows, bytes int64
-		for _, t := range m.Tables {
+		for _, t := range l.Tables {
 			rows += t.Rows
 			bytes += t.Bytes
 		}
-		fmt.Printf("%s %s  %s  %d tables  %d rows  %d bytes\n", mark, m.SnapshotID, m.CreatedAt.Format(time.RFC3339), len(m.Tables), rows, bytes)
+		fmt.Printf("%-9s %s  %s  %d tables  %d rows  %d bytes\n", l.State, l.SnapshotID, l.CreatedAt.Format(time.RFC3339),
+			len(l.Tables), rows, bytes)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/publish/miniotest"
 )
 
 // TestMain lets a test run this binary as the eo command in a child process
@@ -250,5 +252,125 @@ func TestConnectionFloodDoesNotStopTheEdge(t *testing.T) {
 	}
 	if !strings.Contains(p.out.String(), "edge listening") {
 		t.Errorf("unexpected output:\n%s", p.out)
+	}
+}
+
+// TestEdgeRidesOutStoreFaults runs the pipeline and a real `eo serve` on a
+// real MinIO and breaks MinIO under them:
+//   - frozen (SIGSTOP): `eo pipeline run` fails within its timeouts instead
+//     of blocking in publish for minutes; the edge keeps serving and its
+//     reload attempts fail and are logged instead of stalling silently;
+//   - killed (kill -9) and the edge restarted: it serves the verified
+//     snapshot in its local cache (it used to exit at start);
+//   - back: the next pipeline run publishes and the edge loads it.
+func TestEdgeRidesOutStoreFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MinIO, runs the pipeline three times")
+	}
+	srv := miniotest.Start(t)
+	ctx := context.Background()
+	if _, err := publish.NewS3(ctx, publish.S3Options{Endpoint: srv.Endpoint, Bucket: "eo-faults", AccessKey: miniotest.AccessKey,
+		SecretKey: miniotest.SecretKey, CreateBucket: true}); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"EO_S3_ENDPOINT=" + srv.Endpoint, "EO_S3_ACCESS_KEY=" + miniotest.AccessKey,
+		"EO_S3_SECRET_KEY=" + miniotest.SecretKey, "EO_S3_IO_TIMEOUT=1s", "EO_S3_MAX_RETRIES=2"}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	const store = "s3://eo-faults/world"
+	pwork := filepath.Join(t.TempDir(), "pipeline")
+	pipeline := func() error {
+		return run(ctx, []string{"pipeline", "run", "--store", store, "--work", pwork})
+	}
+	if err := run(ctx, []string{"generate", "--store", store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline(); err != nil {
+		t.Fatal(err)
+	}
+	p := startEdge(t, store, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+
+	// Frozen.
+	srv.Freeze()
+	if err := withinLimit(t, 2*time.Minute, "eo pipeline run with MinIO frozen", pipeline); err == nil {
+		t.Fatal("eo pipeline run with MinIO frozen succeeded")
+	}
+	if code, body := p.get("/v1/cs2/matches?limit=1", p.key); code != 200 {
+		t.Fatalf("edge with MinIO frozen: %d %s", code, body)
+	}
+	waitFor(t, p, "snapshot reload failed")
+	srv.Thaw()
+
+	// Killed, and the edge restarted.
+	srv.Kill()
+	p.stop(t)
+	p2 := startEdgeIn(t, store, p.work, p.key, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+	if code, body := p2.get("/v1/cs2/matches?limit=1", p2.key); code != 200 {
+		t.Fatalf("edge restarted with MinIO down: %d %s", code, body)
+	}
+	waitFor(t, p2, "store unreachable at start")
+
+	// Back.
+	if err := srv.Relaunch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"generate", "--store", store, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := publish.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := publish.ReadPointer(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p2, `msg="snapshot loaded" snapshot=`+ptr.SnapshotID)
+}
+
+// withinLimit runs fn and fails the test when it has not returned after
+// limit (the call hangs).
+func withinLimit(t *testing.T, limit time.Duration, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("%s still blocked after %s", what, limit)
+		return nil
+	}
+}
+
+// waitFor waits up to 30 s for the edge's output to contain s.
+func waitFor(t *testing.T, p *edgeProc, s string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edge never logged %q:\n%s", s, p.out)
+		}
+		if !p.alive() {
+			t.Fatalf("the edge exited:\n%s", p.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop ends the edge with SIGTERM and waits for it.
+func (p *edgeProc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		p.exited <- err // alive() reads it too
+	case <-time.After(20 * time.Second):
+		t.Fatal("eo serve did not stop on SIGTERM")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +106,9 @@ func softMemoryLimit(log *slog.Logger) {
 func serve(ctx context.Context, c common, addr string, banner func(*edge.Server, string) error) error {
 	log := c.logger()
 	softMemoryLimit(log)
-	st, err := c.openStore(ctx)
+	// Not contacting the store here: when it is down the edge serves the
+	// newest good snapshot in its local cache (edge.Server.Start).
+	st, err := publish.OpenLazy(ctx, c.store)
 	if err != nil {
 		return err
 	}
@@ -154,8 +157,17 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	if grace == 0 {
 		grace = -1 // edge.Options: 0 means the default
 	}
+	poll, err := time.ParseDuration(env("EO_POLL_INTERVAL", "10s"))
+	if err != nil || poll <= 0 {
+		return fmt.Errorf("EO_POLL_INTERVAL: want a positive duration such as 10s, got %q", os.Getenv("EO_POLL_INTERVAL"))
+	}
+	maxConns, err := strconv.Atoi(env("EO_MAX_CONNS", "0"))
+	if err != nil || maxConns < 0 {
+		return fmt.Errorf("EO_MAX_CONNS: want a count (0: the open-file limit less a reserve), got %q", os.Getenv("EO_MAX_CONNS"))
+	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace, Meter: meter})
+		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace, Meter: meter,
+		PollInterval: poll, MaxConns: maxConns})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,230 @@
+// Package miniotest runs real MinIO servers for tests, on free loopback
+// ports, with the controls fault tests need: kill -9, freeze (SIGSTOP),
+// thaw and relaunch on the same port and data. Without the binary it fails
+// the test under CI (where .ci/run installs it) and skips it elsewhere.
+package miniotest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Credentials of every server started here.
+const (
+	AccessKey = "eotestadmin"
+	SecretKey = "eotestadmin-secret"
+)
+
+// Hint says how to get the binary.
+const Hint = "go install github.com/minio/minio@latest or set EO_TEST_MINIO_ENDPOINT"
+
+// Server is a MinIO process.
+type Server struct {
+	Endpoint string // host:port
+	bin      string
+	dataDir  string
+	console  string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan error
+	log      *lockedBuffer
+}
+
+// Find returns the minio binary on PATH, in a GOPATH/bin or in $HOME/go/bin
+// ("" when there is none).
+func Find() string {
+	if p, err := exec.LookPath("minio"); err == nil {
+		return p
+	}
+	var dirs []string
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		dirs = append(dirs, filepath.SplitList(gp)...)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "bin", "minio")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// Start launches a fresh server with its data in a test temp folder,
+// stopped when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Find()
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but no minio binary is available: " + Hint + " (.ci/run installs it)")
+		}
+		t.Skip("minio binary not found: " + Hint)
+	}
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts bin on free ports with its data under dir and waits until it
+// answers (up to 30 s).
+func Launch(bin, dir string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), console: fmt.Sprintf("127.0.0.1:%d", cport),
+		bin: bin, dataDir: filepath.Join(dir, "data")}
+	return s, s.launch()
+}
+
+func (s *Server) launch() error {
+	cmd := exec.Command(s.bin, "server", s.dataDir, "--address", s.Endpoint, "--console-address", s.console, "--quiet")
+	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
+		"MINIO_UPDATE=off", "MINIO_BROWSER=off")
+	s.log = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	if err := Wait(s.Endpoint, exited); err != nil {
+		s.Kill()
+		return fmt.Errorf("%w\nminio output:\n%s", err, s.log)
+	}
+	return nil
+}
+
+// Wait polls ListBuckets until the server at ep answers (up to 30 s) or
+// exited receives.
+func Wait(ep string, exited <-chan error) error {
+	client, err := minio.New(ep, &minio.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, "")})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := client.ListBuckets(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("minio at %s not ready after 30s: %w", ep, err)
+		}
+		select {
+		case werr := <-exited:
+			return fmt.Errorf("minio exited early: %v", werr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(sig)
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (s *Server) Kill() {
+	s.signal(syscall.SIGCONT) // a frozen process dies on SIGKILL too; thaw so Wait returns at once
+	s.signal(syscall.SIGKILL)
+	s.reap(10 * time.Second)
+}
+
+// Freeze stops the process (SIGSTOP): it keeps its port, accepts TCP
+// connections into the backlog and never answers.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen process (SIGCONT).
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+// Relaunch starts the server again on the same port and data (after Kill).
+func (s *Server) Relaunch() error { return s.launch() }
+
+// Stop ends the process (SIGTERM, then SIGKILL after 5 s).
+func (s *Server) Stop() {
+	s.signal(syscall.SIGCONT)
+	s.signal(syscall.SIGTERM)
+	if !s.reap(5 * time.Second) {
+		s.Kill()
+	}
+}
+
+func (s *Server) reap(wait time.Duration) bool {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		s.mu.Lock()
+		if s.cmd == cmd {
+			s.cmd = nil
+		}
+		s.mu.Unlock()
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// Log is the server's output so far.
+func (s *Server) Log() string { return s.log.String() }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
