@@ -65,6 +65,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdUp(ctx, args[1:])
 	case "bench-bare": // cmd/eo/benchbare.go: the bare Fiber baseline of scripts/bench-edge.sh
 		return cmdBenchBare(ctx, args[1:])
+	case "bench-flood": // cmd/eo/benchflood.go: the hostile clients of scripts/flood.sh
+		return cmdBenchFlood(ctx, args[1:])
 	case "model": // cmd/eo/model.go
 		return cmdModel(ctx, args[1:])
 	case "import": // cmd/eo/import.go

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Hostile clients against a real edge: IDLE connections that never send a
+# byte and SLOW ones sending a request header one byte a second
+# (slowloris), each reopened as soon as the edge closes it, while one
+# /health and one keyed request at a time are timed on fresh connections
+# (`eo bench-flood`). The edge serves a MATCHES-match world with the live
+# replay playing. Prints the percentiles and whether the edge survived.
+#
+#   scripts/flood.sh
+#   IDLE=5000 SLOW=1000 DURATION=60s scripts/flood.sh
+#
+# Needs wrk, curl and jq (bench-lib). Loopback only.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+BENCH_NAME=flood
+MATCHES=${MATCHES:-3000}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+IDLE=${IDLE:-5000}
+SLOW=${SLOW:-1000}
+DURATION=${DURATION:-60s}
+
+dir=$TMPROOT/world
+world "$dir" "$MATCHES"
+KEY=$(mint_key "$dir")
+port=$(free_port)
+"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
+	--live-matches 4 >"$LOGS/up.log" 2>&1 &
+EDGE_PID=$!
+PIDS+=("$EDGE_PID")
+wait_http "http://127.0.0.1:$port/health" "$EDGE_PID" 900
+log "edge open-file limit: $(awk '/Max open files/ {print $4}' "/proc/$EDGE_PID/limits")"
+
+log "flood: $IDLE idle + $SLOW slow connections for $DURATION"
+"$EO" bench-flood --addr "127.0.0.1:$port" --key "$KEY" --idle "$IDLE" --slow "$SLOW" --duration "$DURATION"
+if kill -0 "$EDGE_PID" 2>/dev/null; then
+	echo "edge: alive, $(find "/proc/$EDGE_PID/fd" -mindepth 1 -maxdepth 1 | wc -l) fds open after the flood"
+else
+	echo "edge: EXITED"; tail -20 "$LOGS/up.log"; exit 1
+fi
