@@ -2,10 +2,12 @@ package access
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -18,15 +20,34 @@ import (
 // usage events to bbolt every FlushInterval. After a crash (kill -9) at most
 // the last FlushInterval of counting and usage events is lost; buckets are
 // not persisted (a full refill takes five seconds anyway).
+//
+// A flush that fails (disk full) writes nothing: the counters and events
+// wait in memory for the next flush, requests keep being metered from
+// memory, the failure is logged and Health reports it (not required: the
+// edge serves on, degraded). Usage events are deleted once exported
+// (PruneUsage); bbolt reuses their pages, so under a periodic export the
+// file stops growing (it does not shrink).
 type Embedded struct {
 	db       *bolt.DB
 	interval time.Duration
+	log      *slog.Logger
+	source   UsageSource
 
 	mu       sync.Mutex
 	buckets  map[string]*bucket
 	counters map[string]counter
 	dirty    map[string]bool
 	pending  []UsageEvent
+	// retained is the events written to the usage bucket and not pruned.
+	retained int64
+	cap      int64
+	dropped  uint64
+
+	flushMu  sync.Mutex // one flush (and one prune) at a time
+	exportMu sync.Mutex // LockExport: one exporter (the file lock keeps other processes out)
+	health   *healthState
+	dropLog  every
+	failLog  every
 
 	stop chan struct{}
 	done chan struct{}
@@ -45,29 +66,103 @@ type counter struct {
 // DefaultFlushInterval bounds what a crash can lose.
 const DefaultFlushInterval = 200 * time.Millisecond
 
+// DefaultMaxRetainedEvents caps the usage events a backend keeps while the
+// export cannot write them (about 1.2 GB on disk in the embedded store,
+// about 2 GB of Redis memory; at 1,000 requests a second, more than two
+// hours of a store outage).
+const DefaultMaxRetainedEvents = 10_000_000
+
+// maxPendingUsage bounds the in-memory buffer of events not yet written
+// (while the counters file or Redis cannot be written); beyond it events are
+// dropped (and counted) rather than growing memory without limit.
+const maxPendingUsage = 1 << 20
+
 var (
 	bucketCounters = []byte("counters")
 	bucketUsage    = []byte("usage")
+	bucketMeta     = []byte("meta")
+	metaSource     = []byte("usage_source")
+	metaLegacyUpTo = []byte("usage_legacy_upto")
 )
+
+// EmbeddedOptions configure OpenEmbeddedWith. Zero values take the defaults.
+type EmbeddedOptions struct {
+	// FlushInterval (default DefaultFlushInterval).
+	FlushInterval time.Duration
+	// MaxRetainedEvents caps the usage events kept for export, written and
+	// buffered (default DefaultMaxRetainedEvents; negative: no cap). At the
+	// cap new events are dropped, counted and logged: requests are still
+	// served and their quotas still counted.
+	MaxRetainedEvents int64
+	// MaxBytes caps the database file (0: none): a write that would grow it
+	// further fails, as on a full disk.
+	MaxBytes int
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
 
 // OpenEmbedded opens (creating) the counters database at path.
 func OpenEmbedded(path string, flush time.Duration) (*Embedded, error) {
-	if flush <= 0 {
-		flush = DefaultFlushInterval
+	return OpenEmbeddedWith(path, EmbeddedOptions{FlushInterval: flush})
+}
+
+func openBolt(path string, maxBytes int) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes})
+}
+
+// OpenEmbeddedWith opens (creating) the counters database at path.
+func OpenEmbeddedWith(path string, o EmbeddedOptions) (*Embedded, error) {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if o.MaxRetainedEvents == 0 {
+		o.MaxRetainedEvents = DefaultMaxRetainedEvents
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	db, err := openBolt(path, o.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("access: open counters %s: %w", path, err)
 	}
-	e := &Embedded{db: db, interval: flush, buckets: map[string]*bucket{}, counters: map[string]counter{},
-		dirty: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &Embedded{db: db, interval: o.FlushInterval, log: o.Logger, buckets: map[string]*bucket{},
+		counters: map[string]counter{}, dirty: map[string]bool{}, cap: max(o.MaxRetainedEvents, 0),
+		health: newHealthState(false), dropLog: every{d: 10 * time.Second}, failLog: every{d: 30 * time.Second},
+		stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketCounters)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(bucketUsage); err != nil {
+		u, err := tx.CreateBucketIfNotExists(bucketUsage)
+		if err != nil {
 			return err
+		}
+		m, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if id := m.Get(metaSource); id != nil {
+			e.source = UsageSource{ID: string(id), LegacyUpTo: string(m.Get(metaLegacyUpTo))}
+		} else {
+			// A new database, or one from before usage sources: the
+			// latter already holds events under the old store-wide
+			// watermark.
+			e.source = UsageSource{ID: "db-" + randomHex(8)}
+			if seq := u.Sequence(); seq > 0 {
+				e.source.LegacyUpTo = strconv.FormatUint(seq, 10)
+				if err := m.Put(metaLegacyUpTo, []byte(e.source.LegacyUpTo)); err != nil {
+					return err
+				}
+			}
+			if err := m.Put(metaSource, []byte(e.source.ID)); err != nil {
+				return err
+			}
+		}
+		// Events are pruned from the front, so the kept ones are the
+		// contiguous sequence numbers from the first key to the last.
+		if k, _ := u.Cursor().First(); k != nil {
+			e.retained = int64(u.Sequence() - binary.BigEndian.Uint64(k) + 1)
 		}
 		return b.ForEach(func(k, v []byte) error {
 			var c counter
@@ -86,6 +181,14 @@ func OpenEmbedded(path string, flush time.Duration) (*Embedded, error) {
 	return e, nil
 }
 
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
 func (e *Embedded) loop() {
 	defer close(e.done)
 	t := time.NewTicker(e.interval)
@@ -102,7 +205,10 @@ func (e *Embedded) loop() {
 }
 
 // Flush writes dirty counters and pending usage events in one transaction.
+// When it fails nothing is written and everything waits for the next flush.
 func (e *Embedded) Flush() error {
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
 	e.mu.Lock()
 	if len(e.dirty) == 0 && len(e.pending) == 0 {
 		e.mu.Unlock()
@@ -121,7 +227,7 @@ func (e *Embedded) Flush() error {
 	e.dirty = map[string]bool{}
 	e.pending = nil
 	e.mu.Unlock()
-	return e.db.Update(func(tx *bolt.Tx) error {
+	err := e.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCounters)
 		for k, v := range vals {
 			var err error
@@ -135,20 +241,56 @@ func (e *Embedded) Flush() error {
 			}
 		}
 		u := tx.Bucket(bucketUsage)
+		// Keys only grow: full pages, not bbolt's default half-full split.
+		u.FillPercent = 1
+		// One buffer for the batch: bbolt keeps the slices until commit.
+		buf := make([]byte, 0, len(events)*112)
 		for _, ev := range events {
 			seq, err := u.NextSequence()
 			if err != nil {
 				return err
 			}
-			var k [8]byte
-			binary.BigEndian.PutUint64(k[:], seq)
-			v, _ := json.Marshal(ev)
-			if err := u.Put(k[:], v); err != nil {
+			start := len(buf)
+			buf = binary.BigEndian.AppendUint64(buf, seq)
+			mid := len(buf)
+			buf = appendEvent(buf, ev)
+			if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	e.mu.Lock()
+	if err != nil {
+		for k := range vals {
+			e.dirty[k] = true
+		}
+		e.pending = append(events, e.pending...)
+	} else {
+		e.retained += int64(len(events))
+	}
+	waiting := len(e.pending)
+	e.mu.Unlock()
+	if changed := e.health.set(err); err != nil {
+		if changed || e.failLog.ok() {
+			e.log.Error("counters: writing counters.db failed; counting goes on in memory and the writes wait for the next flush",
+				"err", err, "events_waiting", waiting)
+		}
+		return fmt.Errorf("access: flush counters: %w", err)
+	} else if changed {
+		e.log.Info("counters: counters.db is written again")
+	}
+	return nil
+}
+
+// Health implements HealthReporter: whether the last flush succeeded.
+func (e *Embedded) Health() Health { return e.health.get() }
+
+// UsageStats implements StatsReporter.
+func (e *Embedded) UsageStats() UsageStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return UsageStats{Retained: e.retained + int64(len(e.pending)), Cap: e.cap, Dropped: e.dropped}
 }
 
 // TakeToken implements Counters.
@@ -223,48 +365,150 @@ func (e *Embedded) Get(_ context.Context, now time.Time, keys []string) ([]int64
 	return out, nil
 }
 
-// Record implements Counters.
+// Record implements Counters: the event is written with the next flush.
 func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
 	e.mu.Lock()
+	n := int64(len(e.pending))
+	if len(e.pending) >= maxPendingUsage || e.cap > 0 && e.retained+n >= e.cap {
+		e.dropped++
+		dropped, retained := e.dropped, e.retained+n
+		e.mu.Unlock()
+		if e.dropLog.ok() {
+			e.log.Error("usage events dropped: the retained-event cap is reached (is the usage export failing?)",
+				"dropped_total", dropped, "retained", retained, "cap", e.cap, "waiting_in_memory", n)
+		}
+		return ErrUsageFull
+	}
 	e.pending = append(e.pending, ev)
 	e.mu.Unlock()
 	return nil
 }
 
+// UsageSource implements Counters: the id stored in the database.
+func (e *Embedded) UsageSource(context.Context) (UsageSource, error) { return e.source, nil }
+
 // ReadUsage implements Counters: positions are the bbolt sequence numbers.
-func (e *Embedded) ReadUsage(_ context.Context, after string, max int) ([]UsageEvent, string, error) {
-	if err := e.Flush(); err != nil {
+func (e *Embedded) ReadUsage(ctx context.Context, after string, max int) ([]UsageEvent, string, error) {
+	return e.ReadUsageRange(ctx, after, "", max)
+}
+
+// ReadUsageRange implements Counters. It writes what is buffered first; if
+// that fails (the failure is logged and reported) it reads what is written.
+func (e *Embedded) ReadUsageRange(_ context.Context, after, upto string, max int) ([]UsageEvent, string, error) {
+	_ = e.Flush()
+	from, err := parseSeq(after)
+	if err != nil {
 		return nil, after, err
 	}
-	var from uint64
 	if after != "" {
-		n, err := strconv.ParseUint(after, 10, 64)
-		if err != nil {
-			return nil, after, errors.New("access: bad usage position")
+		from++
+	}
+	end := uint64(math.MaxUint64)
+	if upto != "" {
+		if end, err = parseSeq(upto); err != nil {
+			return nil, after, err
 		}
-		from = n + 1
 	}
 	var out []UsageEvent
 	last := after
-	err := e.db.View(func(tx *bolt.Tx) error {
+	err = e.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketUsage).Cursor()
 		var k [8]byte
 		binary.BigEndian.PutUint64(k[:], from)
 		for key, v := c.Seek(k[:]); key != nil && len(out) < max; key, v = c.Next() {
-			var ev UsageEvent
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return err
+			seq := binary.BigEndian.Uint64(key)
+			if seq > end {
+				break
+			}
+			ev, err := decodeEvent(v)
+			if err != nil {
+				return fmt.Errorf("access: usage event %d: %w", seq, err)
 			}
 			out = append(out, ev)
-			last = strconv.FormatUint(binary.BigEndian.Uint64(key), 10)
+			last = strconv.FormatUint(seq, 10)
 		}
 		return nil
 	})
 	return out, last, err
 }
 
-// Close flushes and closes the database.
+func parseSeq(pos string) (uint64, error) {
+	if pos == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(pos, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("access: bad usage position %q", pos)
+	}
+	return n, nil
+}
+
+// pruneChunk bounds one prune transaction (its size in memory and how long
+// it holds the writer lock against flushes).
+const pruneChunk = 50000
+
+// PruneUsage implements Counters: deletes the events at or before upto.
+func (e *Embedded) PruneUsage(_ context.Context, upto string) (int64, error) {
+	end, err := parseSeq(upto)
+	if err != nil || upto == "" {
+		return 0, err
+	}
+	var total int64
+	for {
+		e.flushMu.Lock()
+		n := 0
+		err := e.db.Update(func(tx *bolt.Tx) error {
+			u := tx.Bucket(bucketUsage)
+			var keys [][]byte
+			c := u.Cursor()
+			for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= end && len(keys) < pruneChunk; k, _ = c.Next() {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			for _, k := range keys {
+				if err := u.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err == nil {
+			e.mu.Lock()
+			e.retained -= int64(n)
+			e.mu.Unlock()
+		}
+		e.flushMu.Unlock()
+		total += int64(n)
+		if err != nil {
+			return total, fmt.Errorf("access: prune usage events: %w", err)
+		}
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
+
+// LockExport implements Counters: one exporter per process; bbolt's file
+// lock keeps other processes out of the database altogether.
+func (e *Embedded) LockExport(context.Context, time.Duration) (ExportLock, error) {
+	if !e.exportMu.TryLock() {
+		return nil, ErrExportBusy
+	}
+	return mutexLock{&e.exportMu}, nil
+}
+
+type mutexLock struct{ mu *sync.Mutex }
+
+func (l mutexLock) Extend(context.Context) error { return nil }
+func (l mutexLock) Release(context.Context)      { l.mu.Unlock() }
+
+// Close flushes and closes the database (a second Close does nothing).
 func (e *Embedded) Close() error {
+	select {
+	case <-e.stop:
+		return nil
+	default:
+	}
 	close(e.stop)
 	<-e.done
 	return e.db.Close()

@@ -3,8 +3,12 @@ package access
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,12 +20,39 @@ import (
 	"github.com/eodata/eo/publish"
 )
 
-// UsagePrefix is where usage exports land in the store: one Parquet file per
-// export run, for billing analytics. It is not part of any snapshot.
+// UsagePrefix is where usage exports land in the store, one Parquet file per
+// batch, for billing analytics: usage/events/<day>/<source>/<after>_<last>.parquet,
+// where <source> is the counters backend's UsageSource id and the positions
+// are that source's. It is not part of any snapshot.
 const UsagePrefix = "usage/events/"
 
-// usageWatermarkKey records the position of the last exported event.
-const usageWatermarkKey = "state/usage_watermark"
+// usageWatermarkPrefix holds one watermark per source:
+// state/usage_watermark/<source>. usageLegacyWatermark is the single
+// store-wide watermark of earlier versions, adopted once (see UsageSource).
+const (
+	usageWatermarkPrefix = "state/usage_watermark/"
+	usageLegacyWatermark = "state/usage_watermark"
+)
+
+// ExportLockTTL is how long an exporter holds the source's lock without
+// renewing it (it renews before every batch).
+const ExportLockTTL = 2 * time.Minute
+
+// DefaultExportBatch is the most events one export file holds.
+const DefaultExportBatch = 100000
+
+// watermark is a source's export state in the store.
+type watermark struct {
+	Source string `json:"source"`
+	// Pos is the last exported position ("" = none yet).
+	Pos string `json:"pos"`
+	// PendingTo and PendingFile record a batch being exported: the events
+	// in (Pos, PendingTo] go to PendingFile. Written before the file, so an
+	// export that stops in between is redone exactly, to the same file.
+	PendingTo   string    `json:"pending_to,omitempty"`
+	PendingFile string    `json:"pending_file,omitempty"`
+	Updated     time.Time `json:"updated"`
+}
 
 var usageSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
@@ -33,45 +64,151 @@ var usageSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 // ExportUsage writes every usage event recorded since the last export to the
-// store as Parquet files of at most batch events, then advances the
-// watermark. It returns how many events it exported. The watermark is
-// written after the file, so a crash between the two re-exports (never
-// loses) the batch; files are named by their position range, so a re-export
-// overwrites the same object.
-func ExportUsage(ctx context.Context, c Counters, st publish.Store, batch int) (int, error) {
+// store as Parquet files of at most batch events, advances the source's
+// watermark, and then prunes the exported events from the counters backend.
+// It returns how many events it exported.
+//
+// Guarantee: every recorded event lands in exactly one export file.
+//   - The watermark is per source (UsageSource), so a new counters.db or an
+//     emptied Redis starts from its own beginning, and hosts never share
+//     positions or file names.
+//   - Each batch is announced in the watermark (its range and file name)
+//     before its file is written, and the watermark advances after: an
+//     export that stops in between (crash, store error) is redone by the
+//     next run with exactly the same events to the same file name, which
+//     overwrites the first attempt.
+//   - Exporters of one source take its export lock (Redis: SET NX PX under
+//     the prefix, renewed before every batch; embedded: one process holds
+//     the database); a second exporter gets ErrExportBusy and does nothing.
+//     An exporter that loses its lock (stalled past ExportLockTTL) stops
+//     before it advances the watermark.
+//   - Events are pruned only after the watermark that covers them is saved,
+//     so pruning never loses an unexported event.
+//
+// The one window left: an exporter stalled longer than ExportLockTTL
+// between its lock check and its watermark write can move the watermark
+// back, and the events after it are then exported a second time (to other
+// file names). Every event has a unique request_id, so the billing side can
+// always de-duplicate; it never loses one.
+func ExportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int) (int, error) {
 	if batch <= 0 {
-		batch = 100000
+		batch = DefaultExportBatch
 	}
-	after := ""
-	if b, err := publish.GetBytes(ctx, st, usageWatermarkKey); err == nil {
-		after = string(b)
-	} else if !errors.Is(err, publish.ErrNotFound) {
-		return 0, fmt.Errorf("access: read usage watermark: %w", err)
+	src, err := c.UsageSource(ctx)
+	if err != nil {
+		return 0, err
+	}
+	lock, err := c.LockExport(ctx, ExportLockTTL)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Release(context.WithoutCancel(ctx))
+	wmKey := usageWatermarkPrefix + src.ID
+	wm, err := loadWatermark(ctx, st, wmKey, src)
+	if err != nil {
+		return 0, err
+	}
+	// Events a previous run exported but did not prune (it stopped after
+	// saving the watermark), or exported by an earlier version.
+	if wm.Pos != "" {
+		if _, err := c.PruneUsage(ctx, wm.Pos); err != nil {
+			return 0, err
+		}
 	}
 	total := 0
 	for {
-		evs, last, err := c.ReadUsage(ctx, after, batch)
-		if err != nil {
-			return total, fmt.Errorf("access: read usage: %w", err)
-		}
-		if len(evs) == 0 {
-			return total, nil
-		}
-		body, err := usageParquet(evs)
-		if err != nil {
+		if err := lock.Extend(ctx); err != nil {
 			return total, err
 		}
-		key := fmt.Sprintf("%s%s/%s_%s.parquet", UsagePrefix, evs[0].Time.UTC().Format("2006-01-02"),
-			safeName(after), safeName(last))
-		if err := publish.PutBytes(ctx, st, key, body); err != nil {
-			return total, fmt.Errorf("access: export usage: %w", err)
+		var evs []UsageEvent
+		if wm.PendingTo != "" {
+			// Redo the batch an earlier run announced, exactly.
+			if evs, _, err = c.ReadUsageRange(ctx, wm.Pos, wm.PendingTo, math.MaxInt32); err != nil {
+				return total, fmt.Errorf("access: read usage: %w", err)
+			}
+		} else {
+			var last string
+			if evs, last, err = c.ReadUsageRange(ctx, wm.Pos, "", batch); err != nil {
+				return total, fmt.Errorf("access: read usage: %w", err)
+			}
+			if len(evs) == 0 {
+				return total, nil
+			}
+			wm.PendingTo = last
+			wm.PendingFile = fmt.Sprintf("%s%s/%s/%s_%s.parquet", UsagePrefix, evs[0].Time.UTC().Format("2006-01-02"),
+				src.ID, safeName(wm.Pos), safeName(last))
+			if err := saveWatermark(ctx, st, wmKey, wm); err != nil {
+				return total, err
+			}
 		}
-		if err := publish.PutBytes(ctx, st, usageWatermarkKey, []byte(last)); err != nil {
-			return total, fmt.Errorf("access: save usage watermark: %w", err)
+		if len(evs) > 0 {
+			body, err := usageParquet(evs)
+			if err != nil {
+				return total, err
+			}
+			if err := publish.PutBytes(ctx, st, wm.PendingFile, body); err != nil {
+				return total, fmt.Errorf("access: export usage: %w", err)
+			}
+		}
+		// Only the lock holder moves the watermark.
+		if err := lock.Extend(ctx); err != nil {
+			return total, err
+		}
+		wm = watermark{Source: src.ID, Pos: wm.PendingTo}
+		if err := saveWatermark(ctx, st, wmKey, wm); err != nil {
+			return total, err
 		}
 		total += len(evs)
-		after = last
+		if _, err := c.PruneUsage(ctx, wm.Pos); err != nil {
+			return total, err
+		}
+		if len(evs) < batch {
+			// Caught up with what was there: the events recorded since
+			// wait for the next run (under load, chasing them would write
+			// a stream of tiny files and never return).
+			return total, nil
+		}
 	}
+}
+
+// loadWatermark reads the source's watermark. A source without one starts
+// from its beginning, unless it is a legacy source and the old store-wide
+// watermark can be its own (at or before the last position it held then).
+func loadWatermark(ctx context.Context, st publish.Store, key string, src UsageSource) (watermark, error) {
+	wm := watermark{Source: src.ID}
+	b, err := publish.GetBytes(ctx, st, key)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &wm); err != nil {
+			return wm, fmt.Errorf("access: usage watermark %s: %w", key, err)
+		}
+		return wm, nil
+	case !errors.Is(err, publish.ErrNotFound):
+		return wm, fmt.Errorf("access: read usage watermark: %w", err)
+	}
+	if src.LegacyUpTo == "" {
+		return wm, nil
+	}
+	b, err = publish.GetBytes(ctx, st, usageLegacyWatermark)
+	switch {
+	case errors.Is(err, publish.ErrNotFound):
+		return wm, nil
+	case err != nil:
+		return wm, fmt.Errorf("access: read usage watermark: %w", err)
+	}
+	if old := strings.TrimSpace(string(b)); comparePos(old, src.LegacyUpTo) <= 0 {
+		wm.Pos = old
+	}
+	return wm, nil
+}
+
+func saveWatermark(ctx context.Context, st publish.Store, key string, wm watermark) error {
+	wm.Updated = time.Now().UTC()
+	b, _ := json.Marshal(wm)
+	if err := publish.PutBytes(ctx, st, key, b); err != nil {
+		return fmt.Errorf("access: save usage watermark: %w", err)
+	}
+	return nil
 }
 
 func safeName(pos string) string {

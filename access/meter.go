@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -75,11 +76,62 @@ type Counters interface {
 	TakeToken(ctx context.Context, key string, burst, rate float64, now time.Time) (TokenResult, error)
 	Consume(ctx context.Context, now time.Time, cs []Counter) (ConsumeResult, error)
 	Get(ctx context.Context, now time.Time, keys []string) ([]int64, error)
+	UsageLog
+	Close() error
+}
+
+// UsageLog is where usage events wait until ExportUsage has written them to
+// the store; then they are pruned.
+type UsageLog interface {
 	Record(ctx context.Context, ev UsageEvent) error
+	// UsageSource identifies the log that positions belong to (see
+	// UsageSource); export watermarks are kept per source.
+	UsageSource(ctx context.Context) (UsageSource, error)
 	// ReadUsage returns up to max events recorded after the position
 	// `after` ("" = from the start) and the position of the last one.
 	ReadUsage(ctx context.Context, after string, max int) ([]UsageEvent, string, error)
-	Close() error
+	// ReadUsageRange is ReadUsage bounded by upto (inclusive; "" = none).
+	ReadUsageRange(ctx context.Context, after, upto string, max int) ([]UsageEvent, string, error)
+	// PruneUsage deletes the events at or before upto (exported ones) and
+	// returns how many it deleted.
+	PruneUsage(ctx context.Context, upto string) (int64, error)
+	// LockExport makes the caller the source's only exporter until the
+	// lock is released or its ttl passes without an Extend; it fails with
+	// ErrExportBusy while another exporter holds it.
+	LockExport(ctx context.Context, ttl time.Duration) (ExportLock, error)
+}
+
+// UsageSource identifies one log of usage events: its positions mean
+// nothing in another. Every counters database gets a random id when it is
+// created (stored in it), a Redis deployment one key created with SETNX
+// under the prefix, shared by every edge that uses it. A new counters.db
+// (deleted file, new host) or an emptied Redis is a new source, so its
+// events are exported from its start instead of being skipped under another
+// source's watermark.
+type UsageSource struct {
+	ID string
+	// LegacyUpTo is set when the source already held events before it was
+	// given an id (a counters.db or stream written by a version with one
+	// store-wide watermark): the last position it held then. The old
+	// watermark is adopted for the source only if it is at or before that
+	// position; otherwise it cannot be this source's and the source is
+	// exported from its start.
+	LegacyUpTo string
+}
+
+// ErrExportBusy: another exporter holds the source's export lock.
+var ErrExportBusy = errors.New("access: another usage export of this source is running")
+
+// ErrExportLockLost: the export lock expired or was taken over; the
+// exporter stops before it writes anything more.
+var ErrExportLockLost = errors.New("access: usage export lock lost")
+
+// ExportLock is a held export lock.
+type ExportLock interface {
+	// Extend renews the lock's ttl; ErrExportLockLost when it is no longer
+	// held by this exporter.
+	Extend(ctx context.Context) error
+	Release(ctx context.Context)
 }
 
 // AccountLookup resolves an account (trial state).

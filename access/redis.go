@@ -3,8 +3,11 @@ package access
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,15 +22,30 @@ import (
 // costs the two metering round trips and not a third for its usage event. A
 // crash of the edge process can lose at most the events of that last
 // interval; a failed write keeps the batch for the next attempt.
+//
+// Every call is bounded: dial, read and write time out after
+// RedisOptions.Timeout and a failed call is retried at most MaxRetries
+// times. After BreakerFailures consecutive failures the circuit breaker
+// opens: calls fail at once with ErrUnavailable (the edge answers 503 with
+// Retry-After) until a background PING, every ProbeInterval, succeeds. The
+// probe runs all the time, so Health (the edge's /health) notices a dead or
+// hung Redis within a few probes even without traffic.
 type Redis struct {
 	c      redis.UniversalClient
 	prefix string
+	o      RedisOptions
+	log    *slog.Logger
 
-	mu      sync.Mutex
-	pending []UsageEvent
-	flushMu sync.Mutex // one batch write at a time, in order
-	stop    chan struct{}
-	done    chan struct{}
+	mu        sync.Mutex
+	pending   []UsageEvent
+	dropped   uint64
+	streamLen atomic.Int64 // the usage stream's length, as last seen
+	flushMu   sync.Mutex   // one batch write at a time, in order
+	dropLog   every
+
+	br   *breaker
+	stop chan struct{}
+	done chan struct{}
 }
 
 // RedisUsageFlush is how often buffered usage events are written.
@@ -36,30 +54,122 @@ const RedisUsageFlush = 100 * time.Millisecond
 // usageBatch is the buffer size at which Record writes the batch itself.
 const usageBatch = 4096
 
-// maxPendingUsage bounds the buffer while Redis is unreachable; beyond it
-// Record returns an error (the request is still served and the failure is
-// logged by the edge) rather than growing without limit.
-const maxPendingUsage = 1 << 20
+// Defaults of RedisOptions.
+const (
+	DefaultRedisTimeout    = 300 * time.Millisecond
+	DefaultRedisRetries    = 1
+	DefaultBreakerFailures = 3
+	DefaultProbeInterval   = 500 * time.Millisecond
+)
+
+// RedisOptions configure OpenRedisWith and NewRedisWith. Zero values take
+// the defaults.
+type RedisOptions struct {
+	// Timeout bounds dialing, and each read and write of, a Redis call
+	// (default DefaultRedisTimeout). OpenRedisWith sets it on the client.
+	Timeout time.Duration
+	// MaxRetries is how often a failed call is retried (default
+	// DefaultRedisRetries; negative: never).
+	MaxRetries int
+	// BreakerFailures consecutive failed calls open the circuit breaker
+	// (default DefaultBreakerFailures).
+	BreakerFailures int
+	// ProbeInterval is how often the probe PINGs Redis (default
+	// DefaultProbeInterval).
+	ProbeInterval time.Duration
+	// MaxRetainedEvents caps the usage stream (default
+	// DefaultMaxRetainedEvents; negative: no cap): while the stream, as last
+	// seen, and this instance's buffer hold that many events, new events are
+	// dropped, counted and logged.
+	MaxRetainedEvents int64
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o *RedisOptions) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultRedisTimeout
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = DefaultRedisRetries
+	}
+	if o.BreakerFailures <= 0 {
+		o.BreakerFailures = DefaultBreakerFailures
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = DefaultProbeInterval
+	}
+	if o.MaxRetainedEvents == 0 {
+		o.MaxRetainedEvents = DefaultMaxRetainedEvents
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
 
 // NewRedis uses a go-redis client; keys are namespaced by prefix.
 func NewRedis(c redis.UniversalClient, prefix string) *Redis {
-	r := &Redis{c: c, prefix: prefix, stop: make(chan struct{}), done: make(chan struct{})}
+	return NewRedisWith(c, prefix, RedisOptions{})
+}
+
+// NewRedisWith uses a go-redis client (whose timeouts are the caller's);
+// keys are namespaced by prefix.
+func NewRedisWith(c redis.UniversalClient, prefix string, o RedisOptions) *Redis {
+	o.defaults()
+	r := &Redis{c: c, prefix: prefix, o: o, log: o.Logger, dropLog: every{d: 10 * time.Second},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	r.br = newBreaker(o.BreakerFailures, o.Logger)
 	go r.loop()
 	return r
 }
 
 func (r *Redis) loop() {
 	defer close(r.done)
-	t := time.NewTicker(RedisUsageFlush)
-	defer t.Stop()
+	flush := time.NewTicker(RedisUsageFlush)
+	defer flush.Stop()
+	probe := time.NewTicker(r.o.ProbeInterval)
+	defer probe.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-t.C:
+		case <-flush.C:
 			_ = r.flushUsage(context.Background())
+		case <-probe.C:
+			r.probe()
 		}
 	}
+}
+
+// probe PINGs Redis: a success closes the breaker, a failure counts
+// towards opening it.
+func (r *Redis) probe() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.o.Timeout)
+	defer cancel()
+	err := r.c.Ping(ctx).Err()
+	r.br.probed(err)
+}
+
+// call runs f unless the breaker is open, and records its outcome.
+func (r *Redis) call(f func() error) error {
+	if err := r.br.allow(); err != nil {
+		return err
+	}
+	err := f()
+	r.br.observe(err)
+	return err
+}
+
+// Health implements HealthReporter: the breaker's state (required: metered
+// requests cannot be served without Redis).
+func (r *Redis) Health() Health { return r.br.health.get() }
+
+// UsageStats implements StatsReporter.
+func (r *Redis) UsageStats() UsageStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return UsageStats{Retained: r.streamLen.Load() + int64(len(r.pending)), Cap: max(r.o.MaxRetainedEvents, 0),
+		Dropped: r.dropped}
 }
 
 // flushUsage writes the buffered events in one pipeline. On an error the
@@ -74,14 +184,19 @@ func (r *Redis) flushUsage(ctx context.Context) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	_, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, ev := range evs {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: r.usageStream(), Values: map[string]any{
-				"time": ev.Time.UTC().Format(time.RFC3339Nano), "key_id": ev.KeyID, "account_id": ev.AccountID,
-				"endpoint": ev.Endpoint, "status": ev.Status, "request_id": ev.RequestID,
-			}})
-		}
-		return nil
+	var xlen *redis.IntCmd
+	err := r.call(func() error {
+		_, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ev := range evs {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: r.usageStream(), Values: map[string]any{
+					"time": ev.Time.UTC().Format(time.RFC3339Nano), "key_id": ev.KeyID, "account_id": ev.AccountID,
+					"endpoint": ev.Endpoint, "status": ev.Status, "request_id": ev.RequestID,
+				}})
+			}
+			xlen = p.XLen(ctx, r.usageStream())
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		// A pipeline can fail part-way; the events are re-sent, so a
@@ -91,21 +206,41 @@ func (r *Redis) flushUsage(ctx context.Context) error {
 		r.mu.Unlock()
 		return fmt.Errorf("access: write usage events: %w", err)
 	}
+	r.streamLen.Store(xlen.Val())
 	return nil
 }
 
-// OpenRedis connects to a redis:// URL.
+// OpenRedis connects to a redis:// URL with the default RedisOptions.
 func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
+	return OpenRedisWith(ctx, url, prefix, RedisOptions{})
+}
+
+// OpenRedisWith connects to a redis:// URL; o's timeouts and retries are set
+// on the client (they override the URL's).
+func OpenRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
+	o.defaults()
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("access: redis url: %w", err)
 	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+	// A call waits at most this long for a pooled connection (when every
+	// one is stuck on a hung server).
+	opt.PoolTimeout = o.Timeout
+	opt.MaxRetries = o.MaxRetries
+	if o.MaxRetries < 0 {
+		opt.MaxRetries = -1 // go-redis: -1 is none, 0 its default
+	}
+	opt.MinRetryBackoff, opt.MaxRetryBackoff = 8*time.Millisecond, 64*time.Millisecond
+	// One dial attempt per call (go-redis would try five, each up to the
+	// dial timeout): the call's own retry is the bounded retry.
+	opt.DialerRetries, opt.DialerRetryTimeout = 1, 10*time.Millisecond
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("access: redis ping: %w", err)
 	}
-	return NewRedis(c, prefix), nil
+	return NewRedisWith(c, prefix, o), nil
 }
 
 // Client exposes the client (shared with the live fan-out).
@@ -147,7 +282,11 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 60000)
 
 // TakeToken implements Counters.
 func (r *Redis) TakeToken(ctx context.Context, key string, burst, rate float64, now time.Time) (TokenResult, error) {
-	v, err := takeTokenScript.Run(ctx, r.c, []string{r.prefix + key}, burst, rate, now.UnixMilli()).Slice()
+	var v []any
+	err := r.call(func() (err error) {
+		v, err = takeTokenScript.Run(ctx, r.c, []string{r.prefix + key}, burst, rate, now.UnixMilli()).Slice()
+		return err
+	})
 	if err != nil {
 		return TokenResult{}, err
 	}
@@ -182,7 +321,11 @@ return {1, -1, vals}
 // Consume implements Counters.
 func (r *Redis) Consume(ctx context.Context, now time.Time, cs []Counter) (ConsumeResult, error) {
 	keys, args := r.counterArgs(now, cs, nil, []any{now.UnixMilli()})
-	v, err := consumeScript.Run(ctx, r.c, keys, args...).Slice()
+	var v []any
+	err := r.call(func() (err error) {
+		v, err = consumeScript.Run(ctx, r.c, keys, args...).Slice()
+		return err
+	})
 	if err != nil {
 		return ConsumeResult{}, err
 	}
@@ -230,7 +373,11 @@ func (r *Redis) TakeAndConsume(ctx context.Context, bucket string, burst, rate f
 		d = 1
 	}
 	keys, args := r.counterArgs(now, cs, []string{r.prefix + bucket}, []any{burst, rate, now.UnixMilli(), d})
-	v, err := takeAndConsumeScript.Run(ctx, r.c, keys, args...).Slice()
+	var v []any
+	err := r.call(func() (err error) {
+		v, err = takeAndConsumeScript.Run(ctx, r.c, keys, args...).Slice()
+		return err
+	})
 	if err != nil {
 		return TokenResult{}, ConsumeResult{}, err
 	}
@@ -264,7 +411,11 @@ func (r *Redis) Get(ctx context.Context, _ time.Time, keys []string) ([]int64, e
 	for i, k := range keys {
 		full[i] = r.prefix + k
 	}
-	vals, err := r.c.MGet(ctx, full...).Result()
+	var vals []any
+	err := r.call(func() (err error) {
+		vals, err = r.c.MGet(ctx, full...).Result()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -285,9 +436,15 @@ func (r *Redis) usageStream() string { return r.prefix + "usage" }
 func (r *Redis) Record(ctx context.Context, ev UsageEvent) error {
 	r.mu.Lock()
 	n := len(r.pending)
-	if n >= maxPendingUsage {
+	if n >= maxPendingUsage || r.o.MaxRetainedEvents > 0 && r.streamLen.Load()+int64(n) >= r.o.MaxRetainedEvents {
+		r.dropped++
+		dropped := r.dropped
 		r.mu.Unlock()
-		return fmt.Errorf("access: %d usage events waiting for Redis; dropping this one", n)
+		if r.dropLog.ok() {
+			r.log.Error("usage events dropped: the retained-event cap is reached or Redis cannot take them (is the usage export failing?)",
+				"dropped_total", dropped, "stream_len", r.streamLen.Load(), "cap", r.o.MaxRetainedEvents, "waiting_in_memory", n)
+		}
+		return ErrUsageFull
 	}
 	r.pending = append(r.pending, ev)
 	r.mu.Unlock()
@@ -300,33 +457,172 @@ func (r *Redis) Record(ctx context.Context, ev UsageEvent) error {
 	return nil
 }
 
+// usageSourceScript returns the deployment's usage source id (KEYS[1]),
+// creating it (ARGV[1]) if missing; a stream that already holds events then
+// is a legacy source, and its last id is kept in KEYS[2].
+var usageSourceScript = redis.NewScript(`
+local id = redis.call('GET', KEYS[1])
+if id then return {id, redis.call('GET', KEYS[2]) or ''} end
+redis.call('SET', KEYS[1], ARGV[1])
+local legacy = ''
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+if #last > 0 then
+  legacy = last[1][1]
+  redis.call('SET', KEYS[2], legacy)
+end
+return {ARGV[1], legacy}
+`)
+
+// UsageSource implements Counters: one id per Redis deployment (and
+// prefix), created by the first edge that asks and shared by all. It is
+// read on every call, so an emptied Redis is a new source at once.
+func (r *Redis) UsageSource(ctx context.Context) (UsageSource, error) {
+	var v []any
+	err := r.call(func() (err error) {
+		v, err = usageSourceScript.Run(ctx, r.c, []string{r.prefix + "usage:source", r.prefix + "usage:source_legacy_upto",
+			r.usageStream()}, "redis-"+randomHex(8)).Slice()
+		return err
+	})
+	if err != nil {
+		return UsageSource{}, fmt.Errorf("access: usage source: %w", err)
+	}
+	id, _ := v[0].(string)
+	legacy, _ := v[1].(string)
+	return UsageSource{ID: id, LegacyUpTo: legacy}, nil
+}
+
 // ReadUsage implements Counters: positions are stream ids.
 func (r *Redis) ReadUsage(ctx context.Context, after string, max int) ([]UsageEvent, string, error) {
-	if err := r.flushUsage(ctx); err != nil {
-		return nil, after, err
+	return r.ReadUsageRange(ctx, after, "", max)
+}
+
+// readChunk is the most stream entries one XRANGE reads: a reply that
+// stays well inside the call timeout.
+const readChunk = 5000
+
+// ReadUsageRange implements Counters. This instance's buffer is written
+// first. The range is read in chunks of readChunk entries.
+func (r *Redis) ReadUsageRange(ctx context.Context, after, upto string, max int) ([]UsageEvent, string, error) {
+	_ = r.flushUsage(ctx)
+	end := "+"
+	if upto != "" {
+		end = upto
 	}
-	start := "-"
-	if after != "" {
-		start = "(" + after
-	}
-	msgs, err := r.c.XRangeN(ctx, r.usageStream(), start, "+", int64(max)).Result()
-	if err != nil {
-		return nil, after, err
-	}
-	out := make([]UsageEvent, 0, len(msgs))
+	var out []UsageEvent
 	last := after
-	for _, m := range msgs {
-		s := func(k string) string { v, _ := m.Values[k].(string); return v }
-		t, _ := time.Parse(time.RFC3339Nano, s("time"))
-		st, _ := strconv.Atoi(s("status"))
-		out = append(out, UsageEvent{Time: t, KeyID: s("key_id"), AccountID: s("account_id"), Endpoint: s("endpoint"),
-			Status: st, RequestID: s("request_id")})
-		last = m.ID
+	for len(out) < max {
+		start := "-"
+		if last != "" {
+			start = "(" + last
+		}
+		n := min(readChunk, max-len(out))
+		var msgs []redis.XMessage
+		err := r.call(func() (err error) {
+			msgs, err = r.c.XRangeN(ctx, r.usageStream(), start, end, int64(n)).Result()
+			return err
+		})
+		if err != nil {
+			return nil, after, err
+		}
+		for _, m := range msgs {
+			s := func(k string) string { v, _ := m.Values[k].(string); return v }
+			t, _ := time.Parse(time.RFC3339Nano, s("time"))
+			st, _ := strconv.Atoi(s("status"))
+			out = append(out, UsageEvent{Time: t, KeyID: s("key_id"), AccountID: s("account_id"), Endpoint: s("endpoint"),
+				Status: st, RequestID: s("request_id")})
+			last = m.ID
+		}
+		if len(msgs) < n {
+			break
+		}
 	}
 	return out, last, nil
 }
 
-// Close closes the client.
+// PruneUsage implements Counters: XTRIM MINID just past upto. Stream ids
+// only grow, so every entry at or before upto was there when the exporter
+// read up to it.
+func (r *Redis) PruneUsage(ctx context.Context, upto string) (int64, error) {
+	if upto == "" {
+		return 0, nil
+	}
+	ms, seq := splitPos(upto)
+	minID := fmt.Sprintf("%d-%d", ms, seq+1)
+	if seq == math.MaxUint64 {
+		minID = fmt.Sprintf("%d-0", ms+1)
+	}
+	var n int64
+	err := r.call(func() (err error) {
+		if n, err = r.c.XTrimMinID(ctx, r.usageStream(), minID).Result(); err != nil {
+			return err
+		}
+		l, err := r.c.XLen(ctx, r.usageStream()).Result()
+		r.streamLen.Store(l)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("access: prune usage events: %w", err)
+	}
+	return n, nil
+}
+
+// Export lock scripts: extend and release only the holder's own lock.
+var (
+	extendLockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`)
+	releaseLockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+)
+
+// LockExport implements Counters: SET NX PX under the prefix, so one edge
+// of the deployment exports at a time.
+func (r *Redis) LockExport(ctx context.Context, ttl time.Duration) (ExportLock, error) {
+	l := &redisLock{r: r, key: r.prefix + "usage:export_lock", token: randomHex(16), ttl: ttl}
+	var ok bool
+	err := r.call(func() (err error) {
+		ok, err = r.c.SetNX(ctx, l.key, l.token, ttl).Result()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("access: usage export lock: %w", err)
+	}
+	if !ok {
+		return nil, ErrExportBusy
+	}
+	return l, nil
+}
+
+type redisLock struct {
+	r     *Redis
+	key   string
+	token string
+	ttl   time.Duration
+}
+
+func (l *redisLock) Extend(ctx context.Context) error {
+	var n int64
+	err := l.r.call(func() (err error) {
+		n, err = extendLockScript.Run(ctx, l.r.c, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("access: extend usage export lock: %w", err)
+	}
+	if n != 1 {
+		return ErrExportLockLost
+	}
+	return nil
+}
+
+func (l *redisLock) Release(ctx context.Context) {
+	_ = l.r.call(func() error { return releaseLockScript.Run(ctx, l.r.c, []string{l.key}, l.token).Err() })
+}
+
+// Close writes what is buffered and closes the client.
 func (r *Redis) Close() error {
 	select {
 	case <-r.stop:

@@ -9,14 +9,34 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// Server is a running redis-server that a fault test can freeze (SIGSTOP),
+// resume (SIGCONT), kill (SIGKILL) and restart on the same port.
+type Server struct {
+	URL  string
+	Addr string
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
 // Start runs a fresh redis-server and returns its redis:// URL.
 func Start(t testing.TB) string {
+	t.Helper()
+	return StartServer(t).URL
+}
+
+// StartServer runs a fresh redis-server and returns it; it is killed when
+// the test ends (resumed first if frozen).
+func StartServer(t testing.TB) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -31,24 +51,71 @@ func Start(t testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port,
+		Addr: fmt.Sprintf("127.0.0.1:%d", port), URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port)}
+	s.start()
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := c.Ping(context.Background()).Err(); err == nil {
-			return url
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
+			s.t.Fatal("redis-server did not start")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Pid is the server process's id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Freeze stops the process (SIGSTOP): connections are accepted by the
+// kernel but nothing is answered, as with a hung server.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a frozen process (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+// Kill stops the process with SIGKILL; its data (never persisted) is gone.
+func (s *Server) Kill() { s.stop() }
+
+// Restart starts an empty server on the same port after Kill.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.stop()
+	s.start()
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process == nil {
+		s.t.Fatal("redistest: the server is not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
 	}
 }
 

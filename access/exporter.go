@@ -1,0 +1,133 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eodata/eo/publish"
+)
+
+// UsageExporter runs ExportUsage periodically while the edge serves and
+// keeps the outcome for /health (the "usage_export" check: not required,
+// the edge serves on while the store is down) and /metrics.
+type UsageExporter struct {
+	log   UsageLog
+	st    publish.Store
+	every time.Duration
+	batch int
+	lg    *slog.Logger
+
+	health      *healthState
+	exported    atomic.Uint64
+	failures    atomic.Uint64
+	lastSuccess atomic.Int64 // unix seconds of the last successful run (0: none yet)
+}
+
+// NewUsageExporter exports l's events to st every `every`.
+func NewUsageExporter(l UsageLog, st publish.Store, every time.Duration, lg *slog.Logger) *UsageExporter {
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &UsageExporter{log: l, st: st, every: every, lg: lg, health: newHealthState(false)}
+}
+
+// Run exports every interval until ctx ends.
+func (x *UsageExporter) Run(ctx context.Context) {
+	t := time.NewTicker(x.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			x.Once(ctx)
+		}
+	}
+}
+
+// Once runs one export and records its outcome.
+func (x *UsageExporter) Once(ctx context.Context) (int, error) {
+	start := time.Now()
+	n, err := ExportUsage(ctx, x.log, x.st, x.batch)
+	x.exported.Add(uint64(n))
+	switch {
+	case errors.Is(err, ErrExportBusy):
+		x.lg.Debug("usage export: another edge is exporting this source")
+		return n, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return n, err
+		}
+		x.failures.Add(1)
+		x.health.set(err)
+		x.lg.Error("usage export failed: events stay in the counters backend (up to the retained-event cap) and are exported by the next run",
+			"err", err, "exported", n)
+		return n, err
+	}
+	x.lastSuccess.Store(time.Now().Unix())
+	if x.health.set(nil) {
+		x.lg.Info("usage export succeeds again")
+	}
+	if n > 0 {
+		x.lg.Info("usage exported", "events", n, "elapsed", time.Since(start).Round(time.Millisecond).String())
+	}
+	return n, nil
+}
+
+// Health is the last run's outcome (not required).
+func (x *UsageExporter) Health() Health { return x.health.get() }
+
+// Metrics are the counters backend's and the exporter's Prometheus metrics
+// (x may be nil).
+func Metrics(c Counters, x *UsageExporter) []prometheus.Collector {
+	var out []prometheus.Collector
+	if h, ok := c.(HealthReporter); ok {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_counters_up", Help: "1 while the counters backend is reachable and written (Redis: the circuit breaker is closed; embedded: the last flush succeeded).",
+		}, func() float64 {
+			if h.Health().OK {
+				return 1
+			}
+			return 0
+		}))
+	}
+	if r, ok := c.(*Redis); ok {
+		out = append(out,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eo_counters_breaker_opens_total", Help: "Times the Redis circuit breaker opened (metered requests then fail fast with 503).",
+			}, func() float64 { return float64(r.br.opened.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eo_counters_errors_total", Help: "Failed Redis calls and probes.",
+			}, func() float64 { return float64(r.br.failures.Load()) }))
+	}
+	if s, ok := c.(StatsReporter); ok {
+		out = append(out,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "eo_usage_events_retained", Help: "Usage events waiting for export (written to the counters backend or buffered).",
+			}, func() float64 { return float64(s.UsageStats().Retained) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "eo_usage_events_retained_cap", Help: "The retained-event cap (0: none); at the cap new usage events are dropped.",
+			}, func() float64 { return float64(s.UsageStats().Cap) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eo_usage_events_dropped_total", Help: "Usage events dropped because the retained-event cap or the buffer was full.",
+			}, func() float64 { return float64(s.UsageStats().Dropped) }))
+	}
+	if x != nil {
+		out = append(out,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eo_usage_exported_events_total", Help: "Usage events exported to the store by this process.",
+			}, func() float64 { return float64(x.exported.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "eo_usage_export_failures_total", Help: "Usage export runs that failed.",
+			}, func() float64 { return float64(x.failures.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "eo_usage_export_last_success_timestamp_seconds", Help: "When a usage export run last succeeded (0: not yet).",
+			}, func() float64 { return float64(x.lastSuccess.Load()) }))
+	}
+	return out
+}

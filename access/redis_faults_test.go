@@ -1,0 +1,171 @@
+package access
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/publish"
+)
+
+// Fault 12: a hung Redis (SIGSTOP) held every metering call for 3-12 s
+// (go-redis's default 3 s read timeout, three retries). Every call now fails
+// within a short timeout, and after a few failures the breaker fails calls
+// at once until its probe reaches Redis again. The same for a dead Redis
+// (kill -9), restarted empty on its port.
+func TestRedisFrozenFailsFast(t *testing.T) {
+	srv := redistest.StartServer(t)
+	r, err := OpenRedis(ctx(), srv.URL, "t:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m := &Meter{C: r, Plans: DefaultPlans(), Now: time.Now}
+	p := Principal{KeyID: "k", AccountID: "a", Plan: PlanInternal}
+	if _, err := m.Check(ctx(), p, "GET /x", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, fault := range []string{"SIGSTOP", "kill -9"} {
+		if fault == "SIGSTOP" {
+			srv.Freeze()
+		} else {
+			srv.Kill()
+		}
+		var last error
+		for i := 0; i < 10; i++ {
+			start := time.Now()
+			_, err := m.Check(ctx(), p, "GET /x", true)
+			if el := time.Since(start); err == nil || el > 2*time.Second {
+				t.Fatalf("%s: call %d: %v after %s", fault, i, err, el)
+			}
+			last = err
+		}
+		// The breaker is open: calls are not even attempted.
+		if !errors.Is(last, ErrUnavailable) {
+			t.Fatalf("%s: after 10 failures the breaker should be open: %v", fault, last)
+		}
+		if h := r.Health(); h.OK || !h.Required || h.Error == "" || h.Since.IsZero() {
+			t.Fatalf("%s: health %+v", fault, h)
+		}
+		if fault == "SIGSTOP" {
+			srv.Resume()
+		} else {
+			srv.Restart()
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := m.Check(ctx(), p, "GET /x", true); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s: no recovery: %v", fault, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if h := r.Health(); !h.OK {
+			t.Fatalf("%s: health after recovery %+v", fault, h)
+		}
+	}
+}
+
+// Several edges share one Redis: one source, one watermark. Two of them
+// export at the same time while both record: every event is exported
+// exactly once (the export lock, the announced batch) and pruned.
+func TestRedisRacingExporters(t *testing.T) {
+	url := redistest.Start(t)
+	st := publish.NewMemory()
+	var edges []*Redis
+	for i := 0; i < 2; i++ {
+		r, err := OpenRedis(ctx(), url, "eo:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		edges = append(edges, r)
+	}
+	a, _ := edges[0].UsageSource(ctx())
+	b, _ := edges[1].UsageSource(ctx())
+	if a.ID == "" || a != b {
+		t.Fatalf("edges on one Redis must share one source: %+v %+v", a, b)
+	}
+	want := map[string]bool{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var exportErr error
+	var mu sync.Mutex
+	for i, r := range edges {
+		prefix := fmt.Sprintf("e%d", i)
+		idSet(prefix, 3000, want)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 3000; j++ {
+				r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x", Status: 200,
+					RequestID: fmt.Sprintf("%s-%06d", prefix, j)})
+				if j%100 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := ExportUsage(ctx(), r, st, 250); err != nil && !errors.Is(err, ErrExportBusy) {
+					mu.Lock()
+					exportErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if exportErr != nil {
+		t.Fatal(exportErr)
+	}
+	for _, r := range edges {
+		if _, err := ExportUsage(ctx(), r, st, 250); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantExactlyOnce(t, exportedIDs(t, st), want)
+	if n, _ := edges[0].Client().XLen(ctx(), "eo:usage").Result(); n != 0 {
+		t.Fatalf("%d exported entries left in the stream", n)
+	}
+}
+
+// An emptied Redis (restarted without persistence) is a new source: its
+// events are exported from its start, under their own watermark.
+func TestRedisEmptiedIsNewSource(t *testing.T) {
+	srv := redistest.StartServer(t)
+	r, err := OpenRedis(ctx(), srv.URL, "eo:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st := publish.NewMemory()
+	recordN(t, r, "before", 30)
+	if n, err := ExportUsage(ctx(), r, st, 0); err != nil || n != 30 {
+		t.Fatalf("%d %v", n, err)
+	}
+	s1, _ := r.UsageSource(ctx())
+	if err := r.Client().FlushAll(ctx()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	recordN(t, r, "after", 20)
+	if n, err := ExportUsage(ctx(), r, st, 0); err != nil || n != 20 {
+		t.Fatalf("after FLUSHALL: %d %v", n, err)
+	}
+	if s2, _ := r.UsageSource(ctx()); s2.ID == s1.ID {
+		t.Fatal("an emptied Redis kept its source id")
+	}
+	wantExactlyOnce(t, exportedIDs(t, st), idSet("after", 20, idSet("before", 30, nil)))
+}

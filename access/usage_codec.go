@@ -1,0 +1,141 @@
+package access
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The embedded backend stores each usage event as a compact binary record
+// instead of JSON (about 95 bytes instead of about 210 for a request with a
+// UUID key and account and a hex request id):
+//
+//	version byte (1)
+//	time: UnixNano as a signed varint
+//	status: uvarint
+//	key_id, account_id, endpoint, request_id: one field each
+//
+// A field is a tag byte then its value: tagRaw + uvarint length + bytes;
+// tagUUID + 16 bytes (a canonical lowercase UUID); tagHex + uvarint length +
+// bytes (an even-length lowercase hex string, packed two digits a byte).
+// Records written before this encoding are JSON objects (first byte '{') and
+// are still read.
+const usageCodecV1 = 1
+
+const (
+	tagRaw  = 0
+	tagUUID = 1
+	tagHex  = 2
+)
+
+var errBadEvent = errors.New("access: malformed usage event")
+
+// appendEvent appends ev's record to dst.
+func appendEvent(dst []byte, ev UsageEvent) []byte {
+	dst = append(dst, usageCodecV1)
+	dst = binary.AppendVarint(dst, ev.Time.UnixNano())
+	dst = binary.AppendUvarint(dst, uint64(max(ev.Status, 0)))
+	for _, s := range [...]string{ev.KeyID, ev.AccountID, ev.Endpoint, ev.RequestID} {
+		dst = appendField(dst, s)
+	}
+	return dst
+}
+
+func appendField(dst []byte, s string) []byte {
+	switch {
+	case isUUID(s):
+		dst = append(dst, tagUUID)
+		var b [16]byte
+		hex.Decode(b[0:4], []byte(s[0:8]))
+		hex.Decode(b[4:6], []byte(s[9:13]))
+		hex.Decode(b[6:8], []byte(s[14:18]))
+		hex.Decode(b[8:10], []byte(s[19:23]))
+		hex.Decode(b[10:16], []byte(s[24:36]))
+		return append(dst, b[:]...)
+	case len(s) > 0 && len(s)%2 == 0 && isLowerHex(s):
+		dst = append(dst, tagHex)
+		dst = binary.AppendUvarint(dst, uint64(len(s)/2))
+		out, _ := hex.AppendDecode(dst, []byte(s)) // s is lowercase hex
+		return out
+	default:
+		dst = append(dst, tagRaw)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		return append(dst, s...)
+	}
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	return isLowerHex(s[0:8]) && isLowerHex(s[9:13]) && isLowerHex(s[14:18]) && isLowerHex(s[19:23]) && isLowerHex(s[24:36])
+}
+
+// decodeEvent reads one record (binary, or a legacy JSON object).
+func decodeEvent(b []byte) (UsageEvent, error) {
+	var ev UsageEvent
+	if len(b) > 0 && b[0] == '{' {
+		err := json.Unmarshal(b, &ev)
+		return ev, err
+	}
+	if len(b) == 0 || b[0] != usageCodecV1 {
+		return ev, errBadEvent
+	}
+	b = b[1:]
+	ns, n := binary.Varint(b)
+	if n <= 0 {
+		return ev, errBadEvent
+	}
+	b = b[n:]
+	st, n := binary.Uvarint(b)
+	if n <= 0 {
+		return ev, errBadEvent
+	}
+	b = b[n:]
+	ev.Time = time.Unix(0, ns).UTC()
+	ev.Status = int(st)
+	for _, dst := range [...]*string{&ev.KeyID, &ev.AccountID, &ev.Endpoint, &ev.RequestID} {
+		var err error
+		if *dst, b, err = readField(b); err != nil {
+			return ev, err
+		}
+	}
+	return ev, nil
+}
+
+func readField(b []byte) (string, []byte, error) {
+	if len(b) == 0 {
+		return "", nil, errBadEvent
+	}
+	tag, b := b[0], b[1:]
+	switch tag {
+	case tagUUID:
+		if len(b) < 16 {
+			return "", nil, errBadEvent
+		}
+		h := hex.EncodeToString(b[:16])
+		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], b[16:], nil
+	case tagHex, tagRaw:
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return "", nil, errBadEvent
+		}
+		v := b[n : n+int(l)]
+		if tag == tagHex {
+			return hex.EncodeToString(v), b[n+int(l):], nil
+		}
+		return string(v), b[n+int(l):], nil
+	}
+	return "", nil, errBadEvent
+}
