@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +100,9 @@ func (s *Server) authenticate(endpoint string) fiber.Handler {
 			}
 			ev := access.UsageEvent{Time: s.o.Now().UTC(), KeyID: p.KeyID, AccountID: p.AccountID,
 				Endpoint: endpoint, Status: status, RequestID: requestID(c)}
-			if rerr := s.o.Meter.C.Record(context.Background(), ev); rerr != nil {
+			// A drop at the retained-event cap is counted and logged by the
+			// backend (rate-limited), not here for each request.
+			if rerr := s.o.Meter.C.Record(context.Background(), ev); rerr != nil && !errors.Is(rerr, access.ErrUsageFull) {
 				s.log.Error("usage event not recorded", "key", p.Display, "err", rerr)
 			}
 		}
@@ -137,8 +140,14 @@ func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler 
 		d, err := s.o.Meter.Check(c.UserContext(), principalOf(c), endpoint, drawQuota)
 		if err != nil {
 			// The counters backend is down: fail closed with a transient error.
-			return &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable",
-				Message: "metering is temporarily unavailable; retry with backoff", Cause: err}
+			ae := &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable",
+				Message: "metering is temporarily unavailable; retry with backoff", Cause: err, RetryAfter: 1}
+			if errors.Is(err, access.ErrUnavailable) {
+				// Known down (the breaker is open and logged that once):
+				// answer at once, without an error log line per request.
+				return writeError(c, ae)
+			}
+			return ae
 		}
 		for _, h := range d.Headers {
 			c.Set(h[0], h[1])
@@ -152,6 +161,19 @@ func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler 
 			return &APIError{Status: fiber.StatusTooManyRequests, Code: d.Code, Message: d.Message, RetryAfter: d.RetryAfter}
 		}
 	}
+}
+
+// writeError writes ae's error envelope (as the error handler does) without
+// logging it.
+func writeError(c *fiber.Ctx, ae *APIError) error {
+	var body errorBody
+	body.Error.Code = ae.Code
+	body.Error.Message = ae.Message
+	body.Error.RequestID = requestID(c)
+	if ae.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
+	}
+	return c.Status(ae.Status).JSON(body)
 }
 
 var errSandboxScope = apiErr(fiber.StatusForbidden, "sandbox_scope", "a sandbox key reads only the sample tournaments and their matches")

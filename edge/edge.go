@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
@@ -81,6 +82,12 @@ type Options struct {
 	// ReloadTimeout bounds one snapshot reload: reading the pointer,
 	// fetching and loading (default 5 minutes).
 	ReloadTimeout time.Duration
+	// Health are the /health checks by name, beside "counters", which the
+	// edge adds itself when metering is on (edge/health.go).
+	Health map[string]HealthCheck
+	// Metrics are more collectors served at /metrics (the counters
+	// backend's and the usage exporter's: access.Metrics).
+	Metrics []prometheus.Collector
 }
 
 // Server is the edge.
@@ -167,6 +174,7 @@ func New(o Options) (*Server, error) {
 		}
 		return 0
 	})
+	s.metrics.reg.MustRegister(o.Metrics...)
 	s.routes()
 	return s, nil
 }

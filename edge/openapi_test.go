@@ -357,8 +357,12 @@ func TestContractRejectsWrongResponses(t *testing.T) {
 		{"unroutable 404 without envelope", "/nope", 404, `Cannot GET /nope`, nil, false},
 		{"unroutable 200", "/nope", 200, `{"data":[]}`, nil, false},
 
-		{"health", "/health", 200, `{"status":"ok"}`, nil, true},
+		{"health", "/health", 200, `{"status":"ok","checks":{}}`, nil, true},
+		{"health checks", "/health", 200, `{"status":"degraded","checks":{"counters":{"ok":false,"required":false,"error":"disk full","since":"2026-05-01T12:00:00Z"}}}`, nil, true},
+		{"health check without error", "/health", 200, `{"status":"ok","checks":{"counters":{"ok":true,"required":true,"since":"2026-05-01T12:00:00Z"}}}`, nil, false},
 		{"health wrong", "/health", 200, `{"status":"up"}`, nil, false},
+		{"health unavailable", "/health", 503, `{"status":"unavailable","checks":{"counters":{"ok":false,"required":true,"error":"i/o timeout","since":"2026-05-01T12:00:00Z"}},"error":{"code":"unavailable","message":"counters: i/o timeout","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, true},
+		{"health unavailable without envelope", "/health", 503, `{"status":"unavailable","checks":{}}`, nil, false},
 		{"depth", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, true},
 		{"depth null array", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":null,"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, false},
 		{"empty odds snapshot", "/v1/cs2/odds", 200, `{"data":[],"meta":{"count":0,"next_cursor":null}}`, nil, true},

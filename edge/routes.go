@@ -33,9 +33,7 @@ func (s *Server) routes() {
 	app.Use(s.requestMiddleware)
 	app.Use(s.recoverPanic)
 	app.Use(s.corsMiddleware())
-	app.Get("/health", func(c *fiber.Ctx) error {
-		return c.JSON(fiber.Map{"status": "ok"})
-	})
+	app.Get("/health", s.healthHandler())
 	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
 	app.Get("/openapi.yaml", s.openapiHandler)
 	app.Get("/docs", s.docsHandler)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/publish"
@@ -22,11 +24,38 @@ import (
 
 // counters opens the metering backend: Redis when EO_REDIS_URL is set (for
 // several edge instances), else the embedded bbolt store in the work folder.
-func (c *common) counters(ctx context.Context) (access.Counters, error) {
-	if url := os.Getenv("EO_REDIS_URL"); url != "" {
-		return access.OpenRedis(ctx, url, env("EO_REDIS_PREFIX", "eo:"))
+// EO_REDIS_TIMEOUT (default 300ms) bounds each Redis dial, read and write,
+// EO_REDIS_RETRIES (default 1) the retries of a failed call;
+// EO_USAGE_MAX_EVENTS (default 10,000,000; 0: no cap) caps the usage events
+// kept while the export cannot write them.
+func (c *common) counters(ctx context.Context, log *slog.Logger) (access.Counters, error) {
+	maxEvents := int64(access.DefaultMaxRetainedEvents)
+	if v := os.Getenv("EO_USAGE_MAX_EVENTS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("EO_USAGE_MAX_EVENTS: want a count of events (0: no cap), got %q", v)
+		}
+		if maxEvents = n; n == 0 {
+			maxEvents = -1
+		}
 	}
-	return access.OpenEmbedded(filepath.Join(c.work, "counters.db"), 0)
+	if url := os.Getenv("EO_REDIS_URL"); url != "" {
+		timeout, err := time.ParseDuration(env("EO_REDIS_TIMEOUT", access.DefaultRedisTimeout.String()))
+		if err != nil || timeout <= 0 {
+			return nil, fmt.Errorf("EO_REDIS_TIMEOUT: want a positive duration such as 300ms, got %q", os.Getenv("EO_REDIS_TIMEOUT"))
+		}
+		retries, err := strconv.Atoi(env("EO_REDIS_RETRIES", strconv.Itoa(access.DefaultRedisRetries)))
+		if err != nil || retries < 0 {
+			return nil, fmt.Errorf("EO_REDIS_RETRIES: want a count (0: none), got %q", os.Getenv("EO_REDIS_RETRIES"))
+		}
+		if retries == 0 {
+			retries = -1 // access.RedisOptions: 0 is the default
+		}
+		return access.OpenRedisWith(ctx, url, env("EO_REDIS_PREFIX", "eo:"), access.RedisOptions{Timeout: timeout,
+			MaxRetries: retries, MaxRetainedEvents: maxEvents, Logger: log})
+	}
+	return access.OpenEmbeddedWith(filepath.Join(c.work, "counters.db"),
+		access.EmbeddedOptions{MaxRetainedEvents: maxEvents, Logger: log})
 }
 
 // plans reads plan limits: the spec's defaults, overridden per plan by the
@@ -128,10 +157,13 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	}
 	var meter *access.Meter
 	var ctr access.Counters
+	var exporter *access.UsageExporter
+	health := map[string]edge.HealthCheck{}
+	var metrics []prometheus.Collector
 	if c.noMetering {
 		log.Warn("metering is off (--no-metering): keys are checked, but no rate limit, quota or usage record applies")
 	} else {
-		if ctr, err = c.counters(ctx); err != nil {
+		if ctr, err = c.counters(ctx, log); err != nil {
 			return err
 		}
 		defer ctr.Close()
@@ -140,6 +172,15 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 			return err
 		}
 		meter = &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}
+		// The embedded counters database is locked by the serving process,
+		// so the usage export runs here, every EO_USAGE_EXPORT_INTERVAL.
+		every, err := time.ParseDuration(env("EO_USAGE_EXPORT_INTERVAL", "5m"))
+		if err != nil || every <= 0 {
+			every = 5 * time.Minute
+		}
+		exporter = access.NewUsageExporter(ctr, st, every, log)
+		health["usage_export"] = func() edge.Check { return edge.CheckOf(exporter.Health()) }
+		metrics = access.Metrics(ctr, exporter)
 	}
 	var origins []string
 	if v := os.Getenv("EO_CORS_ORIGINS"); v != "" {
@@ -167,15 +208,15 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
 		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace, Meter: meter,
-		PollInterval: poll, MaxConns: maxConns})
+		PollInterval: poll, MaxConns: maxConns, Health: health, Metrics: metrics})
 	if err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	if ctr != nil {
-		go exportUsageLoop(ctx, c, ctr, st)
+	if exporter != nil {
+		go exporter.Run(ctx)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -230,29 +271,4 @@ func printReadyKeys(rk readyKeys, srv *edge.Server, addr string) error {
 	}
 	fmt.Println()
 	return nil
-}
-
-// exportUsageLoop exports usage events to the store every
-// EO_USAGE_EXPORT_INTERVAL (default 5m) while serving; the embedded counters
-// database is locked by the serving process, so the export runs here.
-func exportUsageLoop(ctx context.Context, c common, ctr access.Counters, st publish.Store) {
-	every, err := time.ParseDuration(env("EO_USAGE_EXPORT_INTERVAL", "5m"))
-	if err != nil || every <= 0 {
-		every = 5 * time.Minute
-	}
-	log := c.logger()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := access.ExportUsage(ctx, ctr, st, 0); err != nil {
-				log.Warn("usage export", "err", err)
-			} else if n > 0 {
-				log.Info("usage exported", "events", n)
-			}
-		}
-	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -9,7 +10,12 @@ import (
 )
 
 // cmdUsage: eo usage export — writes the usage events recorded since the
-// last export to the store as Parquet (usage/events/<day>/...), for billing.
+// last export to the store as Parquet
+// (usage/events/<day>/<source>/<after>_<last>.parquet), for billing, then
+// prunes them from the counters backend. With the embedded backend it needs
+// the counters database, which a running `eo serve` holds (it exports by
+// itself every EO_USAGE_EXPORT_INTERVAL); with Redis it may run beside the
+// edges (one export of a source runs at a time).
 func cmdUsage(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
 		return fmt.Errorf("usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)")
@@ -24,12 +30,16 @@ func cmdUsage(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctr, err := c.counters(ctx)
+	ctr, err := c.counters(ctx, c.logger())
 	if err != nil {
 		return err
 	}
 	defer ctr.Close()
 	n, err := access.ExportUsage(ctx, ctr, st, 0)
+	if errors.Is(err, access.ErrExportBusy) {
+		fmt.Println("another export of this usage source is running (an edge's periodic export); nothing done")
+		return nil
+	}
 	if err != nil {
 		return err
 	}

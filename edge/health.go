@@ -1,0 +1,109 @@
+package edge
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/eodata/eo/access"
+)
+
+// Check is one dependency's state in /health.
+type Check struct {
+	OK bool `json:"ok"`
+	// Required: the edge cannot serve without the dependency, so while it
+	// fails /health answers 503 and a load balancer takes the instance out.
+	// A failing check that is not required makes the status "degraded"
+	// (200): the edge serves, an operator should look.
+	Required bool `json:"required"`
+	// Error is the latest failure while !OK, else nil.
+	Error *string `json:"error"`
+	// Since is when the dependency entered its current state (RFC 3339).
+	Since string `json:"since"`
+}
+
+// HealthCheck reports one dependency. /health calls every check on every
+// request, so a check returns cached state (kept by a background probe or by
+// the component's own calls) and never blocks.
+type HealthCheck func() Check
+
+// CheckOf is the Check of an access backend's or exporter's health.
+func CheckOf(h access.Health) Check {
+	c := Check{OK: h.OK, Required: h.Required, Since: h.Since.UTC().Format(time.RFC3339)}
+	if !h.OK {
+		e := h.Error
+		c.Error = &e
+	}
+	return c
+}
+
+// healthChecks are Options.Health plus, when metering is on, "counters":
+// the counters backend's cached health.
+func (s *Server) healthChecks() map[string]HealthCheck {
+	checks := make(map[string]HealthCheck, len(s.o.Health)+1)
+	for name, f := range s.o.Health {
+		checks[name] = f
+	}
+	if s.o.Meter != nil {
+		if hr, ok := s.o.Meter.C.(access.HealthReporter); ok && checks["counters"] == nil {
+			checks["counters"] = func() Check { return CheckOf(hr.Health()) }
+		}
+	}
+	return checks
+}
+
+type healthBody struct {
+	Status string           `json:"status"`
+	Checks map[string]Check `json:"checks"`
+	// Error is the API's error envelope, present with the 503.
+	Error *struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id"`
+	} `json:"error,omitempty"`
+}
+
+// healthHandler answers /health: 200 "ok" (every check passes), 200
+// "degraded" (a check that is not required fails), 503 "unavailable" (a
+// required check fails; the body also carries the error envelope naming
+// the failing checks). No key, not metered, no blocking call.
+func (s *Server) healthHandler() fiber.Handler {
+	checks := s.healthChecks()
+	names := make([]string, 0, len(checks))
+	for name := range checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return func(c *fiber.Ctx) error {
+		body := healthBody{Status: "ok", Checks: make(map[string]Check, len(names))}
+		var failing []string
+		for _, name := range names {
+			ch := checks[name]()
+			body.Checks[name] = ch
+			switch {
+			case ch.OK:
+			case ch.Required:
+				body.Status = "unavailable"
+				msg := "failing"
+				if ch.Error != nil {
+					msg = *ch.Error
+				}
+				failing = append(failing, name+": "+msg)
+			case body.Status == "ok":
+				body.Status = "degraded"
+			}
+		}
+		if len(failing) == 0 {
+			return c.JSON(body)
+		}
+		body.Error = &struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
+		}{Code: "unavailable", Message: "a dependency the edge cannot serve without is failing: " + strings.Join(failing, "; "),
+			RequestID: requestID(c)}
+		return c.Status(fiber.StatusServiceUnavailable).JSON(body)
+	}
+}
