@@ -27,10 +27,12 @@ import (
 const UsagePrefix = "usage/events/"
 
 // usageWatermarkPrefix holds one watermark per source:
-// state/usage_watermark/<source>. usageLegacyWatermark is the single
-// store-wide watermark of earlier versions, adopted once (see UsageSource).
+// state/usage_watermarks/<source> (not under state/usage_watermark/: on a
+// local store that name is the file of the old single watermark).
+// usageLegacyWatermark is the store-wide watermark of earlier versions,
+// adopted once (see UsageSource).
 const (
-	usageWatermarkPrefix = "state/usage_watermark/"
+	usageWatermarkPrefix = "state/usage_watermarks/"
 	usageLegacyWatermark = "state/usage_watermark"
 )
 

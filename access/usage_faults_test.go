@@ -440,8 +440,15 @@ func TestLegacyCountersDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := publish.NewMemory()
-			publish.PutBytes(ctx(), st, usageLegacyWatermark, []byte(tc.legacy))
+			// A local store: the old watermark is a file where a folder of
+			// per-source watermarks could not be.
+			st, err := publish.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := publish.PutBytes(ctx(), st, usageLegacyWatermark, []byte(tc.legacy)); err != nil {
+				t.Fatal(err)
+			}
 			e, err := OpenEmbedded(path, time.Hour)
 			if err != nil {
 				t.Fatal(err)
