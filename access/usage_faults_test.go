@@ -550,3 +550,34 @@ func TestUsageMetrics(t *testing.T) {
 		t.Fatalf("after the export: %v", m)
 	}
 }
+
+// Under heavy traffic the exporter does not wait for its interval once the
+// backlog reaches EarlyAt.
+func TestExporterExportsEarly(t *testing.T) {
+	defer func(d time.Duration) { earlyCheck = d }(earlyCheck)
+	earlyCheck = 20 * time.Millisecond
+	e, err := OpenEmbedded(filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	st := publish.NewMemory()
+	x := NewUsageExporter(e, st, time.Hour, nil)
+	x.EarlyAt = 100
+	c, cancel := context.WithCancel(ctx())
+	defer cancel()
+	go x.Run(c)
+	recordN(t, e, "a", 50)
+	time.Sleep(200 * time.Millisecond)
+	if n := len(exportedIDs(t, st)); n != 0 {
+		t.Fatalf("exported %d events below EarlyAt", n)
+	}
+	recordN(t, e, "b", 60)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(exportedIDs(t, st)) != 110 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no early export: %d events exported", len(exportedIDs(t, st)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
