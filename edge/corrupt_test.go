@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"io"
@@ -105,6 +106,12 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
 		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
+	}
+	// /health: still serving (200), degraded, the store check names it.
+	var h healthBody
+	if r := ts.get(t, "/health", "-"); r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "degraded" ||
+		h.Checks["store"].OK || h.Checks["store"].Error == nil || !strings.Contains(*h.Checks["store"].Error, bad.SnapshotID+" is rejected") {
+		t.Fatalf("/health after the rejection: %d %s", r.status, r.body)
 	}
 	// Not fetched again while the pointer names it.
 	counting := &countingStore{Store: ts.store}

@@ -227,6 +227,7 @@ func (s *Server) swap(next *view.Snapshot) {
 		return nv
 	})
 	s.metrics.snapshotLoaded(next)
+	s.state.served(next.ID)
 	if gen != 0 {
 		// The timer holds the generation, not the view: a timer per swap
 		// that held its view would keep every snapshot of the last
@@ -291,6 +292,7 @@ func (s *Server) Load(ctx context.Context) error {
 // copy.
 func (s *Server) reject(id, dir string, err error) {
 	s.state.reject(id, err)
+	s.state.storeOK() // the store answered; the snapshot is bad
 	s.metrics.snapshotRejected()
 	if rerr := os.RemoveAll(dir); rerr != nil {
 		s.log.Warn("remove rejected snapshot from the cache", "snapshot", id, "err", rerr)

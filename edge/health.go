@@ -39,10 +39,14 @@ func CheckOf(h access.Health) Check {
 	return c
 }
 
-// healthChecks are Options.Health plus, when metering is on, "counters":
-// the counters backend's cached health.
+// healthChecks are Options.Health, the edge's own "snapshot" (required: a
+// snapshot is served) and "store" (not required: the store answers and the
+// served snapshot is its newest good one), and, when metering is on,
+// "counters": the counters backend's cached health.
 func (s *Server) healthChecks() map[string]HealthCheck {
-	checks := make(map[string]HealthCheck, len(s.o.Health)+1)
+	checks := make(map[string]HealthCheck, len(s.o.Health)+3)
+	checks["snapshot"] = s.state.snapshotCheck
+	checks["store"] = func() Check { return s.state.storeCheck(s.fromCache.Load()) }
 	for name, f := range s.o.Health {
 		checks[name] = f
 	}

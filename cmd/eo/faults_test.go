@@ -301,6 +301,10 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 		t.Fatalf("edge with MinIO frozen: %d %s", code, body)
 	}
 	waitFor(t, p, "snapshot reload failed")
+	if code, body := p.get("/health", ""); code != 200 || !strings.Contains(string(body), `"status":"degraded"`) ||
+		!strings.Contains(string(body), `"store":{"ok":false`) {
+		t.Fatalf("/health with MinIO frozen: %d %s", code, body)
+	}
 	srv.Thaw()
 
 	// Killed, and the edge restarted.
