@@ -219,6 +219,24 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 // on the client (they override the URL's).
 func OpenRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
 	o.defaults()
+	opt, err := ClientOptions(url, o)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(opt)
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("access: redis ping: %w", err)
+	}
+	return NewRedisWith(c, prefix, o), nil
+}
+
+// ClientOptions parses a redis:// URL into go-redis options bounded by o's
+// timeout and retries (they override the URL's): every Redis client of
+// the service (counters, the live feed, tickets and leases) is built with
+// them, so a hung server costs a call o.Timeout per attempt, never a hang.
+func ClientOptions(url string, o RedisOptions) (*redis.Options, error) {
+	o.defaults()
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("access: redis url: %w", err)
@@ -235,12 +253,7 @@ func OpenRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Re
 	// One dial attempt per call (go-redis would try five, each up to the
 	// dial timeout): the call's own retry is the bounded retry.
 	opt.DialerRetries, opt.DialerRetryTimeout = 1, 10*time.Millisecond
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("access: redis ping: %w", err)
-	}
-	return NewRedisWith(c, prefix, o), nil
+	return opt, nil
 }
 
 // Client exposes the client (shared with the live fan-out).

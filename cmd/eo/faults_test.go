@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/publish/miniotest"
 )
@@ -376,5 +378,53 @@ func (p *edgeProc) stop(t *testing.T) {
 		p.exited <- err // alive() reads it too
 	case <-time.After(20 * time.Second):
 		t.Fatal("eo serve did not stop on SIGTERM")
+	}
+}
+
+// TestLiveRedisClientIsBounded: the live path's Redis client (feed,
+// WebSocket tickets, connection leases) is built with the same bounds as
+// the counters': with redis-server frozen a ticket call fails within the
+// timeout instead of blocking the /v1/ws handshake for seconds, and the
+// feed's blocking subscription still outlives idle periods longer than the
+// read timeout.
+func TestLiveRedisClientIsBounded(t *testing.T) {
+	srv := redistest.StartServer(t)
+	t.Setenv("EO_REDIS_URL", srv.URL)
+	t.Setenv("EO_REDIS_TIMEOUT", "200ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lo, closeLive, err := liveOptions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLive()
+	events, err := lo.Feed.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // idle for 5 read timeouts
+	if err := lo.Feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: "m1", Status: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.MatchID != "m1" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the feed lost its subscription after an idle second")
+	}
+
+	srv.Freeze()
+	defer srv.Resume()
+	start := time.Now()
+	_, _, err = lo.Tickets.Take(ctx, "no-such-ticket")
+	if err == nil {
+		t.Fatal("Take with redis frozen succeeded")
+	}
+	// 200 ms per attempt, 2 attempts and a short backoff; the go-redis
+	// defaults took 6 s.
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Take with redis frozen took %s", d)
 	}
 }

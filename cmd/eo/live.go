@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
@@ -24,7 +25,11 @@ func liveOptions(ctx context.Context) (edge.LiveOptions, func(), error) {
 	if url == "" {
 		return edge.LiveOptions{}, func() {}, nil
 	}
-	ro, err := redis.ParseURL(url)
+	o, err := redisOptions()
+	if err != nil {
+		return edge.LiveOptions{}, nil, err
+	}
+	ro, err := access.ClientOptions(url, o)
 	if err != nil {
 		return edge.LiveOptions{}, nil, err
 	}

@@ -22,6 +22,23 @@ import (
 	"github.com/eodata/eo/publish"
 )
 
+// redisOptions reads EO_REDIS_TIMEOUT and EO_REDIS_RETRIES, which bound
+// every Redis client of eo serve (counters and the live path).
+func redisOptions() (access.RedisOptions, error) {
+	timeout, err := time.ParseDuration(env("EO_REDIS_TIMEOUT", access.DefaultRedisTimeout.String()))
+	if err != nil || timeout <= 0 {
+		return access.RedisOptions{}, fmt.Errorf("EO_REDIS_TIMEOUT: want a positive duration such as 300ms, got %q", os.Getenv("EO_REDIS_TIMEOUT"))
+	}
+	retries, err := strconv.Atoi(env("EO_REDIS_RETRIES", strconv.Itoa(access.DefaultRedisRetries)))
+	if err != nil || retries < 0 {
+		return access.RedisOptions{}, fmt.Errorf("EO_REDIS_RETRIES: want a count (0: none), got %q", os.Getenv("EO_REDIS_RETRIES"))
+	}
+	if retries == 0 {
+		retries = -1 // access.RedisOptions: 0 is the default
+	}
+	return access.RedisOptions{Timeout: timeout, MaxRetries: retries}, nil
+}
+
 // counters opens the metering backend: Redis when EO_REDIS_URL is set (for
 // several edge instances), else the embedded bbolt store in the work folder.
 // EO_REDIS_TIMEOUT (default 300ms) bounds each Redis dial, read and write,
@@ -40,19 +57,12 @@ func (c *common) counters(ctx context.Context, log *slog.Logger) (access.Counter
 		}
 	}
 	if url := os.Getenv("EO_REDIS_URL"); url != "" {
-		timeout, err := time.ParseDuration(env("EO_REDIS_TIMEOUT", access.DefaultRedisTimeout.String()))
-		if err != nil || timeout <= 0 {
-			return nil, fmt.Errorf("EO_REDIS_TIMEOUT: want a positive duration such as 300ms, got %q", os.Getenv("EO_REDIS_TIMEOUT"))
+		ro, err := redisOptions()
+		if err != nil {
+			return nil, err
 		}
-		retries, err := strconv.Atoi(env("EO_REDIS_RETRIES", strconv.Itoa(access.DefaultRedisRetries)))
-		if err != nil || retries < 0 {
-			return nil, fmt.Errorf("EO_REDIS_RETRIES: want a count (0: none), got %q", os.Getenv("EO_REDIS_RETRIES"))
-		}
-		if retries == 0 {
-			retries = -1 // access.RedisOptions: 0 is the default
-		}
-		return access.OpenRedisWith(ctx, url, env("EO_REDIS_PREFIX", "eo:"), access.RedisOptions{Timeout: timeout,
-			MaxRetries: retries, MaxRetainedEvents: maxEvents, Logger: log})
+		ro.MaxRetainedEvents, ro.Logger = maxEvents, log
+		return access.OpenRedisWith(ctx, url, env("EO_REDIS_PREFIX", "eo:"), ro)
 	}
 	return access.OpenEmbeddedWith(filepath.Join(c.work, "counters.db"),
 		access.EmbeddedOptions{MaxRetainedEvents: maxEvents, Logger: log})
