@@ -86,7 +86,8 @@ sample() {
 }
 
 log "soak: $MINUTES min, wrk -c$CONNS mixed traffic, a swap every ${SWAP_EVERY}s, usage export every $EO_USAGE_EXPORT_INTERVAL"
-wrk -t2 -c"$CONNS" -d"${MINUTES}m" --latency -H "Authorization: Bearer $KEY" -s "$TMPROOT/mixed.lua" "$URL" \
+# wrk runs past the last sample, so every sample is taken under load.
+wrk -t2 -c"$CONNS" -d"$((MINUTES * SWAP_EVERY + 30))s" --latency -H "Authorization: Bearer $KEY" -s "$TMPROOT/mixed.lua" "$URL" \
 	>"$LOGS/wrk.txt" 2>&1 &
 WRK_PID=$!
 PIDS+=("$WRK_PID")
@@ -112,6 +113,8 @@ echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
 echo
 awk '/Requests\/sec:|requests in|Non-2xx|Socket errors|    99%|    50%/' "$LOGS/wrk.txt" | sed 's/^/    /'
+grep -q 'Non-2xx' "$LOGS/wrk.txt" || echo "    non-2xx responses: 0"
+grep -q 'Socket errors' "$LOGS/wrk.txt" || echo "    socket errors: 0"
 echo
 IFS='|' read -r _ rss0 heap0 fds0 _ ctr0 _ _ _ <<<"${rows[$WARM]}"
 IFS='|' read -r _ rss1 heap1 fds1 _ ctr1 _ _ e51 <<<"${rows[-1]}"
