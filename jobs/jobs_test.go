@@ -48,7 +48,7 @@ func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 	if _, err := r.RunOnce(ctx); !errors.Is(err, pipelines.ErrNoBatches) {
 		t.Fatalf("empty store: got %v, want ErrNoBatches", err)
 	}
-	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	first, err := r.RunOnce(ctx)
 	if err != nil || first.Skipped {
 		t.Fatalf("first run: %+v %v", first, err)
@@ -61,7 +61,7 @@ func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 	if err != nil || !again.Skipped || again.Manifest.SnapshotID != first.Manifest.SnapshotID {
 		t.Fatalf("nothing new landed, the run must skip: %+v %v", again, err)
 	}
-	landFixture(t, st, time.Date(2025, 3, 2, 11, 0, 0, 0, time.UTC))
+	landFixture(t, st, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
 	second, err := r.RunOnce(ctx)
 	if err != nil || second.Skipped || second.Manifest.SnapshotID == first.Manifest.SnapshotID {
 		t.Fatalf("a new batch must trigger a run: %+v %v", second, err)
@@ -70,7 +70,7 @@ func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 
 func TestNeverTwoRunsAtOnce(t *testing.T) {
 	st := publish.NewMemory()
-	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	r := newTestRunner(t, st)
 	r.mu.Lock() // a run in progress
 	_, err := r.RunOnce(context.Background())
@@ -92,7 +92,7 @@ func TestScheduleRejectsBadSpec(t *testing.T) {
 
 func TestScheduleRuns(t *testing.T) {
 	st := publish.NewMemory()
-	landFixture(t, st, time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	r := newTestRunner(t, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

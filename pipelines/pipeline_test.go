@@ -20,7 +20,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-var landedAt = time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC)
+var landedAt = time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
 
 // landDir lands every NDJSON file of a folder as one batch.
 func landDir(t *testing.T, st publish.Store, dir string, at time.Time, extra map[raw.Entity][]string) string {
