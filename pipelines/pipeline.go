@@ -8,7 +8,6 @@
 package pipelines
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -16,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,6 +23,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/marcboeker/go-duckdb/v2"
 
@@ -316,20 +317,32 @@ func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.
 		return 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	lr := raw.NewLineReader(f, raw.MaxLineBytes)
 	var n int64
-	var lineNo int32
-	for sc.Scan() {
-		lineNo++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	for {
+		line, no, long, err := lr.Next()
+		if err == io.EOF {
+			return n, nil
 		}
+		if err != nil {
+			return n, err
+		}
+		lineNo := int32(no)
 		if lineNo%100000 == 0 {
 			if err := ctx.Err(); err != nil {
 				return n, err
 			}
+		}
+		if long {
+			// Quarantined with its first bytes; the next line is read normally.
+			if err := qa.AppendRow(seq, string(e), lineNo, longLineReason, escapeInvalidUTF8(line)+"…"); err != nil {
+				return n, err
+			}
+			continue
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
 		}
 		if line[0] != '{' || !json.Valid(line) {
 			if err := qa.AppendRow(seq, string(e), lineNo, "malformed JSON", string(line)); err != nil {
@@ -342,14 +355,31 @@ func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.
 		}
 		n++
 	}
-	if err := sc.Err(); err != nil {
-		// An over-long line: quarantine what is known and stop this file.
-		if qerr := qa.AppendRow(seq, string(e), lineNo+1, "unreadable line: "+err.Error(), ""); qerr != nil {
-			return n, qerr
-		}
-	}
-	return n, nil
 }
+
+// escapeInvalidUTF8 is a quarantined line's text: the line itself when it is
+// valid UTF-8, else with every byte that is not part of a valid UTF-8
+// sequence written as \xNN (DuckDB and the JSON quarantine file hold UTF-8
+// text only).
+func escapeInvalidUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		} else {
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return sb.String()
+}
+
+// longLineReason is the quarantine reason of a line over raw.MaxLineBytes.
+var longLineReason = fmt.Sprintf("line longer than %d bytes", raw.MaxLineBytes)
 
 // validate renders the staging template for every entity and runs it.
 func (r *run) validate(ctx context.Context) (int64, error) {

@@ -1,7 +1,6 @@
 package pipelines
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -10,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -356,13 +356,20 @@ func (r *run) fillQuarantineBodies(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-		var n int32
-		for sc.Scan() && len(lines) > 0 {
-			n++
-			if lines[n] {
-				bodies = append(bodies, body{x.seq, x.entity, n, sc.Text()})
+		// The same reader as staging, so that line numbers agree (an
+		// over-long line was quarantined with its prefix at staging).
+		lr := raw.NewLineReader(f, raw.MaxLineBytes)
+		for len(lines) > 0 {
+			line, no, long, err := lr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return err
+			}
+			if n := int32(no); lines[n] && !long {
+				bodies = append(bodies, body{x.seq, x.entity, n, string(line)})
 				delete(lines, n)
 			}
 		}
