@@ -75,11 +75,17 @@ func NewRunner(o Options) *Runner {
 	return &Runner{o: o}
 }
 
-// batchFingerprint is the sorted list of batch ids, joined.
-func batchFingerprint(ms []raw.BatchManifest) string {
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.BatchID
+// batchFingerprint is the sorted list of batch ids, joined; a batch the
+// pipeline skips (its _batch.json cannot be trusted) counts by its folder,
+// marked, so that it triggers one run (which reports it) and not one per
+// tick, and a build that can read it later runs again.
+func batchFingerprint(ms []raw.BatchManifest, skipped []raw.SkippedBatch) string {
+	ids := make([]string, 0, len(ms)+len(skipped))
+	for _, m := range ms {
+		ids = append(ids, m.BatchID)
+	}
+	for _, b := range skipped {
+		ids = append(ids, "skipped:"+b.BatchID)
 	}
 	sort.Strings(ids)
 	return strings.Join(ids, ",")
@@ -94,14 +100,14 @@ func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
 	defer r.mu.Unlock()
 	st := r.o.Pipeline.Store
 	log := r.o.Pipeline.Logger
-	batches, err := raw.ListBatches(ctx, st)
+	batches, skipped, err := raw.ScanBatches(ctx, st)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(batches) == 0 {
+	if len(batches) == 0 && len(skipped) == 0 {
 		return Result{Skipped: true}, pipelines.ErrNoBatches
 	}
-	fp := batchFingerprint(batches)
+	fp := batchFingerprint(batches, skipped)
 	if !r.o.Force {
 		_, cur, err := publish.LoadLatest(ctx, st)
 		if err == nil && cur.Extra[batchesKey] == fp {

@@ -113,3 +113,28 @@ func TestScheduleRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A batch with a broken _batch.json must not block the scheduler: the run
+// publishes the other batches and reports the skipped one, and the next
+// tick, with nothing new landed, skips instead of re-running for it forever.
+func TestBadBatchManifestDoesNotBlockRuns(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	bad := "20250311T000000.000Z-0badba"
+	if err := publish.PutBytes(ctx, st, raw.BatchesPrefix+bad+"/"+raw.BatchManifestName, []byte(`{"batch_id":`)); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRunner(t, st)
+	first, err := r.RunOnce(ctx)
+	if err != nil || first.Skipped {
+		t.Fatalf("a bad manifest blocked the run: %+v %v", first, err)
+	}
+	if n := first.Report.Quarantined["_batch"]["malformed _batch.json"]; n != 1 {
+		t.Errorf("the skipped batch is not in the run's quarantine counts: %v", first.Report.Quarantined)
+	}
+	again, err := r.RunOnce(ctx)
+	if err != nil || !again.Skipped {
+		t.Fatalf("nothing new landed, the run must skip: %+v %v", again, err)
+	}
+}

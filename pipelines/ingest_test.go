@@ -5,11 +5,14 @@ package pipelines_test
 // with it.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
@@ -34,11 +37,179 @@ func quarantineLines(t *testing.T, st publish.Store, rep pipelines.Report) []map
 	return out
 }
 
+// runReport returns the run report the run saved in the store, decoded.
+func runReport(t *testing.T, st publish.Store, rep pipelines.Report) map[string]any {
+	t.Helper()
+	body, err := publish.GetBytes(context.Background(), st, pipelines.RunsPrefix+rep.RunID+".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// cleanTables is every table of a run on the fixture alone.
+func cleanTables(t *testing.T) map[string]string {
+	t.Helper()
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	return dump(t, runPipeline(t, st))
+}
+
+// sameTables fails for every table that differs from the clean fixture's.
+func sameTables(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if got[name] == w {
+			continue
+		}
+		wl, gl := strings.Split(w, "\n"), strings.Split(got[name], "\n")
+		i := 0
+		for i < len(wl) && i < len(gl) && wl[i] == gl[i] {
+			i++
+		}
+		first := func(l []string) string {
+			if i < len(l) {
+				return l[i]
+			}
+			return "(end)"
+		}
+		t.Errorf("table %s differs from the clean fixture's (%d rows, want %d); first difference:\n  want %.200s\n  got  %.200s",
+			name, len(gl)-2, len(wl)-2, first(wl), first(gl))
+	}
+}
+
 func wantQuarantined(t *testing.T, rep pipelines.Report, entity, reason string, n int) {
 	t.Helper()
 	if got := rep.Quarantined[entity][reason]; got != n {
 		t.Errorf("quarantined %s/%q: %d, want %d (all: %v)", entity, reason, got, n, rep.Quarantined)
 	}
+}
+
+// A line DuckDB cannot take (invalid UTF-8; a lone surrogate escape, which
+// Go's JSON accepts and DuckDB's does not) is quarantined; the run and the
+// rest of the file go on.
+func TestUnparseableLineIsQuarantinedNotFatal(t *testing.T) {
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
+		"{\"id\":\"tm-9\",\"name\":\"Bad \xff\xfe name\",\"changed_at\":\"2025-03-01T10:00:00Z\"}",
+		`{"id":"tm-8","name":"Eight \ud800","changed_at":"2025-03-01T10:00:00Z"}`,
+		"{\"id\":\"tm-6\",\"name\":\"NUL \x00 byte\",\"changed_at\":\"2025-03-01T10:00:00Z\"}",
+		`{"id":"tm-7","name":"Seventh Heaven","changed_at":"2025-03-01T10:00:00Z"}`,
+	}})
+	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("one bad line failed the whole run: %v", err)
+	}
+	wantQuarantined(t, rep, "teams", "invalid UTF-8", 1)
+	wantQuarantined(t, rep, "teams", "malformed JSON", 2)
+	if !strings.Contains(dump(t, rep)["teams"], "seventh-heaven") {
+		t.Error("the good line after the bad ones did not land")
+	}
+	var bodies []string
+	for _, q := range quarantineLines(t, st, rep) {
+		bodies = append(bodies, fmt.Sprint(q["body"]))
+	}
+	if all := strings.Join(bodies, "\n"); !strings.Contains(all, `Bad \xff\xfe name`) || !strings.Contains(all, `Eight \ud800`) {
+		t.Errorf("the quarantine keeps the bad lines (invalid bytes as \\xNN):\n%s", all)
+	}
+}
+
+// overwrite replaces a landed object.
+func overwrite(t *testing.T, st publish.Store, key string, body []byte) {
+	t.Helper()
+	if err := publish.PutBytes(context.Background(), st, key, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A batch whose _batch.json cannot be trusted is skipped and reported (run
+// report, quarantine, log); the other batches are published.
+func TestBadBatchManifestIsSkippedNotFatal(t *testing.T) {
+	clean := cleanTables(t)
+	later := landedAt.Add(24 * time.Hour)
+	cases := []struct {
+		name, reason string
+		manifest     func(id string) string
+	}{
+		{"malformed JSON", "malformed _batch.json", func(id string) string { return `{"batch_id":"` + id + `",` }},
+		{"missing batch_id", "missing batch_id", func(id string) string {
+			return `{"contract_version":1,"source":"x","landed_at":"2025-03-11T00:00:00Z","files":{"teams":1}}`
+		}},
+		{"missing landed_at", "missing landed_at", func(id string) string {
+			return `{"batch_id":"` + id + `","contract_version":1,"source":"x","files":{"teams":1}}`
+		}},
+		{"missing files", "missing files", func(id string) string {
+			return `{"batch_id":"` + id + `","contract_version":1,"source":"x","landed_at":"2025-03-11T00:00:00Z"}`
+		}},
+		{"newer contract version", "unsupported contract_version", func(id string) string {
+			return `{"batch_id":"` + id + `","contract_version":2,"source":"x","landed_at":"2025-03-11T00:00:00Z","files":{"teams":1}}`
+		}},
+		{"batch_id of another folder", "batch_id does not match its folder", func(id string) string {
+			return `{"batch_id":"20250311T000000.000Z-abcdef","contract_version":1,"source":"x","landed_at":"2025-03-11T00:00:00Z","files":{"teams":1}}`
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := publish.NewMemory()
+			landDir(t, st, "testdata/fixture", landedAt, nil)
+			bad := landDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
+				`{"id":"tm-1","name":"Should Not Land","changed_at":"2025-03-10T12:00:00Z"}`}})
+			overwrite(t, st, raw.BatchesPrefix+bad+"/"+raw.BatchManifestName, []byte(c.manifest(bad)))
+			var logs bytes.Buffer
+			rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir(),
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatalf("a bad _batch.json failed the run: %v", err)
+			}
+			sameTables(t, clean, dump(t, rep))
+			wantQuarantined(t, rep, "_batch", c.reason, 1)
+			// the run report names the skipped batch and why
+			skipped, _ := runReport(t, st, rep)["skipped_batches"].([]any)
+			if len(skipped) != 1 || skipped[0].(map[string]any)["batch_id"] != bad || skipped[0].(map[string]any)["reason"] != c.reason {
+				t.Errorf("run report skipped_batches = %v, want %s: %s", skipped, bad, c.reason)
+			}
+			var found bool
+			for _, q := range quarantineLines(t, st, rep) {
+				found = found || (q["batch_id"] == bad && q["entity"] == "_batch" && q["reason"] == c.reason)
+			}
+			if !found {
+				t.Error("the quarantine file lacks the skipped batch")
+			}
+			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), bad) {
+				t.Errorf("no warning names the skipped batch:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// A file listed in _batch.json but absent is quarantined; the batch's other
+// files land (local store: read in place; memory store: copied to a cache).
+func TestListedFileMissingIsQuarantinedAndTheBatchLands(t *testing.T) {
+	for name, st := range map[string]publish.Store{"memory": publish.NewMemory(), "local": must(publish.NewLocal(t.TempDir()))} {
+		t.Run(name, func(t *testing.T) {
+			landDir(t, st, "testdata/fixture", landedAt, nil)
+			id := landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
+				`{"id":"tm-7","name":"Late Arrivals","changed_at":"2025-03-10T12:00:00Z"}`}})
+			overwrite(t, st, raw.BatchesPrefix+id+"/"+raw.BatchManifestName, []byte(`{"batch_id":"`+id+`",`+
+				`"contract_version":1,"source":"x","landed_at":"2025-03-11T00:00:00Z","files":{"teams":1,"players":3}}`))
+			rep := runPipeline(t, st)
+			wantQuarantined(t, rep, "players", "file missing", 1)
+			if !strings.Contains(dump(t, rep)["teams"], "late-arrivals") {
+				t.Error("the batch's present file did not land")
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // A line over the line cap is quarantined on its own; the lines after it in

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -59,14 +60,17 @@ type Options struct {
 
 // Report is what one run did.
 type Report struct {
-	RunID       string                    `json:"run_id"`
-	StartedAt   time.Time                 `json:"started_at"`
-	Elapsed     string                    `json:"elapsed"`
-	Batches     []string                  `json:"batches"`
-	Staged      map[string]int64          `json:"staged_rows"`
-	Quarantined map[string]map[string]int `json:"quarantined"` // entity -> reason -> rows
-	Tables      []publish.TableFile       `json:"tables"`
-	OutDir      string                    `json:"-"`
+	RunID     string    `json:"run_id"`
+	StartedAt time.Time `json:"started_at"`
+	Elapsed   string    `json:"elapsed"`
+	Batches   []string  `json:"batches"`
+	// SkippedBatches are landed batches not read because their _batch.json
+	// cannot be trusted (also quarantined, as entity "_batch").
+	SkippedBatches []raw.SkippedBatch        `json:"skipped_batches,omitempty"`
+	Staged         map[string]int64          `json:"staged_rows"`
+	Quarantined    map[string]map[string]int `json:"quarantined"` // entity -> reason -> rows
+	Tables         []publish.TableFile       `json:"tables"`
+	OutDir         string                    `json:"-"`
 }
 
 // QuarantinedTotal is the number of quarantined lines.
@@ -131,11 +135,23 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		Quarantined: map[string]map[string]int{}}
 	r := &run{o: o, rep: &rep, start: start}
 
-	batches, err := raw.ListBatches(ctx, o.Store)
+	batches, skipped, err := raw.ScanBatches(ctx, o.Store)
 	if err != nil {
 		return rep, err
 	}
+	for _, b := range skipped {
+		// Reported on every run until the batch is readable (batches are
+		// immutable: by a build that reads it) or removed by an operator.
+		o.Logger.Warn("raw batch skipped: its _batch.json cannot be trusted; none of its files is read",
+			"run", rep.RunID, "batch", b.BatchID, "reason", b.Reason, "detail", b.Detail)
+	}
+	rep.SkippedBatches = skipped
 	if len(batches) == 0 {
+		if len(skipped) > 0 {
+			// Publishing nothing would replace a snapshot with an empty one.
+			return rep, fmt.Errorf("%w that this build can read: %d skipped (%s: %s)", ErrNoBatches,
+				len(skipped), skipped[0].BatchID, skipped[0].Reason)
+		}
 		return rep, ErrNoBatches
 	}
 	for _, b := range batches {
@@ -166,7 +182,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		name string
 		fn   func(context.Context) (int64, error)
 	}{
-		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, batches, dirs) }},
+		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, batches, skipped, dirs) }},
 		{"type and validate", r.validate},
 		{"check references", func(ctx context.Context) (int64, error) {
 			return r.execFolder(ctx, "normalise", "normalise/01_check.sql")
@@ -238,9 +254,11 @@ func (r *run) open() (*sql.DB, error) {
 }
 
 // stage reads every entity file of every batch line by line. A line that is
-// not a JSON object goes to quarantine as malformed; the rest is appended to
-// stage_<entity> with its batch sequence and line number.
-func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, dirs map[string]string) (int64, error) {
+// not a JSON object in UTF-8 (or is over-long) goes to quarantine; the rest is
+// appended to stage_<entity> with its batch sequence and line number. Skipped
+// batches are quarantined whole (entity "_batch"), after the read ones in
+// the batches table.
+func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []raw.SkippedBatch, dirs map[string]string) (int64, error) {
 	db := r.db
 	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TABLE quarantine (batch_seq INTEGER, entity VARCHAR, line_no INTEGER, reason VARCHAR, body VARCHAR)`); err != nil {
 		return 0, err
@@ -250,6 +268,15 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, dirs map[s
 	}
 	for i, b := range batches {
 		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, ?)`, i, b.BatchID, b.LandedAt); err != nil {
+			return 0, err
+		}
+	}
+	for i, b := range skipped {
+		seq := len(batches) + i
+		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, NULL)`, seq, b.BatchID); err != nil {
+			return 0, err
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO quarantine VALUES (?, '_batch', 0, ?, ?)`, seq, b.Reason, b.Body); err != nil {
 			return 0, err
 		}
 	}
@@ -313,6 +340,11 @@ func newAppender(dc any, table string) (*duckdb.Appender, error) {
 
 func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.Entity, path string) (int64, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Listed in _batch.json but absent: quarantined, the rest of the
+		// batch lands.
+		return 0, qa.AppendRow(seq, string(e), int32(0), "file missing", "")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -342,6 +374,14 @@ func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
+			continue
+		}
+		if !utf8.Valid(line) {
+			// DuckDB takes UTF-8 text only: the line is kept with its
+			// invalid bytes written as \xNN.
+			if err := qa.AppendRow(seq, string(e), lineNo, "invalid UTF-8", escapeInvalidUTF8(line)); err != nil {
+				return n, err
+			}
 			continue
 		}
 		if line[0] != '{' || !json.Valid(line) {

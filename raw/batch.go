@@ -130,32 +130,113 @@ func (b *Batch) Discard() {
 	os.RemoveAll(b.dir)
 }
 
-// ListBatches returns the landed batches (those with a manifest), oldest first.
+// ListBatches returns the landed batches the pipeline can read (those with a
+// valid manifest), oldest first. Batches it cannot read are left out; see
+// ScanBatches.
 func ListBatches(ctx context.Context, s publish.Store) ([]BatchManifest, error) {
+	ok, _, err := ScanBatches(ctx, s)
+	return ok, err
+}
+
+// SkippedBatch is a landed batch folder whose _batch.json cannot be trusted:
+// malformed, incomplete, of a contract version this build does not read, or
+// naming another batch. None of its files is read; the pipeline reports it
+// (run report, quarantine, log) on every run, and later batches are not held
+// up by it.
+type SkippedBatch struct {
+	// BatchID is the batch's folder name (the manifest's own batch_id is not
+	// trusted).
+	BatchID string `json:"batch_id"`
+	// Reason is one of a few fixed texts ("malformed _batch.json",
+	// "missing landed_at", ...) so that runs can be compared.
+	Reason string `json:"reason"`
+	// Detail says what exactly is wrong.
+	Detail string `json:"detail,omitempty"`
+	// Body is the manifest's text (its first maxManifestBytes bytes).
+	Body string `json:"-"`
+}
+
+// maxManifestBytes caps how much of a _batch.json is read: a real one is a
+// few hundred bytes.
+const maxManifestBytes = 1 << 20
+
+// ScanBatches reads every landed batch manifest and sorts the batches into
+// those the pipeline can read (oldest first) and those it must skip (by
+// folder name). Only a store error is an error: a bad manifest never stops
+// the other batches.
+func ScanBatches(ctx context.Context, s publish.Store) ([]BatchManifest, []SkippedBatch, error) {
 	objs, err := s.List(ctx, BatchesPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("raw: list batches: %w", err)
+		return nil, nil, fmt.Errorf("raw: list batches: %w", err)
 	}
-	var out []BatchManifest
+	var ok []BatchManifest
+	var skipped []SkippedBatch
 	for _, o := range objs {
 		if !strings.HasSuffix(o.Key, "/"+BatchManifestName) {
 			continue
 		}
-		body, err := publish.GetBytes(ctx, s, o.Key)
+		folder := strings.TrimSuffix(strings.TrimPrefix(o.Key, BatchesPrefix), "/"+BatchManifestName)
+		body, err := readManifest(ctx, s, o.Key)
 		if err != nil {
-			return nil, fmt.Errorf("raw: read %s: %w", o.Key, err)
+			return nil, nil, err
 		}
-		var m BatchManifest
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, fmt.Errorf("raw: decode %s: %w", o.Key, err)
+		m, reason, detail := ParseManifest(folder, body)
+		if reason != "" {
+			text := body
+			if len(text) > maxManifestBytes {
+				text = text[:maxManifestBytes]
+			}
+			skipped = append(skipped, SkippedBatch{BatchID: folder, Reason: reason, Detail: detail,
+				Body: strings.ToValidUTF8(string(text), "\uFFFD")})
+			continue
 		}
-		if m.ContractVersion != ContractVersion {
-			return nil, fmt.Errorf("raw: batch %s has contract version %d, this build reads %d", m.BatchID, m.ContractVersion, ContractVersion)
-		}
-		out = append(out, m)
+		ok = append(ok, m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
-	return out, nil
+	sort.Slice(ok, func(i, j int) bool { return ok[i].BatchID < ok[j].BatchID })
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].BatchID < skipped[j].BatchID })
+	return ok, skipped, nil
+}
+
+// readManifest reads a manifest, at most maxManifestBytes+1 bytes of it.
+func readManifest(ctx context.Context, s publish.Store, key string) ([]byte, error) {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("raw: read %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("raw: read %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// ParseManifest decodes and checks the _batch.json found in a batch folder.
+// On a problem it returns the reason (and a detail) the batch is skipped for.
+func ParseManifest(folder string, body []byte) (m BatchManifest, reason, detail string) {
+	if len(body) > maxManifestBytes {
+		return m, "malformed _batch.json", fmt.Sprintf("larger than %d bytes", maxManifestBytes)
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, "malformed _batch.json", err.Error()
+	}
+	switch {
+	case m.BatchID == "":
+		return m, "missing batch_id", ""
+	case m.BatchID != folder:
+		return m, "batch_id does not match its folder", fmt.Sprintf("batch_id %.200q in folder %.200q", m.BatchID, folder)
+	case m.ContractVersion == 0:
+		return m, "missing contract_version", ""
+	case m.ContractVersion != ContractVersion:
+		// A newer producer's batch: skipped, not lost. The batch is
+		// immutable, so a build that reads its version picks it up.
+		return m, "unsupported contract_version", fmt.Sprintf("contract_version %d; this build reads %d", m.ContractVersion, ContractVersion)
+	case m.LandedAt.IsZero():
+		return m, "missing landed_at", ""
+	case m.Files == nil:
+		return m, "missing files", ""
+	}
+	return m, "", ""
 }
 
 // localPather is implemented by stores backed by a local folder, so that the
@@ -186,7 +267,11 @@ func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, 
 			return nil, err
 		}
 		for e := range m.Files {
-			if err := download(ctx, s, prefix+string(e)+".ndjson", filepath.Join(dir, string(e)+".ndjson")); err != nil {
+			err := download(ctx, s, prefix+string(e)+".ndjson", filepath.Join(dir, string(e)+".ndjson"))
+			if errors.Is(err, publish.ErrNotFound) {
+				continue // listed but absent: the pipeline quarantines the file as missing
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

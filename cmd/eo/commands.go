@@ -161,6 +161,9 @@ func cmdPipelineRun(ctx context.Context, args []string) error {
 			fmt.Printf("  quarantined %s: %d × %s\n", e, n, reason)
 		}
 	}
+	for _, b := range res.Report.SkippedBatches {
+		fmt.Printf("  skipped batch %s: %s %s\n", b.BatchID, b.Reason, b.Detail)
+	}
 	return nil
 }
 
