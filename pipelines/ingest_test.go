@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +212,65 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// batch_id comes from a file in the store: it must never be used as a path.
+// One that climbs out of the batches folder skips the batch; nothing outside
+// the store is read.
+func TestBatchIDIsNotUsedAsAPath(t *testing.T) {
+	dir := t.TempDir()
+	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "teams.ndjson"),
+		[]byte(`{"id":"tm-1","name":"From Outside","changed_at":"2025-03-10T12:00:00Z"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	folder := raw.NewBatchID(landedAt.Add(time.Hour))
+	overwrite(t, st, raw.BatchesPrefix+folder+"/"+raw.BatchManifestName, []byte(`{"batch_id":"../../../../outside",`+
+		`"contract_version":1,"source":"x","landed_at":"2025-03-10T01:00:00Z","files":{"teams":1}}`))
+	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if teams := dump(t, rep)["teams"]; strings.Contains(teams, "From Outside") {
+		t.Fatalf("a file outside the store was published:\n%s", teams)
+	}
+	wantQuarantined(t, rep, "_batch", "invalid batch_id", 1)
+	skipped, _ := runReport(t, st, rep)["skipped_batches"].([]any)
+	if len(skipped) != 1 || skipped[0].(map[string]any)["batch_id"] != folder {
+		t.Errorf("run report skipped_batches = %v, want the folder %s", skipped, folder)
+	}
+}
+
+// An entity name in _batch.json is not trusted as a path either: a file of
+// an entity the contract does not have is never read or copied, and is
+// quarantined; the run goes on.
+func TestUnknownEntityFileIsNotReadAndIsQuarantined(t *testing.T) {
+	st := publish.NewMemory()
+	id := landDir(t, st, "testdata/fixture", landedAt, nil)
+	ctx := context.Background()
+	if err := publish.PutBytes(ctx, st, raw.BatchesPrefix+id+"/coaches.ndjson", []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	overwrite(t, st, raw.BatchesPrefix+id+"/"+raw.BatchManifestName, []byte(`{"batch_id":"`+id+`",`+
+		`"contract_version":1,"source":"x","landed_at":"2025-03-10T00:00:00Z","files":{"teams":4,"coaches":1,"../../escape":1}}`))
+	work := t.TempDir()
+	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: work})
+	if err != nil {
+		t.Fatalf("an unknown entity in _batch.json failed the run: %v", err)
+	}
+	wantQuarantined(t, rep, "coaches", "unknown entity", 1)
+	wantQuarantined(t, rep, "../../escape", "unknown entity", 1)
+	if _, err := os.Stat(filepath.Join(work, "raw-cache", id, "coaches.ndjson")); err == nil {
+		t.Error("a file of an unknown entity was copied")
+	}
 }
 
 // A line over the line cap is quarantined on its own; the lines after it in

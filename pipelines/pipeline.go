@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -278,6 +279,21 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []
 		}
 		if _, err := db.ExecContext(ctx, `INSERT INTO quarantine VALUES (?, '_batch', 0, ?, ?)`, seq, b.Reason, b.Body); err != nil {
 			return 0, err
+		}
+	}
+	// A file of an entity the contract does not have is never read (its name
+	// is not trusted as a path either): quarantined as one row.
+	for i, b := range batches {
+		for e := range b.Files {
+			if !slices.Contains(raw.Entities, e) {
+				name := []rune(string(e))
+				if len(name) > 100 {
+					name = append(name[:100], '…')
+				}
+				if _, err := db.ExecContext(ctx, `INSERT INTO quarantine VALUES (?, ?, 0, 'unknown entity', '')`, i, string(name)); err != nil {
+					return 0, err
+				}
+			}
 		}
 	}
 	for _, e := range raw.Entities {

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +27,14 @@ func NewBatchID(now time.Time) string {
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }
+
+// batchIDPattern is the form NewBatchID writes, e.g. 20261123T085500.123Z-3f9a1c.
+var batchIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}$`)
+
+// ValidBatchID reports whether id has the form of a batch id. A batch id
+// names a folder of the store: one of another form (a path, say) is never
+// used.
+func ValidBatchID(id string) bool { return batchIDPattern.MatchString(id) }
 
 // Batch accumulates records in local NDJSON files and lands them as one
 // immutable batch. It is not safe for concurrent use.
@@ -223,6 +233,8 @@ func ParseManifest(folder string, body []byte) (m BatchManifest, reason, detail 
 	switch {
 	case m.BatchID == "":
 		return m, "missing batch_id", ""
+	case !ValidBatchID(m.BatchID):
+		return m, "invalid batch_id", fmt.Sprintf("batch_id %.200q is not of the form 20261123T085500.123Z-3f9a1c", m.BatchID)
 	case m.BatchID != folder:
 		return m, "batch_id does not match its folder", fmt.Sprintf("batch_id %.200q in folder %.200q", m.BatchID, folder)
 	case m.ContractVersion == 0:
@@ -253,6 +265,9 @@ func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, 
 	out := make(map[string]string, len(batches))
 	lp, local := s.(localPather)
 	for _, m := range batches {
+		if !ValidBatchID(m.BatchID) { // ScanBatches never returns one
+			return nil, fmt.Errorf("raw: batch id %q is not a batch id", m.BatchID)
+		}
 		prefix := BatchesPrefix + m.BatchID + "/"
 		if local {
 			out[m.BatchID] = lp.LocalPath(prefix)
@@ -267,6 +282,9 @@ func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, 
 			return nil, err
 		}
 		for e := range m.Files {
+			if !slices.Contains(Entities, e) {
+				continue // not an entity of the contract: never read (the pipeline quarantines it)
+			}
 			err := download(ctx, s, prefix+string(e)+".ndjson", filepath.Join(dir, string(e)+".ndjson"))
 			if errors.Is(err, publish.ErrNotFound) {
 				continue // listed but absent: the pipeline quarantines the file as missing
