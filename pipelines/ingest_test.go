@@ -91,6 +91,59 @@ func wantQuarantined(t *testing.T, rep pipelines.Report, entity, reason string, 
 	}
 }
 
+// A correction that fails a reference or plausibility check must not
+// replace the record it corrects: the older valid version stays published
+// with every row that hangs off it, and the correction is quarantined.
+func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T) {
+	clean := cleanTables(t)
+	cases := []struct {
+		name           string
+		e              raw.Entity
+		line           string
+		entity, reason string
+	}{
+		{"player correction with an unknown team_id", raw.Players,
+			`{"id":"pl-11","nickname":"nick11","real_name":"Real Name 11","nationality":"Germany","country_code":"DE","role":"AWP","team_id":"tm-404","changed_at":"2025-03-10T06:00:00Z"}`,
+			"players", "unknown team_id"},
+		{"match correction with an unknown team_b_id", raw.Matches,
+			`{"id":"m-1","tournament_id":"tr-1","team_a_id":"tm-1","team_b_id":"tm-404","format":"bo3","stage":"Semi-final","scheduled_at":"2025-03-02T15:00:00Z","changed_at":"2025-03-10T06:00:00Z"}`,
+			"matches", "unknown team_b_id"},
+		{"map result correction with a 13-13 score", raw.MapResults,
+			`{"match_id":"m-1","map_number":1,"map_name":"de_mirage","score_a":13,"score_b":13,"first_half_side_a":"ct","changed_at":"2025-03-10T06:00:00Z"}`,
+			"map_results", "impossible score"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := publish.NewMemory()
+			landDir(t, st, "testdata/fixture", landedAt, nil)
+			landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{c.e: {c.line}})
+			rep := runPipeline(t, st)
+			wantQuarantined(t, rep, c.entity, c.reason, 1)
+			if rep.QuarantinedTotal() != 1 {
+				t.Errorf("only the correction should be quarantined: %v", rep.Quarantined)
+			}
+			sameTables(t, clean, dump(t, rep))
+			var found bool
+			for _, q := range quarantineLines(t, st, rep) {
+				found = found || (q["entity"] == c.entity && q["reason"] == c.reason && q["body"] == c.line)
+			}
+			if !found {
+				t.Errorf("the rejected correction is not in the quarantine file with its reason and body")
+			}
+		})
+	}
+}
+
+// A duel names two players; one whose opponent is unknown used to vanish in
+// normalise's join. It is quarantined like any broken reference.
+func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.DepthDuels: {
+		`{"match_id":"m-1","map_number":1,"player_id":"pl-11","opponent_id":"pl-404","kills":1,"deaths":0,"changed_at":"2025-03-02T17:00:00Z"}`}})
+	rep := runPipeline(t, st)
+	wantQuarantined(t, rep, "depth_duels", "unknown opponent_id", 1)
+}
+
 // A line DuckDB cannot take (invalid UTF-8; a lone surrogate escape, which
 // Go's JSON accepts and DuckDB's does not) is quarantined; the run and the
 // rest of the file go on.

@@ -185,9 +185,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}{
 		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, batches, skipped, dirs) }},
 		{"type and validate", r.validate},
-		{"check references", func(ctx context.Context) (int64, error) {
-			return r.execFolder(ctx, "normalise", "normalise/01_check.sql")
-		}},
+		{"check references", r.check},
 		{"load registries", r.loadRegistries},
 		{"mint ids", func(ctx context.Context) (int64, error) { return r.mintIDs(ctx, batches) }},
 		{"assign slugs", r.assignSlugs},
@@ -480,19 +478,74 @@ func newStageSpec(s raw.Spec) any {
 		fields[i] = tmplField{Field: f, EnumList: strings.Join(quoted, ", ")}
 		st = append(st, fmt.Sprintf(`"%s":"VARCHAR"`, f.Name))
 	}
-	keys := make([]string, len(s.Key))
-	for i, k := range s.Key {
-		keys[i] = `"` + k + `"`
-	}
 	return struct {
 		E             string
 		Fields        []tmplField
 		VarcharStruct string
-		KeyList       string
-		Key           []string
-		Order         string
-	}{E: string(s.Entity), Fields: fields, VarcharStruct: "{" + strings.Join(st, ",") + "}",
-		KeyList: strings.Join(keys, ", "), Key: s.Key, Order: s.Order}
+	}{E: string(s.Entity), Fields: fields, VarcharStruct: "{" + strings.Join(st, ",") + "}"}
+}
+
+// check runs the reference and plausibility checks (normalise/01_check.sql)
+// on the candidates, parents first; the file calls {{winners "<entity>"}}
+// after checking an entity, which picks its last-write-wins winners among
+// the survivors into v_<entity>. Every entity must get its winners exactly
+// once.
+func (r *run) check(ctx context.Context) (int64, error) {
+	const name = "normalise/01_check.sql"
+	steps, err := eosql.Steps("normalise")
+	if err != nil {
+		return 0, err
+	}
+	var src string
+	for _, s := range steps {
+		if s.Name == name {
+			src = s.SQL
+		}
+	}
+	done := map[raw.Entity]bool{}
+	tmpl, err := template.New(name).Funcs(template.FuncMap{"winners": func(e string) (string, error) {
+		spec, ok := raw.SpecOf(raw.Entity(e))
+		if !ok || done[spec.Entity] {
+			return "", fmt.Errorf("winners %q: not an entity, or twice", e)
+		}
+		done[spec.Entity] = true
+		return winnersSQL(spec), nil
+	}}).Parse(src)
+	if err != nil {
+		return 0, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, nil); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, e := range raw.Entities {
+		if !done[e] {
+			return 0, fmt.Errorf("%s: no winners for %s", name, e)
+		}
+	}
+	if err := execScript(ctx, r.db, buf.String()); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	var n int64
+	err = r.db.QueryRowContext(ctx, "SELECT count(*) FROM bad").Scan(&n)
+	return n, err
+}
+
+// winnersSQL makes v_<entity>: the latest surviving candidate per upstream
+// key (last write wins by the upstream's change time, then by landing order:
+// the later batch, then the later line), or every candidate for an entity
+// without a key.
+func winnersSQL(s raw.Spec) string {
+	if len(s.Key) == 0 {
+		return fmt.Sprintf("CREATE OR REPLACE TABLE v_%s AS SELECT * FROM c_%s;", s.Entity, s.Entity)
+	}
+	keys := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		keys[i] = `"` + k + `"`
+	}
+	return fmt.Sprintf(`CREATE OR REPLACE TABLE v_%s AS SELECT * FROM c_%s
+QUALIFY row_number() OVER (PARTITION BY %s ORDER BY "%s" DESC, batch_seq DESC, line_no DESC) = 1;`,
+		s.Entity, s.Entity, strings.Join(keys, ", "), s.Order)
 }
 
 // execFolder runs one named step file.

@@ -1,8 +1,28 @@
--- Reference and plausibility checks on the typed, deduplicated records. A
--- failing record is quarantined with its reason and removed; the rest lands.
--- Order matters: parents are checked before children, so a child of a
--- quarantined parent is quarantined too ("unknown match_id").
+-- Reference and plausibility checks on the candidate records: c_<entity>
+-- holds every record that passed the per-line checks (stage.sql.tmpl), every
+-- version of every key. A failing record is quarantined with its reason and
+-- removed from the candidates; only then does last-write-wins pick each key's
+-- winner among the survivors (the template call winners makes v_<entity>). So a
+-- rejected correction never replaces the record it corrects: the older valid
+-- version wins and stays published, and with it every row that refers to it.
+-- Parents are checked (and their winners picked) before children, and a
+-- child is checked against its parent's winners: a child of a parent of
+-- which no version survives is quarantined too ("unknown match_id").
+-- This file is rendered as a Go text/template (pipelines.run.check).
 CREATE OR REPLACE TEMP TABLE bad (entity VARCHAR, batch_seq INTEGER, line_no INTEGER, reason VARCHAR);
+
+-- no reference to check
+{{winners "tournaments"}}
+{{winners "teams"}}
+{{winners "books"}}
+
+-- players: a current team, when given, must exist
+INSERT INTO bad
+SELECT 'players', p.batch_seq, p.line_no, 'unknown team_id'
+FROM c_players p LEFT JOIN v_teams t ON t.id = p.team_id
+WHERE coalesce(p.team_id, '') <> '' AND t.id IS NULL;
+DELETE FROM c_players WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'players');
+{{winners "players"}}
 
 -- matches: known tournament and teams, two different teams
 INSERT INTO bad
@@ -11,27 +31,25 @@ SELECT 'matches', m.batch_seq, m.line_no, concat_ws('; ',
     CASE WHEN a.id IS NULL THEN 'unknown team_a_id' END,
     CASE WHEN b.id IS NULL THEN 'unknown team_b_id' END,
     CASE WHEN m.team_a_id = m.team_b_id THEN 'team_a_id equals team_b_id' END)
-FROM v_matches m
+FROM c_matches m
 LEFT JOIN v_tournaments t ON t.id = m.tournament_id
 LEFT JOIN v_teams a ON a.id = m.team_a_id
 LEFT JOIN v_teams b ON b.id = m.team_b_id
 WHERE t.id IS NULL OR a.id IS NULL OR b.id IS NULL OR m.team_a_id = m.team_b_id;
-DELETE FROM v_matches WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'matches');
+DELETE FROM c_matches WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'matches');
+{{winners "matches"}}
 
--- players: a current team, when given, must exist
-INSERT INTO bad
-SELECT 'players', p.batch_seq, p.line_no, 'unknown team_id'
-FROM v_players p LEFT JOIN v_teams t ON t.id = p.team_id
-WHERE coalesce(p.team_id, '') <> '' AND t.id IS NULL;
-DELETE FROM v_players WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'players');
-
--- match updates: a known match and a possible score for its format
+-- the winning matches' formats and teams, for the children of a match
 CREATE OR REPLACE TEMP TABLE match_need AS
 SELECT id, CASE format WHEN 'bo1' THEN 1 WHEN 'bo3' THEN 2 ELSE 3 END AS need FROM v_matches;
+CREATE OR REPLACE TEMP TABLE match_teams AS
+SELECT id AS match_id, team_a_id AS team_id FROM v_matches UNION ALL SELECT id, team_b_id FROM v_matches;
+
+-- match updates: a known match and a possible score for its format
 INSERT INTO bad
 SELECT 'match_updates', u.batch_seq, u.line_no,
   CASE WHEN n.id IS NULL THEN 'unknown match_id' ELSE 'impossible score' END
-FROM v_match_updates u LEFT JOIN match_need n ON n.id = u.match_id
+FROM c_match_updates u LEFT JOIN match_need n ON n.id = u.match_id
 WHERE n.id IS NULL
    OR u.score_a < 0 OR u.score_b < 0
    OR (u.status IN ('scheduled', 'cancelled') AND (u.score_a IS NOT NULL OR u.score_b IS NOT NULL))
@@ -39,7 +57,8 @@ WHERE n.id IS NULL
    OR (u.status = 'completed' AND coalesce(u.result_type, 'played') = 'played'
        AND (u.score_a IS NULL OR u.score_b IS NULL OR greatest(u.score_a, u.score_b) <> n.need
             OR least(u.score_a, u.score_b) >= n.need));
-DELETE FROM v_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
+DELETE FROM c_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
+{{winners "match_updates"}}
 
 -- map results: a known match, a map number inside the format, a possible score
 INSERT INTO bad
@@ -48,7 +67,7 @@ SELECT 'map_results', r.batch_seq, r.line_no,
        WHEN r.map_number < 1 OR r.map_number > 2 * n.need - 1 THEN 'map_number outside the format'
        WHEN r.map_name NOT LIKE 'de\_%' ESCAPE '\' THEN 'invalid map_name'
        ELSE 'impossible score' END
-FROM v_map_results r LEFT JOIN match_need n ON n.id = r.match_id
+FROM c_map_results r LEFT JOIN match_need n ON n.id = r.match_id
 WHERE n.id IS NULL OR r.map_number < 1 OR r.map_number > 2 * n.need - 1
    OR r.map_name NOT LIKE 'de\_%' ESCAPE '\'
    OR r.score_a < 0 OR r.score_b < 0 OR r.score_a = r.score_b OR greatest(r.score_a, r.score_b) < 13
@@ -58,23 +77,23 @@ WHERE n.id IS NULL OR r.map_number < 1 OR r.map_number > 2 * n.need - 1
         OR r.first_half_a + coalesce(r.second_half_a, 0) + coalesce(r.overtime_a, 0) <> r.score_a
         OR r.first_half_b + coalesce(r.second_half_b, 0) + coalesce(r.overtime_b, 0) <> r.score_b))
    OR ((r.overtime_a IS NULL) <> (r.overtime_b IS NULL));
-DELETE FROM v_map_results WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'map_results');
+DELETE FROM c_map_results WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'map_results');
+{{winners "map_results"}}
 
--- a child row naming a team must name one of its match's two teams
-CREATE OR REPLACE TEMP TABLE match_teams AS
-SELECT id AS match_id, team_a_id AS team_id FROM v_matches UNION ALL SELECT id, team_b_id FROM v_matches;
-
+-- vetoes: a known match; a child row naming a team must name one of its
+-- match's two teams
 INSERT INTO bad
 SELECT 'vetoes', v.batch_seq, v.line_no,
   CASE WHEN n.id IS NULL THEN 'unknown match_id'
        WHEN v.choice_type = 'decider' AND coalesce(v.team_id, '') <> '' THEN 'decider with a team_id'
        WHEN v.choice_type <> 'decider' AND coalesce(v.team_id, '') = '' THEN 'missing team_id'
        ELSE 'team_id not in the match' END
-FROM v_vetoes v LEFT JOIN match_need n ON n.id = v.match_id
+FROM c_vetoes v LEFT JOIN match_need n ON n.id = v.match_id
 WHERE n.id IS NULL
    OR (v.choice_type = 'decider') = (coalesce(v.team_id, '') <> '')
    OR (coalesce(v.team_id, '') <> '' AND (v.match_id, v.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams));
-DELETE FROM v_vetoes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'vetoes');
+DELETE FROM c_vetoes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'vetoes');
+{{winners "vetoes"}}
 
 INSERT INTO bad
 SELECT 'player_stats', s.batch_seq, s.line_no,
@@ -82,50 +101,59 @@ SELECT 'player_stats', s.batch_seq, s.line_no,
        WHEN p.id IS NULL THEN 'unknown player_id'
        WHEN (s.match_id, s.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        ELSE 'impossible value' END
-FROM v_player_stats s
+FROM c_player_stats s
 LEFT JOIN match_need n ON n.id = s.match_id
 LEFT JOIN v_players p ON p.id = s.player_id
 WHERE n.id IS NULL OR p.id IS NULL
    OR (s.match_id, s.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR s.kills < 0 OR s.deaths < 0 OR s.assists < 0 OR s.adr < 0 OR s.rounds_played < 0
    OR s.kast < 0 OR s.kast > 1 OR s.map_number < 1;
-DELETE FROM v_player_stats WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'player_stats');
+DELETE FROM c_player_stats WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'player_stats');
+{{winners "player_stats"}}
 
 INSERT INTO bad
 SELECT 'rounds', r.batch_seq, r.line_no,
   CASE WHEN n.id IS NULL THEN 'unknown match_id'
        WHEN (r.match_id, r.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        ELSE 'impossible value' END
-FROM v_rounds r LEFT JOIN match_need n ON n.id = r.match_id
+FROM c_rounds r LEFT JOIN match_need n ON n.id = r.match_id
 WHERE n.id IS NULL
    OR (r.match_id, r.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR r.round_number < 1 OR r.map_number < 1 OR r.kast < 0 OR r.kast > 5 OR r.kills < 0 OR r.deaths < 0
    OR r.round_duration_ms < 0;
-DELETE FROM v_rounds WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'rounds');
+DELETE FROM c_rounds WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'rounds');
+{{winners "rounds"}}
 
--- depth rows: a known match and player
+-- depth rows: a known match and player (and a known opponent for a duel:
+-- normalise joins it, so an unknown one would drop the row silently)
 INSERT INTO bad
 SELECT e, batch_seq, line_no, reason FROM (
-  SELECT 'depth_weapons' AS e, d.batch_seq, d.line_no, d.match_id, d.player_id FROM v_depth_weapons d
-  UNION ALL SELECT 'depth_grenades', d.batch_seq, d.line_no, d.match_id, d.player_id FROM v_depth_grenades d
-  UNION ALL SELECT 'depth_hitgroups', d.batch_seq, d.line_no, d.match_id, d.player_id FROM v_depth_hitgroups d
-  UNION ALL SELECT 'depth_duels', d.batch_seq, d.line_no, d.match_id, d.player_id FROM v_depth_duels d
-  UNION ALL SELECT 'depth_flashes', d.batch_seq, d.line_no, d.match_id, d.player_id FROM v_depth_flashes d
+  SELECT 'depth_weapons' AS e, d.batch_seq, d.line_no, d.match_id, d.player_id, NULL AS opponent_id FROM c_depth_weapons d
+  UNION ALL SELECT 'depth_grenades', d.batch_seq, d.line_no, d.match_id, d.player_id, NULL FROM c_depth_grenades d
+  UNION ALL SELECT 'depth_hitgroups', d.batch_seq, d.line_no, d.match_id, d.player_id, NULL FROM c_depth_hitgroups d
+  UNION ALL SELECT 'depth_duels', d.batch_seq, d.line_no, d.match_id, d.player_id, d.opponent_id FROM c_depth_duels d
+  UNION ALL SELECT 'depth_flashes', d.batch_seq, d.line_no, d.match_id, d.player_id, NULL FROM c_depth_flashes d
 ) x
 CROSS JOIN LATERAL (SELECT CASE
     WHEN x.match_id NOT IN (SELECT id FROM match_need) THEN 'unknown match_id'
-    WHEN x.player_id NOT IN (SELECT id FROM v_players) THEN 'unknown player_id' END AS reason)
+    WHEN x.player_id NOT IN (SELECT id FROM v_players) THEN 'unknown player_id'
+    WHEN x.opponent_id NOT IN (SELECT id FROM v_players) THEN 'unknown opponent_id' END AS reason)
 WHERE reason IS NOT NULL;
-DELETE FROM v_depth_weapons WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_weapons');
-DELETE FROM v_depth_grenades WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_grenades');
-DELETE FROM v_depth_hitgroups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_hitgroups');
-DELETE FROM v_depth_duels WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_duels');
-DELETE FROM v_depth_flashes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_flashes');
+DELETE FROM c_depth_weapons WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_weapons');
+{{winners "depth_weapons"}}
+DELETE FROM c_depth_grenades WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_grenades');
+{{winners "depth_grenades"}}
+DELETE FROM c_depth_hitgroups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_hitgroups');
+{{winners "depth_hitgroups"}}
+DELETE FROM c_depth_duels WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_duels');
+{{winners "depth_duels"}}
+DELETE FROM c_depth_flashes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_flashes');
+{{winners "depth_flashes"}}
 
 -- lineups: a team of the match, a list of known players
 CREATE OR REPLACE TEMP TABLE lineup_unknown AS
 SELECT DISTINCT batch_seq, line_no FROM (
-  SELECT batch_seq, line_no, unnest(TRY_CAST(player_ids AS VARCHAR[])) AS p FROM v_lineups)
+  SELECT batch_seq, line_no, unnest(TRY_CAST(player_ids AS VARCHAR[])) AS p FROM c_lineups)
 WHERE p NOT IN (SELECT id FROM v_players);
 INSERT INTO bad
 SELECT 'lineups', l.batch_seq, l.line_no,
@@ -133,17 +161,19 @@ SELECT 'lineups', l.batch_seq, l.line_no,
        WHEN (l.match_id, l.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        WHEN TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL THEN 'invalid player_ids'
        ELSE 'unknown player id in player_ids' END
-FROM v_lineups l
+FROM c_lineups l
 WHERE l.match_id NOT IN (SELECT id FROM match_need)
    OR (l.match_id, l.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL
    OR (l.batch_seq, l.line_no) IN (SELECT (batch_seq, line_no) FROM lineup_unknown);
-DELETE FROM v_lineups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'lineups');
+DELETE FROM c_lineups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'lineups');
+{{winners "lineups"}}
 
 INSERT INTO bad
 SELECT 'streams', s.batch_seq, s.line_no, 'unknown match_id'
-FROM v_streams s WHERE s.match_id NOT IN (SELECT id FROM match_need);
-DELETE FROM v_streams WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'streams');
+FROM c_streams s WHERE s.match_id NOT IN (SELECT id FROM match_need);
+DELETE FROM c_streams WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'streams');
+{{winners "streams"}}
 
 -- price captures: exactly one parent, known; a decimal price above 1
 INSERT INTO bad
@@ -154,7 +184,7 @@ SELECT 'price_captures', c.batch_seq, c.line_no,
        WHEN c.book NOT IN (SELECT id FROM v_books) THEN 'unknown book'
        WHEN NOT isfinite(c.price) OR c.price <= 1 THEN 'price must be above 1'
        ELSE 'outcome does not fit the market' END
-FROM v_price_captures c
+FROM c_price_captures c
 WHERE (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '')
    OR (coalesce(c.match_id, '') <> '' AND c.match_id NOT IN (SELECT id FROM match_need))
    OR (coalesce(c.tournament_id, '') <> '' AND c.tournament_id NOT IN (SELECT id FROM v_tournaments))
@@ -163,7 +193,8 @@ WHERE (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '')
    OR (c.market IN ('match_winner', 'map_handicap', 'map_winner') AND c.outcome NOT IN ('home', 'away'))
    OR (c.market = 'total_maps' AND c.outcome NOT IN ('over', 'under'))
    OR (c.market = 'outright' AND c.outcome NOT IN (SELECT id FROM v_teams));
-DELETE FROM v_price_captures WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'price_captures');
+DELETE FROM c_price_captures WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'price_captures');
+{{winners "price_captures"}}
 
 INSERT INTO quarantine
 SELECT b.batch_seq, b.entity, b.line_no, b.reason, NULL FROM bad b;
