@@ -355,3 +355,58 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 		}
 	}
 }
+
+// A value of the wrong JSON type, an integer outside its column's range and
+// a text longer than its field's limit are rejected with the field named.
+func TestWrongJSONTypeOutOfRangeAndOversizedValuesAreRejected(t *testing.T) {
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
+		raw.Teams: {
+			`{"id":"tm-20","name":123,"changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tm-21","name":"Twenty One","external_rank":"5","changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tm-22","name":"Twenty Two","external_rank":99999999999,"changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tm-23","name":"` + strings.Repeat("Long", 1<<18) + `","changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tm-24","name":"Twenty Four","external_rank":5.0,"changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tm-25","name":["x"],"changed_at":"2025-03-01T10:00:00Z"}`,
+		},
+		raw.Tournaments: {
+			`{"id":"tr-20","name":"Stringly Cup","is_lan":"true","changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tr-21","name":"Float Cup","prize_pool_usd":1.5,"changed_at":"2025-03-01T10:00:00Z"}`,
+			`{"id":"tr-22","name":"Late Cup","changed_at":12345}`,
+		},
+		raw.PriceCaptures: {`{"book":"bk-1","market":"match_winner","match_id":"m-1","outcome":"home","price":"1.5",` +
+			`"captured_at":"2025-03-01T12:00:00Z"}`},
+	})
+	rep := runPipeline(t, st)
+	for _, w := range []struct{ e, reason string }{
+		{"teams", "invalid name"}, {"teams", "invalid external_rank"}, {"teams", "name too long"},
+		{"tournaments", "invalid is_lan"}, {"tournaments", "invalid prize_pool_usd"}, {"tournaments", "invalid changed_at"},
+		{"price_captures", "invalid price"},
+	} {
+		if rep.Quarantined[w.e][w.reason] == 0 {
+			t.Errorf("%s: no line quarantined as %q (all: %v)", w.e, w.reason, rep.Quarantined)
+		}
+	}
+	wantQuarantined(t, rep, "teams", "invalid name", 2)
+	wantQuarantined(t, rep, "teams", "invalid external_rank", 3)
+	if rep.QuarantinedTotal() != 10 {
+		t.Errorf("quarantined %d lines, want 10: %v", rep.QuarantinedTotal(), rep.Quarantined)
+	}
+	tables := dump(t, rep)
+	for _, s := range []string{"Twenty", "LongLong", "Stringly", "Float Cup", "Late Cup", "| 123 |"} {
+		if strings.Contains(tables["teams"]+tables["tournaments"], s) {
+			t.Errorf("a rejected record was published: %s", s)
+		}
+	}
+}
+
+// Slugs come from names: however a name expands, the slug is bounded, so
+// every published entity can be requested by its slug.
+func TestSlugIsBounded(t *testing.T) {
+	const max = pipelines.MaxSlugLen
+	for _, name := range []string{strings.Repeat("ab ", 1000), strings.Repeat("x", 500), strings.Repeat("㎏", 100), strings.Repeat("ⅷ", 100)} {
+		if s := pipelines.Slugify(name); len(s) > max || s == "" || strings.HasSuffix(s, "-") {
+			t.Errorf("Slugify(%.20q…) = %d bytes %.30q…, want 1..%d without a trailing hyphen", name, len(s), s, max)
+		}
+	}
+}

@@ -465,6 +465,7 @@ func (r *run) validate(ctx context.Context) (int64, error) {
 type tmplField struct {
 	raw.Field
 	EnumList string
+	Typed    string // SQL: the typed value from "json_<name>" (the value's JSON text)
 }
 
 func newStageSpec(s raw.Spec) any {
@@ -475,14 +476,49 @@ func newStageSpec(s raw.Spec) any {
 		for j, v := range f.Enum {
 			quoted[j] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
 		}
-		fields[i] = tmplField{Field: f, EnumList: strings.Join(quoted, ", ")}
-		st = append(st, fmt.Sprintf(`"%s":"VARCHAR"`, f.Name))
+		fields[i] = tmplField{Field: f, EnumList: strings.Join(quoted, ", "), Typed: typedExpr(f)}
+		st = append(st, fmt.Sprintf(`"%s":"JSON"`, f.Name))
 	}
 	return struct {
-		E             string
-		Fields        []tmplField
-		VarcharStruct string
-	}{E: string(s.Entity), Fields: fields, VarcharStruct: "{" + strings.Join(st, ",") + "}"}
+		E          string
+		Fields     []tmplField
+		JSONStruct string
+	}{E: string(s.Entity), Fields: fields, JSONStruct: "{" + strings.Join(st, ",") + "}"}
+}
+
+// typedExpr is the SQL that types a field from its JSON text (as DuckDB's
+// parser writes it back: strings quoted, numbers canonical, so an integer has
+// no '.' or exponent): the value when its JSON type is the field's, else
+// NULL, which staging rejects as "invalid <field>". The JSON type is read
+// from the text's first character rather than with json_type(), which would
+// parse every value once more.
+func typedExpr(f raw.Field) string {
+	j := `"json_` + f.Name + `"`
+	// a string's value: the text between the quotes, unescaped when it has
+	// an escape
+	str := `CASE WHEN starts_with(` + j + `, '"') THEN CASE WHEN contains(` + j + `, '\') THEN ` + j +
+		` ->> '$' ELSE ` + j + `[2:-2] END END`
+	switch f.Type {
+	case "VARCHAR":
+		return str
+	case "TIMESTAMPTZ":
+		return `TRY_CAST(` + str + ` AS TIMESTAMPTZ)`
+	case "INTEGER", "BIGINT":
+		// out of the type's range: TRY_CAST gives NULL, so invalid
+		return `CASE WHEN regexp_full_match(` + j + `, '-?[0-9]+') THEN TRY_CAST(` + j + ` AS ` + f.Type + `) END`
+	case "DOUBLE":
+		// 1e400 parses as infinity: not a finite number, so invalid
+		return `CASE WHEN regexp_full_match(` + j + `, '-?[0-9][0-9.eE+-]*') AND isfinite(TRY_CAST(` + j +
+			` AS DOUBLE)) THEN TRY_CAST(` + j + ` AS DOUBLE) END`
+	case "BOOLEAN":
+		return `CASE ` + j + ` WHEN 'true' THEN true WHEN 'false' THEN false END`
+	case "JSON":
+		if f.Shape == raw.StringList {
+			return `CASE WHEN regexp_full_match(` + j + `, '\[("([^"\\]|\\.)*"(,"([^"\\]|\\.)*")*)?\]') THEN CAST(` + j + ` AS JSON) END`
+		}
+		return `CASE WHEN starts_with(` + j + `, '{') THEN CAST(` + j + ` AS JSON) END`
+	}
+	panic("raw: unknown field type " + f.Type)
 }
 
 // check runs the reference and plausibility checks (normalise/01_check.sql)

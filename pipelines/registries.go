@@ -41,9 +41,32 @@ func MintID(kind, key string, firstSeen time.Time) uuid.UUID {
 	return u
 }
 
+// MaxSlugLen is the longest slug: a slug is a URL path segment, and a name
+// can expand (NFKD turns "ⅷ" into "viii"), so it is cut, at a hyphen when
+// there is one in its second half.
+const MaxSlugLen = 100
+
 // Slugify turns a display name into a slug: lowercase ASCII letters and
-// digits separated by single hyphens, diacritics removed.
+// digits separated by single hyphens, diacritics removed, at most
+// MaxSlugLen bytes.
 func Slugify(name string) string {
+	return cutSlug(slugify(name), MaxSlugLen)
+}
+
+// cutSlug shortens a slug to at most n bytes (all ASCII), at its last hyphen
+// when that keeps at least half of it.
+func cutSlug(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	if i := strings.LastIndexByte(s, '-'); i >= n/2 {
+		s = s[:i]
+	}
+	return strings.TrimRight(s, "-")
+}
+
+func slugify(name string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range norm.NFKD.String(name) {
@@ -205,7 +228,8 @@ ORDER BY c.kind, i.first_seen, c.ukey`)
 		}
 		slug := base
 		for n := 2; used[x.kind+"/"+slug]; n++ {
-			slug = base + "-" + strconv.Itoa(n)
+			sfx := "-" + strconv.Itoa(n)
+			slug = cutSlug(base, MaxSlugLen-len(sfx)) + sfx
 		}
 		used[x.kind+"/"+slug] = true
 		final[i] = slug

@@ -1,16 +1,62 @@
 package raw
 
+import "strings"
+
 // Field describes one field of a raw record for validation at staging.
 type Field struct {
 	Name string
-	// Type is the DuckDB type the text is cast to: VARCHAR, INTEGER, BIGINT,
-	// DOUBLE, BOOLEAN, TIMESTAMPTZ, or JSON (kept as JSON text).
+	// Type is the DuckDB type of the field and fixes the JSON type its value
+	// must have (else the line is rejected as "invalid <field>"): VARCHAR and
+	// TIMESTAMPTZ a string (a timestamp DuckDB can read); INTEGER and BIGINT
+	// an integer written as one (no fraction or exponent) within the type's
+	// range; DOUBLE a finite number; BOOLEAN true or false; JSON an object
+	// or, with Shape StringList, an array of strings (kept as JSON text).
 	Type string
 	// Required fields must be present, non-null and (for VARCHAR) non-empty.
 	Required bool
 	// Enum, when set, lists the accepted values (exact, case-sensitive). An
 	// empty or null value passes unless Required.
 	Enum []string
+	// Max is the longest accepted value: characters for VARCHAR, bytes of
+	// JSON text for JSON ("<field> too long"). Set for every VARCHAR and JSON
+	// field of Specs (see maxLen).
+	Max int
+	// Shape is the JSON type of a JSON field: Object or StringList.
+	Shape string
+}
+
+// Shapes of JSON fields.
+const (
+	Object     = "object"
+	StringList = "array of strings"
+)
+
+// Text limits. Real data stays far below them (the HLTV datasets: ids up to
+// 78 characters, names up to 74, stages up to 100); they stop a malformed
+// feed from publishing, say, a 1 MB team name.
+const (
+	MaxID   = 128      // upstream ids (id, *_id, book, copies_book, outcome)
+	MaxName = 100      // names, nicknames, codes, map and weapon names, channels, …
+	MaxText = 500      // free text: stage, location
+	MaxURL  = 2048     // stream urls
+	MaxJSON = 16 << 10 // live_state, player_ids: bytes of JSON text
+)
+
+// maxLen is a VARCHAR or JSON field's limit, by name.
+func maxLen(name, typ string) int {
+	switch {
+	case typ == "JSON":
+		return MaxJSON
+	case typ != "VARCHAR":
+		return 0
+	case name == "url":
+		return MaxURL
+	case name == "stage" || name == "location":
+		return MaxText
+	case name == "id" || strings.HasSuffix(name, "_id") || name == "book" || name == "copies_book" || name == "outcome":
+		return MaxID
+	}
+	return MaxName
 }
 
 // Spec is the validation spec of one entity.
@@ -53,14 +99,18 @@ var (
 	resultTypes  = []string{"played", "forfeit", "walkover"}
 )
 
-func req(name, typ string) Field { return Field{Name: name, Type: typ, Required: true} }
-func opt(name, typ string) Field { return Field{Name: name, Type: typ} }
+func req(name, typ string) Field {
+	return Field{Name: name, Type: typ, Required: true, Max: maxLen(name, typ)}
+}
+func opt(name, typ string) Field { return Field{Name: name, Type: typ, Max: maxLen(name, typ)} }
 func enum(name string, vals []string) Field {
-	return Field{Name: name, Type: "VARCHAR", Required: true, Enum: vals}
+	return Field{Name: name, Type: "VARCHAR", Required: true, Enum: vals, Max: maxLen(name, "VARCHAR")}
 }
 func optEnum(name string, vals []string) Field {
-	return Field{Name: name, Type: "VARCHAR", Enum: vals}
+	return Field{Name: name, Type: "VARCHAR", Enum: vals, Max: maxLen(name, "VARCHAR")}
 }
+
+func shaped(f Field, shape string) Field { f.Shape = shape; return f }
 
 func ints(required bool, names ...string) []Field {
 	out := make([]Field, len(names))
@@ -99,7 +149,7 @@ var Specs = []Spec{
 		enum("format", Formats), opt("stage", "VARCHAR"), req("scheduled_at", "TIMESTAMPTZ"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MatchUpdates, Order: "changed_at", Fields: []Field{
 		req("match_id", "VARCHAR"), enum("status", Statuses), opt("score_a", "INTEGER"), opt("score_b", "INTEGER"),
-		optEnum("result_type", resultTypes), opt("live_state", "JSON"), req("changed_at", "TIMESTAMPTZ")}},
+		optEnum("result_type", resultTypes), shaped(opt("live_state", "JSON"), Object), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MapResults, Key: []string{"match_id", "map_number"}, Order: "changed_at", Fields: cat([]Field{
 		req("match_id", "VARCHAR"), req("map_number", "INTEGER"), req("map_name", "VARCHAR"),
 		req("score_a", "INTEGER"), req("score_b", "INTEGER")},
@@ -126,7 +176,7 @@ var Specs = []Spec{
 			req("changed_at", "TIMESTAMPTZ")})},
 	{Entity: DepthWeapons, Key: []string{"match_id", "map_number", "player_id", "weapon"}, Order: "changed_at", Fields: cat([]Field{
 		req("match_id", "VARCHAR"), req("map_number", "INTEGER"), req("player_id", "VARCHAR"), req("weapon", "VARCHAR"),
-		{Name: "weapon_class", Type: "VARCHAR", Enum: weaponClass}},
+		optEnum("weapon_class", weaponClass)},
 		ints(true, "kills", "headshots", "damage", "shots", "hits"), []Field{req("changed_at", "TIMESTAMPTZ")})},
 	{Entity: DepthGrenades, Key: []string{"match_id", "map_number", "player_id", "grenade_name"}, Order: "changed_at", Fields: cat([]Field{
 		req("match_id", "VARCHAR"), req("map_number", "INTEGER"), req("player_id", "VARCHAR"), enum("grenade_name", grenadeNames)},
@@ -142,7 +192,7 @@ var Specs = []Spec{
 		ints(true, "thrown", "enemies_blinded", "teammates_blinded", "blind_duration_ms", "flash_assists"),
 		[]Field{req("changed_at", "TIMESTAMPTZ")})},
 	{Entity: Lineups, Key: []string{"match_id", "team_id"}, Order: "changed_at", Fields: []Field{
-		req("match_id", "VARCHAR"), req("team_id", "VARCHAR"), {Name: "player_ids", Type: "JSON", Required: true},
+		req("match_id", "VARCHAR"), req("team_id", "VARCHAR"), shaped(req("player_ids", "JSON"), StringList),
 		req("captured_at", "TIMESTAMPTZ"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: Streams, Key: []string{"match_id", "platform", "channel"}, Order: "changed_at", Fields: []Field{
 		req("match_id", "VARCHAR"), enum("platform", platforms), req("channel", "VARCHAR"), req("url", "VARCHAR"),
