@@ -356,6 +356,35 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 	}
 }
 
+// A change time far in the future would win last-write-wins over every real
+// correction forever; it is quarantined instead.
+func TestFutureChangeTimeDoesNotWinOverLaterCorrections(t *testing.T) {
+	st := publish.NewMemory()
+	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
+		raw.Teams: {`{"id":"tm-1","name":"Alpha Forever","changed_at":"2099-01-01T00:00:00Z"}`},
+		raw.PriceCaptures: {`{"book":"bk-1","market":"match_winner","match_id":"m-1","outcome":"home","price":1.5,` +
+			`"captured_at":"2099-01-01T00:00:00Z"}`},
+		raw.Lineups: {`{"match_id":"m-1","team_id":"tm-1","player_ids":["pl-11"],"captured_at":"2099-01-01T00:00:00Z",` +
+			`"changed_at":"2025-03-09T10:00:00Z"}`},
+	})
+	landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
+		`{"id":"tm-1","name":"Alpha Pack","short_name":"AP","region":"Europe","country_code":"DE","external_rank":3,"changed_at":"2025-03-10T12:00:00Z"}`}})
+	rep := runPipeline(t, st)
+	teams := dump(t, rep)["teams"]
+	if !strings.Contains(teams, "alpha-pack") || strings.Contains(teams, "alpha-forever") {
+		t.Errorf("the real correction must win over a 2099 change time:\n%s", teams)
+	}
+	if names := dump(t, rep)["team_names"]; strings.Contains(names, "Alpha Forever") {
+		t.Errorf("a rejected name is not a name the team carried:\n%s", names)
+	}
+	wantQuarantined(t, rep, "teams", "changed_at too far in the future", 1)
+	wantQuarantined(t, rep, "price_captures", "captured_at too far in the future", 1)
+	wantQuarantined(t, rep, "lineups", "captured_at too far in the future", 1)
+	if rep.QuarantinedTotal() != 3 {
+		t.Errorf("quarantined: %v", rep.Quarantined)
+	}
+}
+
 // A value of the wrong JSON type, an integer outside its column's range and
 // a text longer than its field's limit are rejected with the field named.
 func TestWrongJSONTypeOutOfRangeAndOversizedValuesAreRejected(t *testing.T) {

@@ -480,10 +480,12 @@ func newStageSpec(s raw.Spec) any {
 		st = append(st, fmt.Sprintf(`"%s":"JSON"`, f.Name))
 	}
 	return struct {
-		E          string
-		Fields     []tmplField
-		JSONStruct string
-	}{E: string(s.Entity), Fields: fields, JSONStruct: "{" + strings.Join(st, ",") + "}"}
+		E           string
+		Fields      []tmplField
+		JSONStruct  string
+		SkewSeconds int64
+	}{E: string(s.Entity), Fields: fields, JSONStruct: "{" + strings.Join(st, ",") + "}",
+		SkewSeconds: int64(raw.MaxClockSkew / time.Second)}
 }
 
 // typedExpr is the SQL that types a field from its JSON text (as DuckDB's

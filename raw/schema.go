@@ -1,6 +1,9 @@
 package raw
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Field describes one field of a raw record for validation at staging.
 type Field struct {
@@ -23,7 +26,20 @@ type Field struct {
 	Max int
 	// Shape is the JSON type of a JSON field: Object or StringList.
 	Shape string
+	// Clock marks an upstream change or capture time (changed_at,
+	// captured_at): it may be at most MaxClockSkew after its batch's
+	// landed_at, else the line is rejected ("<field> too far in the
+	// future"). A record dated far ahead would otherwise win
+	// last-write-wins over every later real correction, forever.
+	Clock bool
 }
+
+// MaxClockSkew is how far past its batch's landed_at a change or capture
+// time may be. Upstream clocks and landers drift by seconds to minutes; 24
+// hours also covers a local time written with a "Z" (UTC offsets reach +14
+// hours). The bound is the batch's landed_at, not the run's clock, so every
+// re-run judges a record the same way.
+const MaxClockSkew = 24 * time.Hour
 
 // Shapes of JSON fields.
 const (
@@ -100,9 +116,17 @@ var (
 )
 
 func req(name, typ string) Field {
-	return Field{Name: name, Type: typ, Required: true, Max: maxLen(name, typ)}
+	return Field{Name: name, Type: typ, Required: true, Max: maxLen(name, typ), Clock: isClock(name, typ)}
 }
-func opt(name, typ string) Field { return Field{Name: name, Type: typ, Max: maxLen(name, typ)} }
+func opt(name, typ string) Field {
+	return Field{Name: name, Type: typ, Max: maxLen(name, typ), Clock: isClock(name, typ)}
+}
+
+// isClock: the upstream's change and capture times (not schedule or start
+// times, which may lie in the future).
+func isClock(name, typ string) bool {
+	return typ == "TIMESTAMPTZ" && (name == "changed_at" || name == "captured_at")
+}
 func enum(name string, vals []string) Field {
 	return Field{Name: name, Type: "VARCHAR", Required: true, Enum: vals, Max: maxLen(name, "VARCHAR")}
 }

@@ -110,7 +110,15 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 		b.Discard()
 		return err
 	}
-	m, err := b.Land(ctx, st, time.Now())
+	// The world's records change up to o.Now: a world generated as of a
+	// later time (--now) lands then, or the pipeline would reject its
+	// change times as too far past the batch's landing
+	// (raw.MaxClockSkew).
+	landed := time.Now()
+	if o.Now.After(landed) {
+		landed = o.Now
+	}
+	m, err := b.Land(ctx, st, landed)
 	if err != nil {
 		return err
 	}
