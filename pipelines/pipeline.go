@@ -520,7 +520,7 @@ func typedExpr(f raw.Field) string {
 		}
 		return `CASE WHEN starts_with(` + j + `, '{') THEN CAST(` + j + ` AS JSON) END`
 	}
-	panic("raw: unknown field type " + f.Type)
+	panic("pipelines: raw field " + f.Name + " has unknown type " + f.Type)
 }
 
 // check runs the reference and plausibility checks (normalise/01_check.sql)
