@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -92,8 +96,27 @@ func (k *Keyring) Reload() (bool, error) {
 	return true, nil
 }
 
-func readKeyring(path string) (*keyringData, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+// readKeyring reads the keys and accounts of the file at path from a
+// private copy of it. bbolt reads a file through mmap, and a page touched
+// after the file was truncated under it (an operator restoring access.db
+// with cp) is a SIGBUS that no recover catches: the serving process would
+// die. The copy is taken under a shared lock, so it never sees half of an
+// `eo keys` transaction (bbolt writers hold the exclusive lock); a file
+// rewritten by something that takes no lock gives a torn copy, which fails
+// to open or to decode (an error: the keyring keeps its keys), and a panic
+// of bbolt on such bytes is turned into an error too.
+func readKeyring(path string) (_ *keyringData, err error) {
+	cp, err := copyLocked(path, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("access: keyring: %w", err)
+	}
+	defer os.Remove(cp)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("access: keyring: %s is damaged: %v", path, r)
+		}
+	}()
+	db, err := bolt.Open(cp, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("access: keyring: open %s: %w", path, err)
 	}
@@ -132,6 +155,86 @@ func readKeyring(path string) (*keyringData, error) {
 		return nil, fmt.Errorf("access: keyring: %w", err)
 	}
 	return d, nil
+}
+
+// copyLocked copies path to a new temporary file while holding a shared
+// flock on it (waiting up to timeout for a writer to finish), and returns
+// the copy's path.
+func copyLocked(path string, timeout time.Duration) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK || time.Now().After(deadline) {
+			return "", fmt.Errorf("lock %s: %w", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	before, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) != before.Size() || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		return "", fmt.Errorf("%s changed while it was read (being rewritten?); the next reload reads it again", path)
+	}
+	if err := boltSizeOK(b); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp("", "eo-keyring-*.db")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// boltSizeOK checks that a bbolt file holds every page its meta pages
+// claim: bbolt maps the file and touching a claimed page past its end is a
+// SIGBUS. A meta page is at offset 0 and at one page size; its high-water
+// page id is at byte 56 of the page (16-byte page header, then magic,
+// version, page size, flags, root bucket, freelist, pgid).
+func boltSizeOK(b []byte) error {
+	const magic = 0xED0CDAED
+	if len(b) < 64 || binary.LittleEndian.Uint32(b[16:]) != magic {
+		return errors.New("not a bbolt file, or truncated")
+	}
+	ps := int64(binary.LittleEndian.Uint32(b[24:]))
+	if ps < 512 || ps > 1<<20 || int64(len(b)) < 2*ps {
+		return errors.New("truncated (no second meta page)")
+	}
+	for _, off := range []int64{0, ps} {
+		if binary.LittleEndian.Uint32(b[off+16:]) != magic {
+			continue // a torn meta page: bbolt uses the other one
+		}
+		if hw := int64(binary.LittleEndian.Uint64(b[off+56:])); hw*ps > int64(len(b)) {
+			return fmt.Errorf("truncated: its meta claims %d pages of %d bytes, the file has %d bytes", hw, ps, len(b))
+		}
+	}
+	return nil
 }
 
 // Watch reloads the keyring every interval until ctx ends, logging (and

@@ -190,3 +190,67 @@ func TestKeyringWatchAndBadFile(t *testing.T) {
 		t.Fatalf("keys lost after a failed reload: %v", err)
 	}
 }
+
+// TestKeyringSurvivesAFileRewrittenUnderIt: an operator restoring
+// access.db with cp (truncate, then write) while the edge reloads it must
+// not crash the edge. The keyring used to read the file through bbolt's
+// mmap, and touching a mapped page past the truncated end is a SIGBUS that
+// kills the process; now it reads a private copy, and a torn copy is a
+// failed reload that keeps the keys.
+func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
+	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "access.db")
+	var plain string
+	withStore(t, path, clk, func(s *Store) {
+		a, _ := s.CreateAccount("acme", 0)
+		for i := 0; i < 3000; i++ { // a file of a few MB: reads take a while
+			p, _, err := s.CreateKey(a.ID, PlanStandard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain = p
+		}
+	})
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := OpenKeyring(path, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			kr.mu.Lock()
+			kr.stamp = fileStamp{} // force a read every time
+			kr.mu.Unlock()
+			kr.Reload()
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		// What cp does: truncate, then write the bytes back in chunks.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < len(good); off += 64 << 10 {
+			end := min(off+64<<10, len(good))
+			f.Write(good[off:end])
+		}
+		f.Close()
+	}
+	close(stop)
+	<-done
+	if _, err := kr.Authenticate(ctx(), plain); err != nil {
+		t.Fatalf("keys lost: %v", err)
+	}
+}
