@@ -1,8 +1,8 @@
 package edge
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
