@@ -137,6 +137,7 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644)
 	cmd.Env = append(os.Environ(), "EO_TEST_EXEC_MAIN=1", "EO_PLANS="+plans, "EO_USAGE_EXPORT_INTERVAL=1h")
 	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 	p := &edgeProc{cmd: cmd, addr: addr, key: key, work: work, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {

@@ -103,6 +103,9 @@ func (s *Server) launch() error {
 	cmd := exec.Command(s.bin, "server", s.dataDir, "--address", s.Endpoint, "--console-address", s.console, "--quiet")
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_UPDATE=off", "MINIO_BROWSER=off")
+	// Dies with the test binary, even one killed by a test timeout (no
+	// cleanup runs then).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.log = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
