@@ -63,28 +63,36 @@ func (s *Server) getTeam(c *fiber.Ctx) error {
 }
 
 func (s *Server) rosterHistory(c *fiber.Ctx) error {
-	v := viewOf(c)
-	id, _, ok := v.Team(c.Params("id"))
-	if !ok {
-		return notFound("team")
+	v, id, err := pathTeam(c)
+	if err != nil {
+		return err
 	}
 	return sendArray(c, v.RosterHistory(id))
 }
 
 func (s *Server) teamProfile(c *fiber.Ctx) error {
-	v := viewOf(c)
-	id, _, ok := v.Team(c.Params("id"))
-	if !ok {
-		return notFound("team")
+	v, id, err := pathTeam(c)
+	if err != nil {
+		return err
 	}
 	return sendSingle(c, v.TeamProfile(id))
 }
 
-func (s *Server) headToHead(c *fiber.Ctx) error {
+// pathTeam resolves the path's team (an id or a slug) in the request's view,
+// or answers 404.
+func pathTeam(c *fiber.Ctx) (*view.View, view.ID, error) {
 	v := viewOf(c)
-	team, _, ok := v.Team(c.Params("id"))
+	id, _, ok := v.Team(c.Params("id"))
 	if !ok {
-		return notFound("team")
+		return nil, id, notFound("team")
+	}
+	return v, id, nil
+}
+
+func (s *Server) headToHead(c *fiber.Ctx) error {
+	v, team, err := pathTeam(c)
+	if err != nil {
+		return err
 	}
 	ov := c.Query("opponent")
 	if ov == "" {

@@ -183,29 +183,64 @@ func (v *View) row(mi int32) *Match {
 // snapshot's newest event of the match and not older than the view's; a
 // line only when it is newer than the snapshot's newest line of its series.
 func (v *View) Apply(c Changes) (*View, Applied) {
-	var ap Applied
 	if len(c.Matches) == 0 && len(c.Lines) == 0 {
-		return v, ap
+		return v, Applied{}
 	}
-	s := v.base
-	nd := v.d.clone()
-	seen := map[int32]bool{}
-	var touched []int32
-	touch := func(mi int32) {
-		if !seen[mi] {
-			seen[mi] = true
-			touched = append(touched, mi)
-		}
+	a := &applier{s: v.base, nd: v.d.clone(), seen: map[int32]bool{}, changed: map[series]bool{}}
+	a.states(c.Matches)
+	a.lines(c.Lines)
+	a.render()
+	if len(a.touched) == 0 {
+		return v, a.ap
 	}
-	for _, st := range c.Matches {
-		mi, ok := s.matchByID[st.ID]
-		if !ok || st.ChangedAt.UnixMicro() <= s.lastEvent[mi] {
-			ap.Skipped++
+	// The open-market list changes only with lines or with a match opening
+	// or closing (most batches are a round's score: it is kept).
+	bulk := len(a.order) > 0 || v.d.bulk == nil
+	for _, mi := range a.touched {
+		bulk = a.overlay(v, mi) || bulk
+	}
+	a.nd.derive(a.s, bulk)
+	return &View{base: a.s, d: a.nd}, a.ap
+}
+
+// series is one odds series of a match.
+type series struct {
+	match   int32
+	market  ID
+	outcome string
+}
+
+// applier holds one Apply's work: the new delta, the matches it touched and
+// the series it changed, in the batch's order.
+type applier struct {
+	s       *Snapshot
+	nd      *delta
+	ap      Applied
+	seen    map[int32]bool
+	touched []int32
+	changed map[series]bool
+	order   []series
+}
+
+func (a *applier) touch(mi int32) {
+	if !a.seen[mi] {
+		a.seen[mi] = true
+		a.touched = append(a.touched, mi)
+	}
+}
+
+// states applies the match states that are newer than what the snapshot and
+// the view hold.
+func (a *applier) states(states []MatchState) {
+	for _, st := range states {
+		mi, ok := a.s.matchByID[st.ID]
+		if !ok || st.ChangedAt.UnixMicro() <= a.s.lastEvent[mi] {
+			a.ap.Skipped++
 			continue
 		}
-		cur := nd.matches[st.ID]
+		cur := a.nd.matches[st.ID]
 		if cur != nil && st.ChangedAt.Before(cur.ChangedAt) {
-			ap.Skipped++
+			a.ap.Skipped++
 			continue
 		}
 		lm := &liveMatch{MatchState: st}
@@ -215,25 +250,22 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 		if lm.startedAt.IsZero() && (st.Status == "live" || st.Status == "completed") {
 			lm.startedAt = st.ChangedAt
 		}
-		nd.matches[st.ID] = lm
-		touch(mi)
+		a.nd.matches[st.ID] = lm
+		a.touch(mi)
 	}
-	type series struct {
-		match   int32
-		market  ID
-		outcome string
-	}
-	changed := map[series]bool{}
-	var order []series
-	for _, ln := range c.Lines {
-		mi, ok := s.matchByID[ln.MatchID]
+}
+
+// lines applies the lines newer than the snapshot's newest of their series.
+func (a *applier) lines(lines []LiveLine) {
+	for _, ln := range lines {
+		mi, ok := a.s.matchByID[ln.MatchID]
 		if !ok {
-			ap.Skipped++
+			a.ap.Skipped++
 			continue
 		}
 		l := &liveLine{LiveLine: ln, at: ln.CapturedAt.UnixMicro()}
-		if h := s.head(ln.MatchID, ln.MarketID, ln.Outcome, "eo_market"); h != nil && l.at <= h.at {
-			ap.Skipped++ // the snapshot already has this series up to here
+		if h := a.s.head(ln.MatchID, ln.MarketID, ln.Outcome, "eo_market"); h != nil && l.at <= h.at {
+			a.ap.Skipped++ // the snapshot already has this series up to here
 			continue
 		}
 		// A line of an instant already held is replaced, or retracted: the
@@ -242,81 +274,81 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 		// it once with all of them.
 		var ls []*liveLine
 		if ln.Retract {
-			ls, ok = removeLine(nd.lines[ln.MatchID], ln.ID)
+			ls, ok = removeLine(a.nd.lines[ln.MatchID], ln.ID)
 		} else {
-			ls, ok = upsertLine(nd.lines[ln.MatchID], l)
+			ls, ok = upsertLine(a.nd.lines[ln.MatchID], l)
 		}
 		if !ok {
-			ap.Skipped++
+			a.ap.Skipped++
 			continue
 		}
-		nd.lines[ln.MatchID] = ls
-		touch(mi)
+		a.nd.lines[ln.MatchID] = ls
+		a.touch(mi)
 		k := series{mi, ln.MarketID, ln.Outcome}
-		if !changed[k] {
-			changed[k] = true
-			order = append(order, k)
+		if !a.changed[k] {
+			a.changed[k] = true
+			a.order = append(a.order, k)
 		}
 	}
-	// Render the changed series: a line's open price is the series' first
-	// (the snapshot's, or the first live line), so a line inserted before
-	// the others re-renders them. Lines are shared with older views: a
-	// re-rendered line is a new value.
-	for _, k := range order {
-		id := s.matches[k.match].ID
-		ls := nd.lines[id]
+}
+
+// render renders the changed series: a line's open price is the series'
+// first (the snapshot's, or the first live line), so a line inserted before
+// the others re-renders them. Lines are shared with older views: a
+// re-rendered line is a new value.
+func (a *applier) render() {
+	for _, k := range a.order {
+		id := a.s.matches[k.match].ID
+		ls := a.nd.lines[id]
 		open := -1.0
 		for i, l := range ls {
 			if l.MarketID != k.market || l.Outcome != k.outcome {
 				continue
 			}
 			if open < 0 {
-				open = seriesOpen(s, ls, l)
+				open = seriesOpen(a.s, ls, l)
 			}
 			if l.json == nil || l.open != open {
 				x := &liveLine{LiveLine: l.LiveLine, at: l.at}
-				s.renderLine(x, open)
+				a.s.renderLine(x, open)
 				ls[i] = x // ls is this view's own copy (upsertLine, removeLine)
 			}
 		}
 	}
-	if len(touched) == 0 {
-		return v, ap
+}
+
+// overlay builds touched match mi's overlay, records the updates its
+// subscribers get, and reports whether the match opened or closed (the
+// open-market list then changes).
+func (a *applier) overlay(v *View, mi int32) bool {
+	s, nd := a.s, a.nd
+	id := s.matches[mi].ID
+	ov := s.buildOverlay(mi, nd.matches[id], nd.lines[id])
+	nd.over[mi] = ov
+	nd.mark(mi, len(s.matches))
+	// The match frame changed (state, maps, or a flag the lines set): its
+	// subscribers get an update.
+	if !bytes.Equal(ov.detail, v.detailJSON(mi)) || !bytes.Equal(ov.maps.JSON, v.maps(mi).JSON) {
+		a.ap.Matches = append(a.ap.Matches, id)
 	}
-	// The open-market list changes only with lines or with a match opening
-	// or closing (most batches are a round's score: it is kept).
-	bulk := len(order) > 0 || v.d.bulk == nil
-	for _, mi := range touched {
-		id := s.matches[mi].ID
-		ov := s.buildOverlay(mi, nd.matches[id], nd.lines[id])
-		nd.over[mi] = ov
-		nd.mark(mi, len(s.matches))
-		bulk = bulk || closedStatus(ov.m.Status) != closedStatus(v.row(mi).Status)
-		// The match frame changed (state, maps, or a flag the lines set):
-		// its subscribers get an update.
-		if !bytes.Equal(ov.detail, v.detailJSON(mi)) || !bytes.Equal(ov.maps.JSON, v.maps(mi).JSON) {
-			ap.Matches = append(ap.Matches, id)
+	// Subscribers of the odds get each changed series' newest line (a late
+	// line is history; after a retraction the newest is an earlier one, live
+	// or the snapshot's).
+	var rows [][]byte
+	for _, k := range a.order {
+		if k.match != mi {
+			continue
 		}
-		// Subscribers of the odds get each changed series' newest line (a
-		// late line is history; after a retraction the newest is an earlier
-		// one, live or the snapshot's).
-		var rows [][]byte
-		for _, k := range order {
-			if k.match != mi {
-				continue
-			}
-			for i := range ov.heads {
-				if h := &ov.heads[i]; h.market == k.market && h.outcome == k.outcome && h.source == "eo_market" {
-					rows = append(rows, h.json)
-				}
+		for i := range ov.heads {
+			if h := &ov.heads[i]; h.market == k.market && h.outcome == k.outcome && h.source == "eo_market" {
+				rows = append(rows, h.json)
 			}
 		}
-		if len(rows) > 0 {
-			ap.Odds = append(ap.Odds, OddsUpdate{Match: id, Lines: joinArray(rows)})
-		}
 	}
-	nd.derive(s, bulk)
-	return &View{base: s, d: nd}, ap
+	if len(rows) > 0 {
+		a.ap.Odds = append(a.ap.Odds, OddsUpdate{Match: id, Lines: joinArray(rows)})
+	}
+	return closedStatus(ov.m.Status) != closedStatus(v.row(mi).Status)
 }
 
 // Rebase returns the view of a newly loaded snapshot with the live changes
