@@ -487,7 +487,7 @@ func TestWSEndToEnd(t *testing.T) {
 	}
 	// The first lines also flip the match's data_available.odds: its
 	// subscribers get a match update too.
-	var rows []oddsRowJSON
+	var rows []view.OddsLine
 	matchUpdated := false
 	for len(rows) < 2 || !matchUpdated {
 		u, err := c.read()
@@ -504,7 +504,7 @@ func TestWSEndToEnd(t *testing.T) {
 		if u.Type != "update" || u.Target != ot {
 			t.Fatalf("want an update, got %s", u.raw)
 		}
-		var part []oddsRowJSON
+		var part []view.OddsLine
 		if err := json.Unmarshal(u.Data, &part); err != nil {
 			t.Fatal(err)
 		}
@@ -515,22 +515,22 @@ func TestWSEndToEnd(t *testing.T) {
 	want["home"] = 1 / ((p1 + p2) / 2)
 	want["away"] = 1 / (((1 - p1) + (1 - p2)) / 2)
 	for _, r := range rows[len(rows)-2:] {
-		if r.Source != "eo_market" || r.BookCount == nil || *r.BookCount != 2 || r.MatchID == nil || *r.MatchID != m.ID.String() ||
+		if r.Source != "eo_market" || r.BookCount == nil || *r.BookCount != 2 || r.MatchID == nil || *r.MatchID != m.ID ||
 			r.Market != "match_winner" || abs(r.Price-want[r.OutcomeKey]) > 1e-9 {
 			t.Fatalf("odds update row: %+v (want price %v)", r, want[r.OutcomeKey])
 		}
 	}
 	r = ls.get(t, "/v1/cs2/odds?match="+m.ID.String()+"&limit=3")
 	var page struct {
-		Data []oddsRowJSON `json:"data"`
+		Data []view.OddsLine `json:"data"`
 	}
 	json.Unmarshal(r.body, &page)
 	if r.status != 200 || len(page.Data) < 2 || page.Data[0].BookCount == nil || len(page.Data) > 3 {
 		t.Fatalf("/odds?match= without the live lines: %s", r.body)
 	}
 	r = ls.get(t, "/v1/cs2/odds?source=eo_market&limit=1000")
-	if !strings.Contains(string(r.body), rows[len(rows)-1].ID) {
-		t.Fatalf("/odds snapshot without the live line %s", rows[len(rows)-1].ID)
+	if !strings.Contains(string(r.body), rows[len(rows)-1].ID.String()) {
+		t.Fatalf("/odds snapshot without the live line %s", rows[len(rows)-1].ID.String())
 	}
 
 	// Unsubscribe stops the updates.
@@ -539,17 +539,6 @@ func TestWSEndToEnd(t *testing.T) {
 	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
 	c.send(map[string]string{"type": "subscribe", "target": ot})
 	c.expect("subscribed", ot) // not an update of mt in between
-}
-
-// oddsRowJSON decodes an odds row.
-type oddsRowJSON struct {
-	ID         string  `json:"id"`
-	MatchID    *string `json:"match_id"`
-	Market     string  `json:"market"`
-	Source     string  `json:"source"`
-	BookCount  *int    `json:"book_count"`
-	OutcomeKey string  `json:"outcome_key"`
-	Price      float64 `json:"price"`
 }
 
 func abs(x float64) float64 {
