@@ -56,10 +56,7 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 
 func (s *Server) getTeam(c *fiber.Ctx) error {
 	_, b, ok := viewOf(c).Team(c.Params("id"))
-	if !ok {
-		return notFound("team")
-	}
-	return sendSingle(c, b)
+	return sendFound(c, "team", b, ok)
 }
 
 func (s *Server) rosterHistory(c *fiber.Ctx) error {
@@ -136,10 +133,7 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 
 func (s *Server) getPlayer(c *fiber.Ctx) error {
 	_, b, ok := viewOf(c).Player(c.Params("id"))
-	if !ok {
-		return notFound("player")
-	}
-	return sendSingle(c, b)
+	return sendFound(c, "player", b, ok)
 }
 
 func (s *Server) playerStats(c *fiber.Ctx) error {

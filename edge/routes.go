@@ -251,6 +251,14 @@ func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
 	return sendList(c, p.Rows, next)
 }
 
+// sendFound writes {"data": obj}, or a 404 of what when ok is false.
+func sendFound(c *fiber.Ctx, what string, obj []byte, ok bool) error {
+	if !ok {
+		return notFound(what)
+	}
+	return sendSingle(c, obj)
+}
+
 // bufs are response assembly buffers: a response built from several
 // pre-rendered parts is appended into one, then copied to the body.
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -260,12 +268,7 @@ var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }
 func sendBuilt(c *fiber.Ctx, what string, build func(dst []byte) ([]byte, bool)) error {
 	bp := bufs.Get().(*[]byte)
 	b, ok := build((*bp)[:0])
-	var err error
-	if ok {
-		err = sendSingle(c, b)
-	} else {
-		err = notFound(what)
-	}
+	err := sendFound(c, what, b, ok)
 	if cap(b) <= 4<<20 { // keep the pool's buffers bounded
 		*bp = b[:0]
 		bufs.Put(bp)

@@ -3,6 +3,8 @@ package live
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,11 +132,7 @@ func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
 	}
 	probs, counts := Aggregate(st.quotes)
 	var out []MarketLine
-	outcomes := make([]string, 0, len(probs))
-	for o := range probs {
-		outcomes = append(outcomes, o)
-	}
-	sort.Strings(outcomes)
+	outcomes := slices.Sorted(maps.Keys(probs))
 	id := MarketID(k)
 	for _, o := range outcomes {
 		price := 1 / probs[o]
@@ -224,11 +222,7 @@ func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[stri
 			continue // cannot be de-vigged
 		}
 		// Sum in outcome order, as the batch window does.
-		os := make([]string, 0, len(byOutcome))
-		for o := range byOutcome {
-			os = append(os, o)
-		}
-		sort.Strings(os)
+		os := slices.Sorted(maps.Keys(byOutcome))
 		tot := 0.0
 		for _, o := range os {
 			tot += 1 / byOutcome[o].Price
@@ -249,11 +243,7 @@ func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[stri
 	if len(med) < 2 {
 		return nil, nil
 	}
-	os := make([]string, 0, len(med))
-	for o := range med {
-		os = append(os, o)
-	}
-	sort.Strings(os)
+	os := slices.Sorted(maps.Keys(med))
 	sum := 0.0
 	for _, o := range os {
 		sum += med[o]

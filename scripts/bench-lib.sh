@@ -1,7 +1,8 @@
 # Helpers shared by the benchmark scripts (sourced, not run): settings,
 # the eo binary, a temporary root whose processes and folders are removed on
 # exit, and functions to build a world, start processes and run wrk.
-# BENCH_NAME names the script in log lines and the temporary folder.
+# BENCH_NAME names the script in log lines and the temporary folder;
+# BENCH_TOOLS the commands it needs (default: wrk curl jq).
 MATCHES=${MATCHES:-5000}
 SEED=${SEED:-42}
 WRK_ARGS=${WRK_ARGS:--t2 -c32 -d10s}
@@ -11,7 +12,7 @@ ROUNDS=${ROUNDS:-3}
 export EO_USAGE_EXPORT_INTERVAL=${EO_USAGE_EXPORT_INTERVAL:-24h}
 unset EO_REDIS_URL EO_PLANS EO_STORE EO_WORK
 
-for tool in wrk curl jq; do
+for tool in ${BENCH_TOOLS-wrk curl jq}; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "${BENCH_NAME:-bench}: $tool is needed (apt-get install -y $tool)" >&2
 		exit 1

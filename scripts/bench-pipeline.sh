@@ -26,18 +26,10 @@ if ! "$TIME" -v true >/dev/null 2>&1; then
 	exit 1
 fi
 
-if [[ -n "${EO_BIN:-}" ]]; then
-	EO=$EO_BIN
-else
-	go build -o bin/eo ./cmd/eo
-	EO=bin/eo
-fi
-
-TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/eo-bench-pipeline.XXXXXX")
-cleanup() { rm -rf "$TMPROOT"; }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+BENCH_NAME=bench-pipeline
+BENCH_TOOLS=""
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 
 if [[ -n "${LOG_DIR:-}" ]]; then
 	mkdir -p "$LOG_DIR"
