@@ -926,17 +926,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	if r := ts.get(t, "/metrics"); r.status != 403 {
 		t.Fatalf("/metrics with a standard key: %d", r.status)
 	}
-	const operatorKey = "eo_live_0000000000000000000000000000000000000000000000aa"
-	auth := ts.o.Auth.(*testAuth)
-	auth.mu.Lock()
-	auth.keys[operatorKey] = access.Principal{KeyID: "k-op", AccountID: "a-op", Plan: access.PlanInternal, Display: "eo_live_…00aa"}
-	auth.mu.Unlock()
-	r := ts.get(t, "/metrics", operatorKey)
-	if r.status != 200 {
-		t.Fatalf("/metrics with an operator key: %d %s", r.status, r.body)
-	}
+	body := operatorMetrics(t, ts)
 	for _, s := range []string{"eo_http_requests_total", "eo_snapshot_info", "eo_snapshot_age_seconds", `route="/v1/:game/matches"`} {
-		if !strings.Contains(string(r.body), s) {
+		if !strings.Contains(body, s) {
 			t.Errorf("/metrics lacks %s", s)
 		}
 	}
