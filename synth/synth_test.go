@@ -545,12 +545,16 @@ func TestPrices(t *testing.T) {
 		mp                        int
 		line                      float64
 	}
-	type snap struct {
-		at     time.Time
-		prices map[string]float64
+	keyOf := func(p raw.PriceCapture) mkey {
+		k := mkey{book: p.Book, market: p.Market, match: p.MatchID}
+		if p.MapNumber != nil {
+			k.mp = *p.MapNumber
+		}
+		if p.Line != nil {
+			k.line = *p.Line
+		}
+		return k
 	}
-	state := map[mkey]map[string]float64{}
-	var groups []mkey
 	byTime := map[mkey][]time.Time{}
 	src := map[string]float64{}
 	outright := 0
@@ -565,21 +569,10 @@ func TestPrices(t *testing.T) {
 			}
 			continue
 		}
-		k := mkey{book: p.Book, market: p.Market, match: p.MatchID}
-		if p.MapNumber != nil {
-			k.mp = *p.MapNumber
-		}
-		if p.Line != nil {
-			k.line = *p.Line
-		}
+		k := keyOf(p)
 		if (p.Market == "map_winner") != (p.MapNumber != nil) || (p.Market == "total_maps" || p.Market == "map_handicap") != (p.Line != nil) {
 			t.Fatalf("bad capture shape %+v", p)
 		}
-		if state[k] == nil {
-			state[k] = map[string]float64{}
-			groups = append(groups, k)
-		}
-		_ = snap{}
 		ts := byTime[k]
 		if len(ts) > 0 && p.CapturedAt.Before(ts[len(ts)-1]) {
 			t.Fatalf("%v: captures out of order", k)
@@ -616,13 +609,7 @@ func TestPrices(t *testing.T) {
 		if p.Market == "outright" {
 			continue
 		}
-		k := mkey{book: p.Book, market: p.Market, match: p.MatchID}
-		if p.MapNumber != nil {
-			k.mp = *p.MapNumber
-		}
-		if p.Line != nil {
-			k.line = *p.Line
-		}
+		k := keyOf(p)
 		if at, ok := lastAt[k]; ok && !at.Equal(p.CapturedAt) {
 			check(k)
 		}
