@@ -12,6 +12,18 @@ import (
 
 // The same suites run against the in-memory and the Redis implementations.
 
+// pairs makes each backend's pair of instances: both the one memory value
+// (one process), or two values over one Redis (two instances sharing it).
+func pairs[T any](memory func() T, overRedis func(*redis.Client) T) map[string]func(*testing.T) (T, T) {
+	return map[string]func(*testing.T) (T, T){
+		"memory": func(*testing.T) (T, T) { v := memory(); return v, v },
+		"redis": func(t *testing.T) (T, T) {
+			c := redistest.Client(t)
+			return overRedis(c), overRedis(c)
+		},
+	}
+}
+
 func TestTicketStores(t *testing.T) {
 	for name, mk := range map[string]func(t *testing.T) TicketStore{
 		"memory": func(*testing.T) TicketStore { return NewMemoryTickets(nil) },
@@ -39,14 +51,8 @@ func TestTicketStores(t *testing.T) {
 }
 
 func TestConnLimiters(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) (ConnLimiter, ConnLimiter){
-		"memory": func(*testing.T) (ConnLimiter, ConnLimiter) { l := NewMemoryLimiter(); return l, l },
-		"redis": func(t *testing.T) (ConnLimiter, ConnLimiter) {
-			c := redistest.Client(t)
-			// Two limiters (two instances) sharing one Redis.
-			return &RedisLimiter{Client: c}, &RedisLimiter{Client: c}
-		},
-	} {
+	for name, mk := range pairs(func() ConnLimiter { return NewMemoryLimiter() },
+		func(c *redis.Client) ConnLimiter { return &RedisLimiter{Client: c} }) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			a, b := mk(t)
@@ -105,13 +111,8 @@ func TestRedisLeaseLapses(t *testing.T) {
 }
 
 func TestFeeds(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) (Feed, Feed){
-		"memory": func(*testing.T) (Feed, Feed) { f := NewMemoryFeed(); return f, f },
-		"redis": func(t *testing.T) (Feed, Feed) {
-			c := redistest.Client(t)
-			return &RedisFeed{Client: c}, &RedisFeed{Client: c}
-		},
-	} {
+	for name, mk := range pairs(func() Feed { return NewMemoryFeed() },
+		func(c *redis.Client) Feed { return &RedisFeed{Client: c} }) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -17,15 +17,21 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// TestGlickmanExample is the worked example of Glickman's "Example of the
-// Glicko-2 system" (tau = 0.5).
-func TestGlickmanExample(t *testing.T) {
-	p := Rating{R: 1500, RD: 200, Sigma: 0.06}
-	res := []Result{
+// glickmanPlayer and glickmanResults are the player and rating period of
+// Glickman's "Example of the Glicko-2 system".
+var (
+	glickmanPlayer  = Rating{R: 1500, RD: 200, Sigma: 0.06}
+	glickmanResults = []Result{
 		{Opp: Rating{R: 1400, RD: 30, Sigma: 0.06}, Score: 1},
 		{Opp: Rating{R: 1550, RD: 100, Sigma: 0.06}, Score: 0},
 		{Opp: Rating{R: 1700, RD: 300, Sigma: 0.06}, Score: 0},
 	}
+)
+
+// TestGlickmanExample is the worked example of Glickman's "Example of the
+// Glicko-2 system" (tau = 0.5).
+func TestGlickmanExample(t *testing.T) {
+	p, res := glickmanPlayer, glickmanResults
 	got := Update(p, res, 0.5)
 	near(t, "rating", got.R, 1464.06, 0.01)
 	near(t, "RD", got.RD, 151.52, 0.01)
@@ -293,12 +299,7 @@ func TestReportRenders(t *testing.T) {
 }
 
 func BenchmarkGlicko2Update(b *testing.B) {
-	p := Rating{R: 1500, RD: 200, Sigma: 0.06}
-	res := []Result{
-		{Opp: Rating{R: 1400, RD: 30, Sigma: 0.06}, Score: 1},
-		{Opp: Rating{R: 1550, RD: 100, Sigma: 0.06}, Score: 0},
-		{Opp: Rating{R: 1700, RD: 300, Sigma: 0.06}, Score: 0},
-	}
+	p, res := glickmanPlayer, glickmanResults
 	for b.Loop() {
 		_ = Update(p, res, 0.5)
 	}
