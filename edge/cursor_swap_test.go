@@ -24,9 +24,19 @@ import (
 // carries its snapshot, and the replaced snapshot serves the remaining pages
 // (Options.CursorGrace), so the client sees the first snapshot's list
 // exactly. With the grace disabled the same walk loses the row, which shows
-// the scenario is a real one.
+// the scenario is a real one; so does a walk resumed after the grace has
+// expired on the edge's clock (Options.Now): as the contract says, the cursor
+// then continues on the newest snapshot from its position.
 func TestPagingAcrossChangedSwap(t *testing.T) {
-	for _, grace := range []time.Duration{15 * time.Minute, -1} { // the default, and disabled
+	for _, c := range []struct {
+		name         string
+		grace, after time.Duration // after: clock advance between the swap and the next page
+	}{
+		{"within the default grace", 15 * time.Minute, 14 * time.Minute},
+		{"grace disabled", -1, 0},
+		{"grace expired", 15 * time.Minute, 15*time.Minute + time.Second},
+	} {
+		grace := c.grace
 		ts := newTestServer(t)
 		ts.o.CursorGrace = grace
 		ctx := context.Background()
@@ -72,18 +82,19 @@ func TestPagingAcrossChangedSwap(t *testing.T) {
 			t.Fatalf("the correction did not move the match to the top: first is %s", now[0])
 		}
 
+		ts.now = ts.now.Add(c.after)
 		got = append(got, pageFrom(t, ts, list, next)...)
 		same := strings.Join(got, ",") == strings.Join(want, ",")
-		if grace > 0 {
+		if grace > c.after {
 			if !same {
-				t.Fatalf("paging across a swap (grace on): got %d rows, want the first snapshot's %d", len(got), len(want))
+				t.Fatalf("%s: paging across a swap: got %d rows, want the first snapshot's %d", c.name, len(got), len(want))
 			}
 			// A fresh first page reads the new snapshot.
 			if first := ts.get(t, list).data(t)[0].(map[string]any)["id"]; first != want[20] {
 				t.Fatalf("a request without a cursor was served from the old snapshot")
 			}
 		} else if same {
-			t.Fatal("with the grace disabled the rescheduled match should have been missed: the scenario tests nothing")
+			t.Fatalf("%s: the page should have come from the new snapshot and missed the rescheduled match", c.name)
 		}
 	}
 }
