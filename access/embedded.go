@@ -72,6 +72,10 @@ const DefaultFlushInterval = 200 * time.Millisecond
 // hours of a store outage).
 const DefaultMaxRetainedEvents = 10_000_000
 
+// NoCap as MaxRetainedEvents (EmbeddedOptions, RedisOptions): usage events
+// are kept without a cap (0 is the default, DefaultMaxRetainedEvents).
+const NoCap = -1
+
 // maxPendingUsage bounds the in-memory buffer of events not yet written
 // (while the counters file or Redis cannot be written); beyond it events are
 // dropped (and counted) rather than growing memory without limit.

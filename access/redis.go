@@ -62,6 +62,10 @@ const (
 	DefaultProbeInterval   = 500 * time.Millisecond
 )
 
+// NoRetries as RedisOptions.MaxRetries: a failed call is not retried (0
+// is the default, DefaultRedisRetries).
+const NoRetries = -1
+
 // RedisOptions configure OpenRedisWith and NewRedisWith. Zero values take
 // the defaults.
 type RedisOptions struct {

@@ -39,6 +39,12 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 
+// Values of Options.CursorGrace.
+const (
+	DefaultCursorGrace = 15 * time.Minute
+	NoCursorGrace      = -1 * time.Nanosecond
+)
+
 // Options configures the edge. Zero values take the documented defaults.
 type Options struct {
 	// Store is where snapshots are published. Required.
@@ -71,8 +77,8 @@ type Options struct {
 	// CursorGrace is how long a replaced snapshot keeps serving the pages of
 	// cursors minted on it, so a client paging through sees every row of
 	// one snapshot exactly once even when a new one is swapped in between
-	// its pages (default 15 minutes; negative: never, cursors then continue
-	// on the new snapshot by key). The replaced snapshot stays in memory for
+	// its pages (default DefaultCursorGrace; NoCursorGrace or any negative
+	// value: never, cursors then continue on the new snapshot by key). The replaced snapshot stays in memory for
 	// that long.
 	CursorGrace time.Duration
 	// MaxConns is how many connections are served at once; one more is
@@ -132,7 +138,7 @@ func New(o Options) (*Server, error) {
 		o.Now = time.Now
 	}
 	if o.CursorGrace == 0 {
-		o.CursorGrace = 15 * time.Minute
+		o.CursorGrace = DefaultCursorGrace
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = connLimit()

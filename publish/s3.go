@@ -55,6 +55,12 @@ type S3Options struct {
 	MaxRetries int
 }
 
+// Defaults of S3Options.
+const (
+	DefaultS3IOTimeout  = 20 * time.Second
+	DefaultS3MaxRetries = 3
+)
+
 // S3 is a Store backed by an S3-compatible bucket, via minio-go. Single
 // PutObject calls are atomic on S3: readers see the old or the new object.
 type S3 struct {
@@ -96,10 +102,10 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
 	}
 	if o.IOTimeout <= 0 {
-		o.IOTimeout = 20 * time.Second
+		o.IOTimeout = DefaultS3IOTimeout
 	}
 	if o.MaxRetries <= 0 {
-		o.MaxRetries = 3
+		o.MaxRetries = DefaultS3MaxRetries
 	}
 	tr, err := minio.DefaultTransport(secure)
 	if err != nil {

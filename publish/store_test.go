@@ -365,7 +365,7 @@ func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	for _, loc := range []string{filepath.Join(dir, "plain"), "file://" + filepath.Join(dir, "url")} {
-		s, err := Open(ctx, loc)
+		s, err := Open(ctx, loc, S3Options{})
 		if err != nil {
 			t.Fatalf("Open(%q): %v", loc, err)
 		}
@@ -380,13 +380,12 @@ func TestOpen(t *testing.T) {
 		}
 	}
 	for _, loc := range []string{"", "gs://bucket/x", "s3:///prefix"} {
-		if s, err := Open(ctx, loc); err == nil {
+		if s, err := Open(ctx, loc, S3Options{}); err == nil {
 			t.Errorf("Open(%q) = %v, want error", loc, s)
 		}
 	}
-	t.Setenv("EO_S3_ENDPOINT", "")
-	if _, err := Open(ctx, "s3://bucket/p"); err == nil || !strings.Contains(err.Error(), "EO_S3_ENDPOINT") {
-		t.Errorf("Open(s3://) without EO_S3_ENDPOINT: err = %v", err)
+	if _, err := Open(ctx, "s3://bucket/p", S3Options{}); err == nil || !strings.Contains(err.Error(), "no S3 endpoint") {
+		t.Errorf("Open(s3://) without an endpoint: err = %v", err)
 	}
 }
 
@@ -397,12 +396,9 @@ func TestOpenS3(t *testing.T) {
 	if _, err := NewS3(ctx, S3Options{Endpoint: ep, Bucket: bucket, AccessKey: ak, SecretKey: sk, CreateBucket: true}); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("EO_S3_ENDPOINT", ep)
-	t.Setenv("EO_S3_ACCESS_KEY", ak)
-	t.Setenv("EO_S3_SECRET_KEY", sk)
-	t.Setenv("EO_S3_REGION", "")
-	t.Setenv("EO_S3_USE_SSL", "false")
-	s, err := Open(ctx, "s3://"+bucket+"/env/prefix")
+	// Bucket and Prefix come from the location, not the options.
+	o := S3Options{Endpoint: ep, AccessKey: ak, SecretKey: sk, Bucket: "other", Prefix: "other"}
+	s, err := Open(ctx, "s3://"+bucket+"/env/prefix", o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -417,8 +413,10 @@ func TestOpenS3(t *testing.T) {
 	if got := string(mustGet(t, s, "k")); got != "v" {
 		t.Errorf("round trip = %q", got)
 	}
-	t.Setenv("EO_S3_USE_SSL", "maybe")
-	if _, err := Open(ctx, "s3://"+bucket); err == nil {
-		t.Error("Open with EO_S3_USE_SSL=maybe: want error")
+	if _, err := Open(ctx, "s3://no-such-bucket-"+bucket, o); err == nil {
+		t.Error("Open of a missing bucket: want error")
+	}
+	if _, err := OpenLazy(ctx, "s3://no-such-bucket-"+bucket, o); err != nil {
+		t.Errorf("OpenLazy contacted the server: %v", err)
 	}
 }

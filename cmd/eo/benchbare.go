@@ -14,7 +14,7 @@ import (
 // cmdBenchBare serves one file's bytes as application/json on every GET path
 // from a bare Fiber app with the edge's fiber.Config (edge/edge.go New): the
 // baseline scripts/bench-edge.sh compares the edge against.
-func cmdBenchBare(ctx context.Context, args []string) error {
+func cmdBenchBare(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("bench-bare", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	bodyFile := fs.String("body", "", "file whose bytes every GET returns (required)")

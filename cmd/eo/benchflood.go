@@ -19,7 +19,7 @@ import (
 // reopening each as the edge closes it, and meanwhile times one /health and
 // one keyed request at a time on fresh connections. It prints the latency
 // percentiles and the failures.
-func cmdBenchFlood(ctx context.Context, args []string) error {
+func cmdBenchFlood(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("bench-flood", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "edge address")
 	key := fs.String("key", "", "API key for the keyed requests (required)")

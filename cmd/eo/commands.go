@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,15 +22,9 @@ import (
 	"github.com/eodata/eo/synth"
 )
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// common holds the flags every command shares.
+// common holds the settings and flags every command shares.
 type common struct {
+	cfg   Config
 	store string
 	work  string
 	json  bool
@@ -42,14 +37,14 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.store, "store", env("EO_STORE", ".eo/store"), "snapshot store: a folder, or s3://bucket/prefix (EO_S3_* env for endpoint and credentials)")
-	fs.StringVar(&c.work, "work", env("EO_WORK", ".eo/work"), "local work folder (DuckDB spill, exported files, snapshot cache)")
-	fs.BoolVar(&c.json, "log-json", os.Getenv("EO_LOG_JSON") != "", "log JSON lines instead of text")
+	fs.StringVar(&c.store, "store", c.cfg.Store, "snapshot store: a folder, or s3://bucket/prefix (EO_S3_* env for endpoint and credentials)")
+	fs.StringVar(&c.work, "work", c.cfg.Work, "local work folder (DuckDB spill, exported files, snapshot cache)")
+	fs.BoolVar(&c.json, "log-json", c.cfg.LogJSON, "log JSON lines instead of text")
 }
 
 // registerPipeline adds the flags of the commands that run the pipeline.
 func (c *common) registerPipeline(fs *flag.FlagSet) {
-	fs.StringVar(&c.duckMemory, "duckdb-memory", env("EO_DUCKDB_MEMORY", ""),
+	fs.StringVar(&c.duckMemory, "duckdb-memory", c.cfg.DuckDBMemory,
 		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
 }
 
@@ -61,7 +56,17 @@ func (c *common) logger() *slog.Logger {
 }
 
 func (c *common) openStore(ctx context.Context) (publish.Store, error) {
-	return publish.Open(ctx, c.store)
+	return openStore(ctx, c.cfg, c.store, publish.Open)
+}
+
+// openStore opens the store at location with the S3 settings of cfg
+// (open: publish.Open or publish.OpenLazy).
+func openStore(ctx context.Context, cfg Config, location string,
+	open func(context.Context, string, publish.S3Options) (publish.Store, error)) (publish.Store, error) {
+	if strings.HasPrefix(location, "s3://") && cfg.S3.Endpoint == "" {
+		return nil, fmt.Errorf("store %s: EO_S3_ENDPOINT is not set", location)
+	}
+	return open(ctx, location, cfg.S3)
 }
 
 func isTerminal(f *os.File) bool {
@@ -69,9 +74,9 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func cmdGenerate(ctx context.Context, args []string) error {
+func cmdGenerate(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	seed := fs.Int64("seed", 42, "random seed: the same seed, --now and --matches give the same world")
 	matches := fs.Int("matches", 5000, "number of matches (the default spans about two years)")
@@ -140,9 +145,9 @@ func newRunner(c common, log *slog.Logger, st publish.Store, force bool, publish
 	return jobs.NewRunner(jobs.Options{Pipeline: po, Force: force, Published: published})
 }
 
-func cmdPipelineRun(ctx context.Context, args []string) error {
+func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("pipeline run", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	c.registerPipeline(fs)
 	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
@@ -175,9 +180,9 @@ func cmdPipelineRun(ctx context.Context, args []string) error {
 	return nil
 }
 
-func cmdSnapshots(ctx context.Context, args []string) error {
+func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -204,12 +209,12 @@ func cmdSnapshots(ctx context.Context, args []string) error {
 	return nil
 }
 
-func cmdJobs(ctx context.Context, args []string) error {
+func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	c.registerPipeline(fs)
-	spec := fs.String("schedule", env("EO_SCHEDULE", "*/15 * * * *"), "cron schedule (UTC, 5 fields)")
+	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -222,11 +227,11 @@ func cmdJobs(ctx context.Context, args []string) error {
 	return newRunner(c, log, st, false, nil).Schedule(ctx, *spec)
 }
 
-func cmdServe(ctx context.Context, args []string) error {
+func cmdServe(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
-	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
+	addr := fs.String("addr", cfg.Addr, "listen address")
 	fs.BoolVar(&c.noMetering, "no-metering", false,
 		"serve without rate limits, quotas or usage records (keys are still required): for benchmarks, or behind a gateway that meters")
 	if err := fs.Parse(args); err != nil {
@@ -242,10 +247,10 @@ func (c *common) openAccess() (*access.Store, error) {
 	return access.Open(filepath.Join(c.work, "access.db"), nil)
 }
 
-// cursorSecret reads EO_CURSOR_SECRET, or a secret kept in the work folder
+// cursorSecret is EO_CURSOR_SECRET, or a secret kept in the work folder
 // (created once), so cursors survive restarts of a single instance.
 func (c *common) cursorSecret() ([]byte, error) {
-	if v := os.Getenv("EO_CURSOR_SECRET"); v != "" {
+	if v := c.cfg.CursorSecret; v != "" {
 		return []byte(v), nil
 	}
 	path := filepath.Join(c.work, "cursor.secret")
@@ -259,14 +264,14 @@ func (c *common) cursorSecret() ([]byte, error) {
 	return b, os.WriteFile(path, b, 0o600)
 }
 
-func cmdUp(ctx context.Context, args []string) error {
+func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	c.registerPipeline(fs)
-	addr := fs.String("addr", env("EO_ADDR", "127.0.0.1:8080"), "listen address")
+	addr := fs.String("addr", cfg.Addr, "listen address")
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")
-	spec := fs.String("schedule", env("EO_UP_SCHEDULE", "*/2 * * * *"),
+	spec := fs.String("schedule", cfg.UpSchedule,
 		"cron schedule (UTC) of the in-process pipeline + publish runs, so live events reach the next snapshot; off: none")
 	var ll localLive
 	fs.IntVar(&ll.slots, "live-matches", 4, "matches the local live replay keeps playing at once (0: no replay)")

@@ -329,7 +329,8 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	if err := pipeline(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := publish.Open(ctx, store)
+	st, err := publish.Open(ctx, store, publish.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey,
+		SecretKey: miniotest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,11 @@ func TestLiveRedisClientIsBounded(t *testing.T) {
 	t.Setenv("EO_REDIS_TIMEOUT", "200ms")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lo, closeLive, err := liveOptions(ctx)
+	cfg, err := loadConfig(os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, closeLive, err := liveOptions(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 // cmdImport: eo import --source csgo2015|cs2-2024|cs2-2026 --path FILE_OR_DIR
 // reads a public HLTV-scraped dataset through its adapter (importer/) and
 // lands it as one raw batch. Run "eo pipeline run" afterwards.
-func cmdImport(ctx context.Context, args []string) error {
+func cmdImport(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	source := fs.String("source", "", "dataset: "+strings.Join(importer.Sources, ", "))
 	path := fs.String("path", "", "the dataset's file or folder (see importer/ and MODEL.md, Real data)")

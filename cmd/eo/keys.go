@@ -18,7 +18,7 @@ const keysUsage = `Usage:
 A key is printed once, at creation or rotation; afterwards only its prefix and last four characters.
 `
 
-func cmdKeys(args []string) error {
+func cmdKeys(cfg Config, args []string) error {
 	if len(args) == 0 {
 		fmt.Print(keysUsage)
 		return nil
@@ -32,7 +32,7 @@ func cmdKeys(args []string) error {
 		args = args[1:]
 	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	name := fs.String("name", "", "account name")
 	trial := fs.Int("trial-days", 0, "start a trial of this many days")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,16 +19,11 @@ import (
 // redeemed on another, the per-key cap holds across them); without it the
 // in-memory defaults apply (one instance). The returned func closes the
 // Redis client.
-func liveOptions(ctx context.Context) (edge.LiveOptions, func(), error) {
-	url := os.Getenv("EO_REDIS_URL")
-	if url == "" {
+func liveOptions(ctx context.Context, cfg Config) (edge.LiveOptions, func(), error) {
+	if cfg.RedisURL == "" {
 		return edge.LiveOptions{}, func() {}, nil
 	}
-	o, err := redisOptions()
-	if err != nil {
-		return edge.LiveOptions{}, nil, err
-	}
-	ro, err := access.ClientOptions(url, o)
+	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
 		return edge.LiveOptions{}, nil, err
 	}

@@ -26,7 +26,7 @@ Usage:
   eo validate --source S --path P walk-forward evaluation of eo_model vs baselines on real matches
 
 Run "eo <command> -h" for a command's flags. Flags fall back to EO_* environment
-variables (EO_STORE, EO_WORK, EO_ADDR); see README.md.
+variables (EO_STORE, EO_WORK, EO_ADDR); README.md lists every EO_* setting.
 `
 
 func main() {
@@ -39,40 +39,44 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	cfg, err := loadConfig(os.LookupEnv)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Print(usage)
 		return nil
 	}
 	switch args[0] {
 	case "generate":
-		return cmdGenerate(ctx, args[1:])
+		return cmdGenerate(ctx, cfg, args[1:])
 	case "pipeline":
 		if len(args) < 2 || args[1] != "run" {
 			return fmt.Errorf("usage: eo pipeline run [flags]")
 		}
-		return cmdPipelineRun(ctx, args[2:])
+		return cmdPipelineRun(ctx, cfg, args[2:])
 	case "snapshots":
-		return cmdSnapshots(ctx, args[1:])
+		return cmdSnapshots(ctx, cfg, args[1:])
 	case "jobs":
-		return cmdJobs(ctx, args[1:])
+		return cmdJobs(ctx, cfg, args[1:])
 	case "serve":
-		return cmdServe(ctx, args[1:])
+		return cmdServe(ctx, cfg, args[1:])
 	case "keys":
-		return cmdKeys(args[1:])
+		return cmdKeys(cfg, args[1:])
 	case "usage":
-		return cmdUsage(ctx, args[1:])
+		return cmdUsage(ctx, cfg, args[1:])
 	case "up":
-		return cmdUp(ctx, args[1:])
+		return cmdUp(ctx, cfg, args[1:])
 	case "bench-bare": // cmd/eo/benchbare.go: the bare Fiber baseline of scripts/bench-edge.sh
-		return cmdBenchBare(ctx, args[1:])
+		return cmdBenchBare(ctx, cfg, args[1:])
 	case "bench-flood": // cmd/eo/benchflood.go: the hostile clients of scripts/flood.sh
-		return cmdBenchFlood(ctx, args[1:])
+		return cmdBenchFlood(ctx, cfg, args[1:])
 	case "model": // cmd/eo/model.go
-		return cmdModel(ctx, args[1:])
+		return cmdModel(ctx, cfg, args[1:])
 	case "import": // cmd/eo/import.go
-		return cmdImport(ctx, args[1:])
+		return cmdImport(ctx, cfg, args[1:])
 	case "validate": // cmd/eo/validate.go
-		return cmdValidate(ctx, args[1:])
+		return cmdValidate(ctx, cfg, args[1:])
 	default:
 		return fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
 	}

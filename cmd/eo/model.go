@@ -18,12 +18,12 @@ const modelUsage = `Usage:
       in the store: the latest run's, or the given run's`
 
 // cmdModel handles "eo model ...".
-func cmdModel(ctx context.Context, args []string) error {
+func cmdModel(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 0 || args[0] != "report" {
 		return errors.New(modelUsage)
 	}
 	fs := flag.NewFlagSet("model report", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	out := fs.String("out", "", "file to write the HTML report to (- for stdout)")
 	runID := fs.String("run", "", "pipeline run id (default: the latest run)")

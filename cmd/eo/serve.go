@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,23 +21,6 @@ import (
 	"github.com/eodata/eo/publish"
 )
 
-// redisOptions reads EO_REDIS_TIMEOUT and EO_REDIS_RETRIES, which bound
-// every Redis client of eo serve (counters and the live path).
-func redisOptions() (access.RedisOptions, error) {
-	timeout, err := time.ParseDuration(env("EO_REDIS_TIMEOUT", access.DefaultRedisTimeout.String()))
-	if err != nil || timeout <= 0 {
-		return access.RedisOptions{}, fmt.Errorf("EO_REDIS_TIMEOUT: want a positive duration such as 300ms, got %q", os.Getenv("EO_REDIS_TIMEOUT"))
-	}
-	retries, err := strconv.Atoi(env("EO_REDIS_RETRIES", strconv.Itoa(access.DefaultRedisRetries)))
-	if err != nil || retries < 0 {
-		return access.RedisOptions{}, fmt.Errorf("EO_REDIS_RETRIES: want a count (0: none), got %q", os.Getenv("EO_REDIS_RETRIES"))
-	}
-	if retries == 0 {
-		retries = -1 // access.RedisOptions: 0 is the default
-	}
-	return access.RedisOptions{Timeout: timeout, MaxRetries: retries}, nil
-}
-
 // counters opens the metering backend: Redis when EO_REDIS_URL is set (for
 // several edge instances), else the embedded bbolt store in the work folder.
 // EO_REDIS_TIMEOUT (default 300ms) bounds each Redis dial, read and write,
@@ -46,33 +28,19 @@ func redisOptions() (access.RedisOptions, error) {
 // EO_USAGE_MAX_EVENTS (default 10,000,000; 0: no cap) caps the usage events
 // kept while the export cannot write them.
 func (c *common) counters(ctx context.Context, log *slog.Logger) (access.Counters, error) {
-	maxEvents := int64(access.DefaultMaxRetainedEvents)
-	if v := os.Getenv("EO_USAGE_MAX_EVENTS"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("EO_USAGE_MAX_EVENTS: want a count of events (0: no cap), got %q", v)
-		}
-		if maxEvents = n; n == 0 {
-			maxEvents = -1
-		}
-	}
-	if url := os.Getenv("EO_REDIS_URL"); url != "" {
-		ro, err := redisOptions()
-		if err != nil {
-			return nil, err
-		}
-		ro.MaxRetainedEvents, ro.Logger = maxEvents, log
-		return access.OpenRedisWith(ctx, url, env("EO_REDIS_PREFIX", "eo:"), ro)
+	if url := c.cfg.RedisURL; url != "" {
+		ro := c.cfg.Redis
+		ro.MaxRetainedEvents, ro.Logger = c.cfg.UsageMaxEvents, log
+		return access.OpenRedisWith(ctx, url, c.cfg.RedisPrefix, ro)
 	}
 	return access.OpenEmbeddedWith(filepath.Join(c.work, "counters.db"),
-		access.EmbeddedOptions{MaxRetainedEvents: maxEvents, Logger: log})
+		access.EmbeddedOptions{MaxRetainedEvents: c.cfg.UsageMaxEvents, Logger: log})
 }
 
 // plans reads plan limits: the spec's defaults, overridden per plan by the
-// JSON file named in EO_PLANS ({"internal": {"burst": 1e6, ...}, ...}).
-func plans() (map[string]access.PlanLimits, error) {
+// JSON file at path, EO_PLANS ({"internal": {"burst": 1e6, ...}, ...}).
+func plans(path string) (map[string]access.PlanLimits, error) {
 	p := access.DefaultPlans()
-	path := os.Getenv("EO_PLANS")
 	if path == "" {
 		return p, nil
 	}
@@ -106,22 +74,18 @@ func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Key
 	if err != nil {
 		return nil, err
 	}
-	every, err := time.ParseDuration(env("EO_KEY_RELOAD", "1s"))
-	if err != nil || every <= 0 {
-		return nil, fmt.Errorf("EO_KEY_RELOAD: want a positive duration such as 1s, got %q", os.Getenv("EO_KEY_RELOAD"))
-	}
-	go kr.Watch(ctx, every, log)
+	go kr.Watch(ctx, c.cfg.KeyReload, log)
 	return kr, nil
 }
 
 // softMemoryLimit gives the Go runtime a soft memory limit of 80 % of the
-// machine's RAM unless GOMEMLIMIT is set. The edge holds a whole snapshot in
+// machine's RAM unless GOMEMLIMIT is set (operatorLimit). The edge holds a whole snapshot in
 // memory (two while swapping); with the default GOGC alone the heap may grow
 // to twice the live data before a collection, which for a large snapshot is
 // more than the machine has. Near the limit the runtime collects sooner
 // instead.
-func softMemoryLimit(log *slog.Logger) {
-	if os.Getenv("GOMEMLIMIT") != "" {
+func softMemoryLimit(log *slog.Logger, operatorLimit bool) {
+	if operatorLimit {
 		return
 	}
 	b, err := os.ReadFile("/proc/meminfo")
@@ -144,10 +108,10 @@ func softMemoryLimit(log *slog.Logger) {
 
 func serve(ctx context.Context, c common, addr string, banner func(*edge.Server, string) error) error {
 	log := c.logger()
-	softMemoryLimit(log)
+	softMemoryLimit(log, c.cfg.GoMemLimit)
 	// Not contacting the store here: when it is down the edge serves the
 	// newest good snapshot in its local cache (edge.Server.Start).
-	st, err := publish.OpenLazy(ctx, c.store)
+	st, err := openStore(ctx, c.cfg, c.store, publish.OpenLazy)
 	if err != nil {
 		return err
 	}
@@ -155,7 +119,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	if err != nil {
 		return err
 	}
-	if dbg := os.Getenv("EO_DEBUG_ADDR"); dbg != "" {
+	if dbg := c.cfg.DebugAddr; dbg != "" {
 		// Go's profiler (net/http/pprof) for operators, on its own listener:
 		// never on the public address.
 		go func() { log.Warn("debug listener stopped", "err", http.ListenAndServe(dbg, nil)) }()
@@ -177,48 +141,25 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 			return err
 		}
 		defer ctr.Close()
-		pl, err := plans()
+		pl, err := plans(c.cfg.Plans)
 		if err != nil {
 			return err
 		}
 		meter = &access.Meter{C: ctr, Plans: pl, Accounts: keys, Now: time.Now}
 		// The embedded counters database is locked by the serving process,
 		// so the usage export runs here, every EO_USAGE_EXPORT_INTERVAL.
-		every, err := time.ParseDuration(env("EO_USAGE_EXPORT_INTERVAL", "5m"))
-		if err != nil || every <= 0 {
-			every = 5 * time.Minute
-		}
-		exporter = access.NewUsageExporter(ctr, st, every, log)
+		exporter = access.NewUsageExporter(ctr, st, c.cfg.UsageExportInterval, log)
 		health["usage_export"] = func() edge.Check { return edge.CheckOf(exporter.Health()) }
 		metrics = access.Metrics(ctr, exporter)
 	}
-	var origins []string
-	if v := os.Getenv("EO_CORS_ORIGINS"); v != "" {
-		origins = strings.Split(v, ",")
-	}
-	lo, closeLive, err := liveOptions(ctx)
+	lo, closeLive, err := liveOptions(ctx, c.cfg)
 	if err != nil {
 		return err
 	}
 	defer closeLive()
-	grace, err := time.ParseDuration(env("EO_CURSOR_GRACE", "15m"))
-	if err != nil {
-		return fmt.Errorf("EO_CURSOR_GRACE: want a duration such as 15m (0 or negative: off), got %q", os.Getenv("EO_CURSOR_GRACE"))
-	}
-	if grace == 0 {
-		grace = -1 // edge.Options: 0 means the default
-	}
-	poll, err := time.ParseDuration(env("EO_POLL_INTERVAL", "10s"))
-	if err != nil || poll <= 0 {
-		return fmt.Errorf("EO_POLL_INTERVAL: want a positive duration such as 10s, got %q", os.Getenv("EO_POLL_INTERVAL"))
-	}
-	maxConns, err := strconv.Atoi(env("EO_MAX_CONNS", "0"))
-	if err != nil || maxConns < 0 {
-		return fmt.Errorf("EO_MAX_CONNS: want a count (0: the open-file limit less a reserve), got %q", os.Getenv("EO_MAX_CONNS"))
-	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, CORSOrigins: origins, Live: lo, CursorGrace: grace, Meter: meter,
-		PollInterval: poll, MaxConns: maxConns, Health: health, Metrics: metrics})
+		CursorSecret: secret, Logger: log, CORSOrigins: c.cfg.CORSOrigins, Live: lo, CursorGrace: c.cfg.CursorGrace,
+		Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns, Health: health, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		return ""
 	}
 	first := served()
-	st, err := publish.Open(context.Background(), store)
+	st, err := publish.Open(context.Background(), store, publish.S3Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

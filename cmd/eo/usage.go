@@ -16,12 +16,12 @@ import (
 // the counters database, which a running `eo serve` holds (it exports by
 // itself every EO_USAGE_EXPORT_INTERVAL); with Redis it may run beside the
 // edges (one export of a source runs at a time).
-func cmdUsage(ctx context.Context, args []string) error {
+func cmdUsage(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
 		return fmt.Errorf("usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)")
 	}
 	fs := flag.NewFlagSet("usage export", flag.ContinueOnError)
-	var c common
+	c := common{cfg: cfg}
 	c.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

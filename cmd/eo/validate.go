@@ -17,7 +17,7 @@ import (
 // replays the dataset's completed matches walk-forward and compares
 // eo_model with a coin flip, a tuned Elo and (where the data has them) HLTV
 // ranks; see validate/.
-func cmdValidate(_ context.Context, args []string) error {
+func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	source := fs.String("source", "", "dataset: "+strings.Join(importer.Sources, ", "))
 	path := fs.String("path", "", "the dataset's file or folder")

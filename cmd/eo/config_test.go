@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/publish"
+)
+
+// envOf is a lookup over a fixed environment that records every name read.
+func envOf(vars map[string]string, read *[]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if read != nil {
+			*read = append(*read, name)
+		}
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := loadConfig(envOf(nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != ".eo/store" || c.Work != ".eo/work" || c.Addr != "127.0.0.1:8080" || c.LogJSON {
+		t.Errorf("store/work/addr/log defaults: %+v", c)
+	}
+	if c.Schedule != "*/15 * * * *" || c.UpSchedule != "*/2 * * * *" || c.RedisPrefix != "eo:" {
+		t.Errorf("schedule/prefix defaults: %q %q %q", c.Schedule, c.UpSchedule, c.RedisPrefix)
+	}
+	if c.S3.IOTimeout != publish.DefaultS3IOTimeout || c.S3.MaxRetries != publish.DefaultS3MaxRetries || c.S3.UseSSL {
+		t.Errorf("S3 defaults: %+v", c.S3)
+	}
+	if c.Redis.Timeout != access.DefaultRedisTimeout || c.Redis.MaxRetries != access.DefaultRedisRetries {
+		t.Errorf("Redis defaults: %+v", c.Redis)
+	}
+	if c.UsageMaxEvents != access.DefaultMaxRetainedEvents || c.UsageExportInterval != 5*time.Minute ||
+		c.KeyReload != time.Second || c.CursorGrace != edge.DefaultCursorGrace || c.PollInterval != 10*time.Second ||
+		c.MaxConns != 0 || c.CORSOrigins != nil || c.GoMemLimit {
+		t.Errorf("edge defaults: %+v", c)
+	}
+}
+
+// A zero that means "none" in a setting becomes the library's named value
+// (the libraries read 0 as "default").
+func TestConfigZeroMeansNone(t *testing.T) {
+	c, err := loadConfig(envOf(map[string]string{"EO_REDIS_RETRIES": "0", "EO_USAGE_MAX_EVENTS": "0",
+		"EO_CURSOR_GRACE": "0", "EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
+		"GOMEMLIMIT": "4GiB"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap || c.CursorGrace != edge.NoCursorGrace {
+		t.Errorf("zero settings: retries %d, max events %d, grace %v", c.Redis.MaxRetries, c.UsageMaxEvents, c.CursorGrace)
+	}
+	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) || !c.S3.UseSSL || !c.GoMemLimit {
+		t.Errorf("origins %q, ssl %v, memlimit %v", c.CORSOrigins, c.S3.UseSSL, c.GoMemLimit)
+	}
+}
+
+// Every malformed value is reported at once, each with its variable.
+func TestConfigRejectsMalformedValues(t *testing.T) {
+	bad := map[string]string{
+		"EO_S3_USE_SSL": "maybe", "EO_S3_IO_TIMEOUT": "0s", "EO_S3_MAX_RETRIES": "0", "EO_REDIS_TIMEOUT": "fast",
+		"EO_REDIS_RETRIES": "-1", "EO_USAGE_MAX_EVENTS": "lots", "EO_USAGE_EXPORT_INTERVAL": "-5m",
+		"EO_KEY_RELOAD": "1", "EO_CURSOR_GRACE": "15", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
+	}
+	_, err := loadConfig(envOf(bad, nil))
+	if err == nil {
+		t.Fatal("malformed settings accepted")
+	}
+	for name, v := range bad {
+		if !strings.Contains(err.Error(), name+": want ") || !strings.Contains(err.Error(), `"`+v+`"`) {
+			t.Errorf("error does not name %s=%q:\n%v", name, v, err)
+		}
+	}
+}
+
+// README.md's settings table documents exactly the variables the config
+// reads.
+func TestReadmeDocumentsEverySetting(t *testing.T) {
+	var read []string
+	if _, err := loadConfig(envOf(nil, &read)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, name := range read {
+		if !strings.Contains(readme, "`"+name+"`") {
+			t.Errorf("README.md does not document %s", name)
+		}
+	}
+	for _, name := range regexp.MustCompile("`(EO_[A-Z0-9_]+)").FindAllStringSubmatch(readme, -1) {
+		if !slices.Contains(read, name[1]) {
+			t.Errorf("README.md documents %s, which eo does not read", name[1])
+		}
+	}
+}
