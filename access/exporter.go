@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/reload"
 )
 
 // UsageExporter runs ExportUsage periodically while the edge serves and
@@ -61,24 +62,21 @@ func (x *UsageExporter) Run(ctx context.Context) {
 	}
 	stats, _ := x.log.(StatsReporter)
 	tick := min(x.every, earlyCheck)
-	t := time.NewTicker(tick)
-	defer t.Stop()
 	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			due := time.Since(last) >= x.every-tick/2
-			if !due && early > 0 && stats != nil && stats.UsageStats().Retained >= early {
-				due = true
-			}
-			if due {
-				x.Once(ctx)
-				last = time.Now()
-			}
+	// Once logs and records its failures (health, metrics): nothing more
+	// to do with them here; the next run exports what this one did not.
+	reload.Every(ctx, tick, func(ctx context.Context) error {
+		due := time.Since(last) >= x.every-tick/2
+		if !due && early > 0 && stats != nil && stats.UsageStats().Retained >= early {
+			due = true
 		}
-	}
+		if !due {
+			return nil
+		}
+		_, err := x.Once(ctx)
+		last = time.Now()
+		return err
+	}, func(error) {})
 }
 
 // Once runs one export and records its outcome.

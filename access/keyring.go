@@ -12,12 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/eodata/eo/reload"
 )
 
 // Keyring is the serving side of the key store: an immutable in-memory copy
@@ -38,13 +38,11 @@ import (
 type Keyring struct {
 	path string
 	now  func() time.Time
-	cur  atomic.Pointer[keyringData]
-
-	mu    sync.Mutex // serialises reloads
-	stamp fileStamp
+	cur  *reload.Value[keyringData]
 }
 
 type keyringData struct {
+	stamp    fileStamp // of the file these were read from
 	keys     map[[sha256.Size]byte]keyEntry
 	accounts map[string]Account
 }
@@ -67,33 +65,36 @@ func OpenKeyring(path string, now func() time.Time) (*Keyring, error) {
 		now = time.Now
 	}
 	k := &Keyring{path: path, now: now}
-	if _, err := k.Reload(); err != nil {
+	cur, err := reload.Start(context.Background(), k.load)
+	if err != nil {
 		return nil, err
 	}
+	k.cur = cur
 	return k, nil
 }
 
 // Reload re-reads the file if its modification time or size changed since
 // the last load, and reports whether it did. On an error the keyring keeps
 // the keys it had.
-func (k *Keyring) Reload() (bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+func (k *Keyring) Reload() (bool, error) { return k.cur.Reload(context.Background()) }
+
+// load is the keyring's reload.Loader: prev itself while the file's
+// modification time and size are those prev was read from.
+func (k *Keyring) load(_ context.Context, prev *keyringData) (*keyringData, error) {
 	fi, err := os.Stat(k.path)
 	if err != nil {
-		return false, fmt.Errorf("access: keyring: %w", err)
+		return nil, fmt.Errorf("access: keyring: %w", err)
 	}
 	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
-	if k.cur.Load() != nil && st == k.stamp {
-		return false, nil
+	if prev != nil && st == prev.stamp {
+		return prev, nil
 	}
 	d, err := readKeyring(k.path)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	k.cur.Store(d)
-	k.stamp = st
-	return true, nil
+	d.stamp = st
+	return d, nil
 }
 
 // readKeyring reads the keys and accounts of the file at path from a
@@ -240,23 +241,9 @@ func boltSizeOK(b []byte) error {
 // Watch reloads the keyring every interval until ctx ends, logging (and
 // otherwise ignoring) a failed reload: the last good keys keep serving.
 func (k *Keyring) Watch(ctx context.Context, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			changed, err := k.Reload()
-			switch {
-			case err != nil:
-				log.Warn("key reload failed; serving the previous keys", "err", err)
-			case changed:
-				d := k.cur.Load()
-				log.Info("keys reloaded", "keys", len(d.keys), "accounts", len(d.accounts))
-			}
-		}
-	}
+	k.cur.Watch(ctx, every,
+		func(err error) { log.Warn("key reload failed; serving the previous keys", "err", err) },
+		func(d *keyringData) { log.Info("keys reloaded", "keys", len(d.keys), "accounts", len(d.accounts)) })
 }
 
 // Authenticate resolves a presented key, with the same rules and errors as
@@ -266,7 +253,7 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 		return Principal{}, ErrInvalidKey
 	}
 	sum := sha256.Sum256([]byte(key))
-	rec, ok := k.cur.Load().keys[sum]
+	rec, ok := k.cur.Get().keys[sum]
 	// The map lookup found the record by its full hash; the constant-time
 	// comparison of the stored hash keeps the check independent of how the
 	// map compares keys.
@@ -282,7 +269,7 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 
 // GetAccount returns an account (Meter's AccountLookup).
 func (k *Keyring) GetAccount(id string) (Account, error) {
-	a, ok := k.cur.Load().accounts[id]
+	a, ok := k.cur.Get().accounts[id]
 	if !ok {
 		return Account{}, ErrNotFound
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/reload"
 )
 
 // keyPattern is the spec's key format, written independently of
@@ -219,6 +221,12 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Force a read on every reload (not only when the file's stamp moved).
+	if kr.cur, err = reload.Start(context.Background(), func(ctx context.Context, _ *keyringData) (*keyringData, error) {
+		return kr.load(ctx, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -229,9 +237,6 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 				return
 			default:
 			}
-			kr.mu.Lock()
-			kr.stamp = fileStamp{} // force a read every time
-			kr.mu.Unlock()
 			kr.Reload()
 		}
 	}()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/reload"
 	"github.com/eodata/eo/view"
 )
 
@@ -431,22 +432,16 @@ func (s *Server) loadWithTimeout(ctx context.Context) error {
 	return s.Load(ctx)
 }
 
+// watch reloads every PollInterval; a failure keeps the served snapshot.
+// (The snapshot's atomic swap is the view's: swap rebases the live changes
+// onto the new snapshot in the same change.)
 func (s *Server) watch(ctx context.Context) {
-	t := time.NewTicker(s.o.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.loadWithTimeout(ctx); err != nil && ctx.Err() == nil {
-				s.metrics.reloadFailed()
-				if !errors.Is(err, view.ErrCorrupt) { // reject logged it
-					s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
-				}
-			}
+	reload.Every(ctx, s.o.PollInterval, s.loadWithTimeout, func(err error) {
+		s.metrics.reloadFailed()
+		if !errors.Is(err, view.ErrCorrupt) { // reject logged it
+			s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
 		}
-	}
+	})
 }
 
 // Serve listens on ln until ctx ends, then shuts down gracefully.
