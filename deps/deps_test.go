@@ -1,0 +1,190 @@
+package deps
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/eodata/eo/"
+
+// pkg is what `go list -json` says of one package of the module.
+type pkg struct {
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func listModule(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, module)
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// heavy lists, per dependency that shapes a package (a database engine, a
+// web framework, a storage or Redis client), the only packages whose code
+// may import it directly. Tests may import anything.
+var heavy = map[string][]string{
+	"github.com/marcboeker/go-duckdb": {"pipelines"},
+	"github.com/duckdb/":              {"pipelines"},
+	"github.com/gofiber/":             {"edge", "cmd/eo"},
+	"github.com/valyala/fasthttp":     {"edge"},
+	"github.com/minio/":               {"publish", "publish/miniotest"},
+	"github.com/redis/go-redis":       {"access", "access/redistest", "live", "cmd/eo"},
+}
+
+func TestHeavyImports(t *testing.T) {
+	for _, p := range listModule(t) {
+		for _, imp := range p.Imports {
+			for prefix, allowed := range heavy {
+				if strings.HasPrefix(imp, prefix) && !slices.Contains(allowed, p.ImportPath) {
+					t.Errorf("%s imports %s (only %v may)", p.ImportPath, imp, allowed)
+				}
+			}
+		}
+	}
+}
+
+// TestLayering: the view is data only (it reaches none of the heavy
+// dependencies and no other package of the module, even indirectly); the
+// edge never reaches DuckDB or the pipeline; the model imports no web
+// framework; nothing imports cmd, tests included.
+func TestLayering(t *testing.T) {
+	deps := func(p string) []string {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+p).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", p, err)
+		}
+		return strings.Fields(string(out))
+	}
+	check := func(p string, forbidden ...string) {
+		for _, d := range deps(p) {
+			for _, f := range forbidden {
+				if d != module+p && strings.HasPrefix(d, f) {
+					t.Errorf("%s depends on %s", p, d)
+				}
+			}
+		}
+	}
+	check("view", "github.com/gofiber/", "github.com/valyala/fasthttp", "github.com/marcboeker/go-duckdb",
+		"github.com/duckdb/", "github.com/minio/", "github.com/redis/", module)
+	check("edge", "github.com/marcboeker/go-duckdb", "github.com/duckdb/", module+"pipelines")
+	check("model", "github.com/gofiber/", "github.com/valyala/fasthttp")
+	for _, p := range listModule(t) {
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if strings.HasPrefix(imp, module+"cmd") {
+				t.Errorf("%s imports %s", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// envReaders may read the environment: the command (cmd/eo/config.go reads
+// it once into Config), and the test-support packages that find or start a
+// real MinIO or redis-server for tests (GOPATH, CI).
+var envReaders = []string{"cmd/eo", "publish/miniotest", "access/redistest"}
+
+func TestLibrariesReadNoEnvironment(t *testing.T) {
+	for _, p := range listModule(t) {
+		if slices.Contains(envReaders, p.ImportPath) {
+			continue
+		}
+		for _, f := range parseFiles(t, p) {
+			ast.Inspect(f.file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "os" &&
+					(sel.Sel.Name == "Getenv" || sel.Sel.Name == "LookupEnv" || sel.Sel.Name == "Environ") {
+					t.Errorf("%s: os.%s in a library (settings come from cmd/eo's Config)", f.pos(sel.Pos()), sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// maxLines is the longest a function may run, unless its doc comment says
+// why it is longer ("long because").
+const maxLines = 100
+
+// splitting are the long functions being split (issue 13), pruned as the
+// splits land.
+var splitting = map[string]bool{
+	"cmdBenchFlood": true, "ReadCS22024": true, "ReadCS22026": true, "ReadCSGO2015": true, "writeRankings": true,
+	"Clean": true, "newMatch": true, "simRounds": true, "emitPlay": true, "emitPrices": true, "emitStats": true,
+	"emitDepth": true, "build": true, "planTournaments": true, "runTournament": true, "planSlots": true, "Run": true,
+	"buildTeamProfiles": true, "buildPlayerSummaries": true,
+}
+
+func TestFunctionLength(t *testing.T) {
+	for _, p := range listModule(t) {
+		for _, f := range parseFiles(t, p) {
+			for _, d := range f.file.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				n := f.fset.Position(fn.End()).Line - f.fset.Position(fn.Pos()).Line + 1
+				if n > maxLines && !strings.Contains(fn.Doc.Text(), "long because") && !splitting[fn.Name.Name] {
+					t.Errorf("%s: %s runs %d lines (at most %d, or a comment saying why it is long)",
+						f.pos(fn.Pos()), fn.Name.Name, n, maxLines)
+				}
+			}
+		}
+	}
+}
+
+type parsed struct {
+	name string // package path/file name
+	fset *token.FileSet
+	file *ast.File
+}
+
+func (f parsed) pos(p token.Pos) string { return fmt.Sprintf("%s:%d", f.name, f.fset.Position(p).Line) }
+
+// parseFiles parses a package's non-test Go files, leaving out generated
+// ones.
+func parseFiles(t *testing.T, p pkg) []parsed {
+	t.Helper()
+	var out []parsed
+	for _, name := range p.GoFiles {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ast.IsGenerated(f) {
+			continue
+		}
+		out = append(out, parsed{p.ImportPath + "/" + name, fset, f})
+	}
+	return out
+}
