@@ -121,13 +121,13 @@ func ReadCS22024(path string) (*Dataset, error) {
 			continue
 		}
 		sa, sb, need := s1, s2, max(s1, s2)
-		var single *MapResult
+		var single *raw.MapResult
 		if need > 3 {
 			if !possibleMap(s1, s2) {
 				b.ds.Skipped["impossible single-map score"]++
 				continue
 			}
-			single = &MapResult{MatchID: id, MapNumber: 1, ScoreA: s1, ScoreB: s2, ChangedAt: at}
+			single = &raw.MapResult{MatchID: id, MapNumber: 1, ScoreA: s1, ScoreB: s2, ChangedAt: at}
 			sa, sb, need = 0, 0, 1
 			if s1 > s2 {
 				sa = 1
@@ -161,7 +161,7 @@ func ReadCS22024(path string) (*Dataset, error) {
 			}
 			return ""
 		}
-		var fromRounds []MapResult
+		var fromRounds []raw.MapResult
 		if rr, ok := rounds[id]; ok {
 			swap := false
 			switch {
@@ -252,7 +252,7 @@ type roundMap struct {
 }
 
 // result derives the map score from the round winners; why says why not.
-func (m roundMap) result(swap bool) (MapResult, string) {
+func (m roundMap) result(swap bool) (raw.MapResult, string) {
 	a, b := 0, 0 // team1, team2 rounds
 	h1a, h1b := 0, 0
 	n := 0
@@ -274,28 +274,28 @@ func (m roundMap) result(swap bool) (MapResult, string) {
 		}
 	}
 	if n == 0 {
-		return MapResult{}, "not played"
+		return raw.MapResult{}, "not played"
 	}
 	if a == 12 && b == 12 {
-		return MapResult{}, "overtime (rounds after 24 are missing)"
+		return raw.MapResult{}, "overtime (rounds after 24 are missing)"
 	}
 	if max(a, b) < 13 || n != a+b || n < 13 {
-		return MapResult{}, "rounds stop before the map's end"
+		return raw.MapResult{}, "rounds stop before the map's end"
 	}
 	if n <= 12 { // cannot happen (13 needs 13 rounds), kept for safety
-		return MapResult{}, "rounds stop before the map's end"
+		return raw.MapResult{}, "rounds stop before the map's end"
 	}
 	// every round up to the end must be present
 	for i := 0; i < n; i++ {
 		if m.winners[i] != "team1" && m.winners[i] != "team2" {
-			return MapResult{}, "a round winner is missing"
+			return raw.MapResult{}, "a round winner is missing"
 		}
 	}
 	if (m.winner == "team1" && a < b) || (m.winner == "team2" && b < a) {
-		return MapResult{}, "round winners disagree with the map winner column"
+		return raw.MapResult{}, "round winners disagree with the map winner column"
 	}
 	side := m.side
-	r := MapResult{ScoreA: a, ScoreB: b, FirstHalfA: ptr(h1a), FirstHalfB: ptr(h1b),
+	r := raw.MapResult{ScoreA: a, ScoreB: b, FirstHalfA: ptr(h1a), FirstHalfB: ptr(h1b),
 		SecondHalfA: ptr(a - h1a), SecondHalfB: ptr(b - h1b)}
 	if swap {
 		r.ScoreA, r.ScoreB = b, a

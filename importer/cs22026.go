@@ -184,7 +184,7 @@ func ReadCS22026(path string) (*Dataset, error) {
 				continue
 			}
 			played++
-			r := MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ScoreA: s1, ScoreB: s2, ChangedAt: at}
+			r := raw.MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ScoreA: s1, ScoreB: s2, ChangedAt: at}
 			if pairs := pairRE.FindAllStringSubmatch(mp.HalfScores, -1); len(pairs) >= 2 {
 				n := func(s string) int { v, _ := strconv.Atoi(s); return v }
 				r.FirstHalfA, r.FirstHalfB = ptr(n(pairs[0][1])), ptr(n(pairs[0][2]))
@@ -273,22 +273,22 @@ func parseVeto(line, name1, name2, id1, id2 string) (raw.Veto, bool) {
 	return raw.Veto{}, false
 }
 
-func statLine(p cs2026Player) (PlayerStat, bool) {
+func statLine(p cs2026Player) (raw.PlayerStat, bool) {
 	kd := kdRE.FindStringSubmatch(strings.TrimSpace(p.KD))
 	if kd == nil || strings.TrimSpace(p.Name) == "" || Slug(p.Name) == "" {
-		return PlayerStat{}, false
+		return raw.PlayerStat{}, false
 	}
 	k, _ := strconv.Atoi(kd[1])
 	d, _ := strconv.Atoi(kd[2])
 	adr, err := strconv.ParseFloat(strings.TrimSpace(p.ADR), 64)
 	if err != nil || adr < 0 {
-		return PlayerStat{}, false
+		return raw.PlayerStat{}, false
 	}
-	st := PlayerStat{Kills: k, Deaths: d, ADR: adr}
+	st := raw.PlayerStat{Kills: k, Deaths: d, ADR: adr}
 	if ks := strings.TrimSuffix(strings.TrimSpace(p.KAST), "%"); ks != "" && ks != "-" {
 		v, err := strconv.ParseFloat(ks, 64)
 		if err != nil || v < 0 || v > 100 {
-			return PlayerStat{}, false
+			return raw.PlayerStat{}, false
 		}
 		st.KAST = ptr(v / 100)
 	}

@@ -147,7 +147,7 @@ func ReadCSGO2015(path string) (*Dataset, error) {
 				continue
 			}
 			allDefault = false
-			m := MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ChangedAt: day}
+			m := raw.MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ChangedAt: day}
 			var ok bool
 			if m.ScoreA, ok = atoi(rw["result_1"]); !ok {
 				b.ds.Skipped["map result: unreadable score"]++

@@ -45,60 +45,6 @@ import (
 // Sources are the accepted --source values.
 var Sources = []string{"csgo2015", "cs2-2024", "cs2-2026"}
 
-// Tournament is a raw tournaments record with the optional enums as
-// pointers, so that an unknown tier or region is null (an empty string would
-// fail the enumeration check).
-type Tournament struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Tier      *string   `json:"tier"`
-	Region    *string   `json:"region"`
-	IsLAN     *bool     `json:"is_lan"`
-	ChangedAt time.Time `json:"changed_at"`
-}
-
-// Team is a raw teams record; Region is always null (no dataset has it).
-type Team struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Region       *string   `json:"region"`
-	ExternalRank *int      `json:"external_rank"`
-	ChangedAt    time.Time `json:"changed_at"`
-}
-
-// MapResult is a raw map_results record; FirstHalfSideA is null when the
-// dataset does not say which side team A started on.
-type MapResult struct {
-	MatchID        string    `json:"match_id"`
-	MapNumber      int       `json:"map_number"`
-	MapName        string    `json:"map_name"`
-	ScoreA         int       `json:"score_a"`
-	ScoreB         int       `json:"score_b"`
-	FirstHalfA     *int      `json:"first_half_a"`
-	FirstHalfB     *int      `json:"first_half_b"`
-	SecondHalfA    *int      `json:"second_half_a"`
-	SecondHalfB    *int      `json:"second_half_b"`
-	OvertimeA      *int      `json:"overtime_a"`
-	OvertimeB      *int      `json:"overtime_b"`
-	FirstHalfSideA *string   `json:"first_half_side_a"`
-	ChangedAt      time.Time `json:"changed_at"`
-}
-
-// PlayerStat is a raw player_stats record with Assists nullable.
-type PlayerStat struct {
-	MatchID      string    `json:"match_id"`
-	MapNumber    *int      `json:"map_number"`
-	PlayerID     string    `json:"player_id"`
-	TeamID       string    `json:"team_id"`
-	RoundsPlayed int       `json:"rounds_played"`
-	Kills        int       `json:"kills"`
-	Deaths       int       `json:"deaths"`
-	Assists      *int      `json:"assists"`
-	ADR          float64   `json:"adr"`
-	KAST         *float64  `json:"kast"`
-	ChangedAt    time.Time `json:"changed_at"`
-}
-
 // Game is one completed match as the validation harness sees it.
 type Game struct {
 	MatchID     string
@@ -114,14 +60,14 @@ type Game struct {
 // Dataset is what an adapter read: the records of one batch, and the games.
 type Dataset struct {
 	Source      string
-	Tournaments []Tournament
-	Teams       []Team
+	Tournaments []raw.Tournament
+	Teams       []raw.Team
 	Players     []raw.Player
 	Matches     []raw.Match
 	Updates     []raw.MatchUpdate
-	Maps        []MapResult
+	Maps        []raw.MapResult
 	Vetoes      []raw.Veto
-	Stats       []PlayerStat
+	Stats       []raw.PlayerStat
 	Games       []Game // completed matches in (ScheduledAt, MatchID) order
 	// Skipped counts what was read but not landed, by reason.
 	Skipped map[string]int
@@ -249,13 +195,13 @@ func ptr[T any](v T) *T { return &v }
 // builder collects records with per-key latest values for teams and events.
 type builder struct {
 	ds     *Dataset
-	teams  map[string]*Team
-	events map[string]*Tournament
+	teams  map[string]*raw.Team
+	events map[string]*raw.Tournament
 	play   map[string]*raw.Player
 }
 
 func newBuilder(source string) *builder {
-	return &builder{ds: newDataset(source), teams: map[string]*Team{}, events: map[string]*Tournament{},
+	return &builder{ds: newDataset(source), teams: map[string]*raw.Team{}, events: map[string]*raw.Tournament{},
 		play: map[string]*raw.Player{}}
 }
 
@@ -265,7 +211,7 @@ func (b *builder) team(id, name string, rank *int, at time.Time) {
 	t, ok := b.teams[id]
 	if !ok || !at.Before(t.ChangedAt) {
 		if !ok {
-			t = &Team{ID: id}
+			t = &raw.Team{ID: id}
 			b.teams[id] = t
 		}
 		t.Name, t.ChangedAt = name, at
@@ -278,7 +224,7 @@ func (b *builder) team(id, name string, rank *int, at time.Time) {
 func (b *builder) event(id, name string, lan *bool, at time.Time) {
 	t, ok := b.events[id]
 	if !ok {
-		b.events[id] = &Tournament{ID: id, Name: name, IsLAN: lan, ChangedAt: at}
+		b.events[id] = &raw.Tournament{ID: id, Name: name, IsLAN: lan, ChangedAt: at}
 		return
 	}
 	if at.After(t.ChangedAt) {
@@ -335,7 +281,7 @@ func (b *builder) finish() *Dataset {
 }
 
 // halves checks that halves (and overtime) add up to the map score.
-func halvesAddUp(m *MapResult) bool {
+func halvesAddUp(m *raw.MapResult) bool {
 	if m.FirstHalfA == nil {
 		return true
 	}

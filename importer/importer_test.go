@@ -245,7 +245,7 @@ func TestVetoParse(t *testing.T) {
 		{"1. regain removed Nuke", "1 ban de_nuke B"},
 		{"4. SportsBetExpert picked Dust2", "4 pick de_dust2 A"},
 		{"7. Ancient was left over", "7 decider de_ancient "},
-		{"3. Team X destroyed Nuke", "bad"},
+		{"3. raw.Team X destroyed Nuke", "bad"},
 	} {
 		v, ok := parseVeto(c.line, "SportsBetExpert", "regain", "A", "B")
 		got := "bad"

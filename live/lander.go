@@ -158,7 +158,7 @@ func rawRecords(ev Event) []rawRec {
 			out = append(out, rawRec{raw.MapResults, raw.MapResult{MatchID: ev.MatchID, MapNumber: m.MapNumber,
 				MapName: m.MapName, ScoreA: m.ScoreA, ScoreB: m.ScoreB, FirstHalfA: m.FirstHalfA, FirstHalfB: m.FirstHalfB,
 				SecondHalfA: m.SecondHalfA, SecondHalfB: m.SecondHalfB, OvertimeA: m.OvertimeA, OvertimeB: m.OvertimeB,
-				FirstHalfSideA: side, StartedAt: m.StartedAt, ChangedAt: ev.ChangedAt}})
+				FirstHalfSideA: new(side), StartedAt: raw.NonZero(m.StartedAt), ChangedAt: ev.ChangedAt}})
 		}
 		return out
 	case KindPrice:

@@ -68,6 +68,23 @@ type BatchManifest struct {
 	Files           map[Entity]int `json:"files"` // entity -> line count
 }
 
+// Optional fields: a field the contract makes optional (Spec: not
+// Required) is a pointer, nil for null, where null and a value differ: a
+// number, a flag, a time, an enumerated text. A free text field (no
+// enumeration, or one that lists "") is a string whose "" is its absent
+// value: the pipeline reads null and "" alike there. records_test.go holds
+// every record type to its Spec.
+
+// NonZero returns a pointer to v, or nil when v is its type's zero value
+// (for a field whose zero means unknown).
+func NonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
 // Time is a timestamp that marshals as RFC 3339 UTC with a trailing Z.
 type Time = time.Time
 
@@ -75,8 +92,8 @@ type Time = time.Time
 type Tournament struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
-	Tier      string     `json:"tier"`   // S, A, B, C
-	Region    string     `json:"region"` // one of the seven full region names
+	Tier      *string    `json:"tier"`   // S, A, B, C
+	Region    *string    `json:"region"` // one of the seven full region names
 	StartsAt  *time.Time `json:"starts_at"`
 	EndsAt    *time.Time `json:"ends_at"`
 	PrizePool *int64     `json:"prize_pool_usd"`
@@ -90,7 +107,7 @@ type Team struct {
 	ID           string    `json:"id"`
 	Name         string    `json:"name"`
 	ShortName    string    `json:"short_name"`
-	Region       string    `json:"region"`
+	Region       *string   `json:"region"`
 	CountryCode  string    `json:"country_code"`
 	ExternalRank *int      `json:"external_rank"`
 	ChangedAt    time.Time `json:"changed_at"`
@@ -134,20 +151,20 @@ type MatchUpdate struct {
 
 // MapResult is one played map.
 type MapResult struct {
-	MatchID        string    `json:"match_id"`
-	MapNumber      int       `json:"map_number"`
-	MapName        string    `json:"map_name"`
-	ScoreA         int       `json:"score_a"`
-	ScoreB         int       `json:"score_b"`
-	FirstHalfA     *int      `json:"first_half_a"`
-	FirstHalfB     *int      `json:"first_half_b"`
-	SecondHalfA    *int      `json:"second_half_a"`
-	SecondHalfB    *int      `json:"second_half_b"`
-	OvertimeA      *int      `json:"overtime_a"`
-	OvertimeB      *int      `json:"overtime_b"`
-	FirstHalfSideA string    `json:"first_half_side_a"`
-	StartedAt      time.Time `json:"started_at,omitzero"` // zero: unknown (null)
-	ChangedAt      time.Time `json:"changed_at"`
+	MatchID        string     `json:"match_id"`
+	MapNumber      int        `json:"map_number"`
+	MapName        string     `json:"map_name"`
+	ScoreA         int        `json:"score_a"`
+	ScoreB         int        `json:"score_b"`
+	FirstHalfA     *int       `json:"first_half_a"`
+	FirstHalfB     *int       `json:"first_half_b"`
+	SecondHalfA    *int       `json:"second_half_a"`
+	SecondHalfB    *int       `json:"second_half_b"`
+	OvertimeA      *int       `json:"overtime_a"`
+	OvertimeB      *int       `json:"overtime_b"`
+	FirstHalfSideA *string    `json:"first_half_side_a"`
+	StartedAt      *time.Time `json:"started_at"`
+	ChangedAt      time.Time  `json:"changed_at"`
 }
 
 // Veto is one step of the map veto.
@@ -170,7 +187,7 @@ type PlayerStat struct {
 	RoundsPlayed int       `json:"rounds_played"`
 	Kills        int       `json:"kills"`
 	Deaths       int       `json:"deaths"`
-	Assists      int       `json:"assists"`
+	Assists      *int      `json:"assists"`
 	ADR          float64   `json:"adr"`
 	KAST         *float64  `json:"kast"`
 	Headshots    *int      `json:"headshots"`
@@ -300,7 +317,7 @@ type Stream struct {
 	Channel   string    `json:"channel"`
 	URL       string    `json:"url"`
 	Language  string    `json:"language"` // ISO 639-1
-	Official  bool      `json:"official"`
+	Official  *bool     `json:"official"`
 	ChangedAt time.Time `json:"changed_at"`
 }
 

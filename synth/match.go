@@ -616,7 +616,7 @@ func (w *world) emitPlay(r *rand.Rand, m *match, status string, end time.Time) e
 			side = "ct"
 		}
 		mr := raw.MapResult{MatchID: m.id, MapNumber: i + 1, MapName: mapPool[ms.pool], ScoreA: ms.a, ScoreB: ms.b,
-			FirstHalfSideA: side, StartedAt: w.mapStart(m, i), ChangedAt: w.clampNow(me.Add(2 * time.Minute))}
+			FirstHalfSideA: new(side), StartedAt: new(w.mapStart(m, i)), ChangedAt: w.clampNow(me.Add(2 * time.Minute))}
 		if tier >= 3 || r.Float64() >= 0.03 {
 			mr.FirstHalfA, mr.FirstHalfB = ip(ms.h1a), ip(ms.h1b)
 			mr.SecondHalfA, mr.SecondHalfB = ip(ms.h2a), ip(ms.h2b)
@@ -695,7 +695,7 @@ func (w *world) emitStreams(r *rand.Rand, m *match) error {
 			url = "https://kick.com/" + ch
 		}
 		if err := w.add(raw.Streams, raw.Stream{MatchID: m.id, Platform: pl, Channel: ch, URL: url, Language: lang,
-			Official: i == 0, ChangedAt: at}); err != nil {
+			Official: new(i == 0), ChangedAt: at}); err != nil {
 			return err
 		}
 	}

@@ -383,7 +383,7 @@ func (w *world) emitStats(r *rand.Rand, m *match, tier int, end time.Time) error
 func (w *world) statRec(m *match, mapNum *int, ml mapLine, teamID string, tier int, kastNil, hsNil bool, at time.Time) raw.PlayerStat {
 	a := ml.acc
 	ps := raw.PlayerStat{MatchID: m.id, MapNumber: mapNum, PlayerID: w.players[ml.pid].id, TeamID: teamID,
-		RoundsPlayed: ml.round, Kills: a.k, Deaths: a.d, Assists: a.a, ADR: ml.adr,
+		RoundsPlayed: ml.round, Kills: a.k, Deaths: a.d, Assists: new(a.a), ADR: ml.adr,
 		FirstKills: ip(a.fk), FirstDeaths: ip(a.fd), Damage: ip(a.dmg),
 		MK2: ip(a.mk[0]), MK3: ip(a.mk[1]), MK4: ip(a.mk[2]), MK5: ip(a.mk[3]), ChangedAt: at}
 	if !kastNil {

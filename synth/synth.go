@@ -444,7 +444,7 @@ func (w *world) playerRec(p player, teamID string, at time.Time) raw.Player {
 
 // teamRec builds a team record with the external rank as of at (nil for some).
 func (w *world) teamRec(ti int, t team, at time.Time, r *rand.Rand) raw.Team {
-	rec := raw.Team{ID: t.id, Name: t.name, ShortName: t.short, Region: t.region, CountryCode: t.cc, ChangedAt: at}
+	rec := raw.Team{ID: t.id, Name: t.name, ShortName: t.short, Region: new(t.region), CountryCode: t.cc, ChangedAt: at}
 	if r.Float64() < 0.85 {
 		s := w.strength(ti, at)
 		rank := 1

@@ -227,8 +227,8 @@ func TestWorldShape(t *testing.T) {
 	teams := decode[raw.Team](t, w.sink, raw.Teams)
 	ids := map[string]int{}
 	for _, tm := range teams {
-		if !regs[tm.Region] {
-			t.Fatalf("bad region %q", tm.Region)
+		if tm.Region == nil || !regs[*tm.Region] {
+			t.Fatalf("bad region %v", tm.Region)
 		}
 		if len(tm.CountryCode) != 2 || strings.ToUpper(tm.CountryCode) != tm.CountryCode {
 			t.Fatalf("bad country %q", tm.CountryCode)
@@ -240,7 +240,7 @@ func TestWorldShape(t *testing.T) {
 		t.Fatalf("renames %d", renames)
 	}
 	for _, tr := range decode[raw.Tournament](t, w.sink, raw.Tournaments) {
-		if !regs[tr.Region] || !strings.Contains("SABC", tr.Tier) || len(tr.Tier) != 1 {
+		if !regs[deref(tr.Region)] || !strings.Contains("SABC", deref(tr.Tier)) || len(deref(tr.Tier)) != 1 {
 			t.Fatalf("bad tournament %+v", tr)
 		}
 	}
@@ -323,8 +323,8 @@ func TestMapsAndSeries(t *testing.T) {
 		if hi < 13 || (hi == 13 && lo > 11) || (hi > 13 && lo < 12) {
 			t.Fatalf("impossible score %d-%d", mr.ScoreA, mr.ScoreB)
 		}
-		if mr.FirstHalfSideA != "t" && mr.FirstHalfSideA != "ct" {
-			t.Fatalf("side %q", mr.FirstHalfSideA)
+		if side := deref(mr.FirstHalfSideA); side != "t" && side != "ct" {
+			t.Fatalf("side %q", side)
 		}
 		if mr.FirstHalfA == nil {
 			continue
@@ -479,7 +479,10 @@ func TestRoundsAndStats(t *testing.T) {
 		}
 		x.Kills += s.Kills
 		x.Deaths += s.Deaths
-		x.Assists += s.Assists
+		if s.Assists == nil {
+			t.Fatalf("%v: assists missing", p)
+		}
+		x.Assists = new(deref(x.Assists) + *s.Assists)
 		x.RoundsPlayed += s.RoundsPlayed
 		adrW[p] += s.ADR * float64(s.RoundsPlayed)
 		if s.KAST != nil {
@@ -507,7 +510,7 @@ func TestRoundsAndStats(t *testing.T) {
 	}
 	for p, g := range aggr {
 		x := sumMaps[p]
-		if x == nil || g.Kills != x.Kills || g.Deaths != x.Deaths || g.Assists != x.Assists || g.RoundsPlayed != x.RoundsPlayed {
+		if x == nil || g.Kills != x.Kills || g.Deaths != x.Deaths || deref(g.Assists) != deref(x.Assists) || g.RoundsPlayed != x.RoundsPlayed {
 			t.Fatalf("%v: aggregate %+v vs maps %+v", p, g, x)
 		}
 		if math.Abs(g.ADR-adrW[p]/float64(x.RoundsPlayed)) > 0.006 {
@@ -756,8 +759,8 @@ func TestSampleTournaments(t *testing.T) {
 		t.Fatalf("%d tournaments without dates", nilDates)
 	}
 	top, low := tours[w.sum.SampleTopTournamentID], tours[w.sum.SampleLowerTournamentID]
-	if (top.Tier != "S" && top.Tier != "A") || (low.Tier != "B" && low.Tier != "C") {
-		t.Fatalf("sample tiers %s %s", top.Tier, low.Tier)
+	if tt, lt := deref(top.Tier), deref(low.Tier); (tt != "S" && tt != "A") || (lt != "B" && lt != "C") {
+		t.Fatalf("sample tiers %s %s", tt, lt)
 	}
 	n := 0
 	for _, m := range w.truth {
@@ -768,8 +771,17 @@ func TestSampleTournaments(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("sample %s (%s) + %s (%s): %d matches", top.ID, top.Tier, low.ID, low.Tier, n)
+	t.Logf("sample %s (%s) + %s (%s): %d matches", top.ID, deref(top.Tier), low.ID, deref(low.Tier), n)
 	if n < 50 || n > 130 {
 		t.Fatalf("sample holds %d matches", n)
 	}
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }

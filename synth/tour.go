@@ -211,7 +211,7 @@ type slot struct {
 func (w *world) runTournament(ti int) error {
 	tp := w.tours[ti]
 	r := rand.New(rand.NewPCG(uint64(w.o.Seed)^0x9e3779b97f4a7c15, uint64(ti)+1))
-	rec := raw.Tournament{ID: tp.id, Name: tp.name, Tier: tp.tier, Region: tp.region,
+	rec := raw.Tournament{ID: tp.id, Name: tp.name, Tier: new(tp.tier), Region: new(tp.region),
 		PrizePool: tp.prize, Location: tp.location, IsLAN: tp.lan, ChangedAt: tp.announce}
 	if tp.datesKnown {
 		s, e := tp.start, tp.end.Add(-time.Second)
