@@ -193,15 +193,37 @@ func (c *calibrator) add(raw, y float64) {
 
 // fit starts from the previous solution (a0, b0).
 func (c *calibrator) fit(a0, b0 float64) (float64, float64) {
-	const ridge = 1.0
-	a, b := a0, b0
-	for it := 0; it < 25; it++ {
+	a, b := FitLogistic(c.x, c.y, LogisticFit{A: a0, B: b0, Ridge: 1, PriorB: 1, MaxIter: 25, Tol: 1e-10})
+	if math.IsNaN(a) || math.IsNaN(b) || b <= 0 {
+		return 0, 1
+	}
+	return a, b
+}
+
+// LogisticFit configures FitLogistic.
+type LogisticFit struct {
+	A, B float64 // the starting point
+	// Ridge weighs a penalty Ridge/2 (a² + (b − PriorB)²) added to the
+	// negative log-likelihood, which keeps the fit finite on separable or
+	// tiny samples.
+	Ridge, PriorB float64
+	MaxIter       int
+	Tol           float64 // stop when both Newton steps are smaller
+}
+
+// FitLogistic fits p = logistic(a + b x) to outcomes ys (0 or 1, or a
+// fraction for a draw) by Newton's method: maximum likelihood with the ridge
+// of f. It serves the model's calibration and the validation harness's rank
+// baseline.
+func FitLogistic(xs, ys []float64, f LogisticFit) (a, b float64) {
+	a, b = f.A, f.B
+	for it := 0; it < f.MaxIter; it++ {
 		// gradient and Hessian of the negative log-likelihood plus ridge
-		ga, gb := ridge*a, ridge*(b-1)
-		haa, hab, hbb := ridge, 0.0, ridge
-		for i, x := range c.x {
+		ga, gb := f.Ridge*a, f.Ridge*(b-f.PriorB)
+		haa, hab, hbb := f.Ridge, 0.0, f.Ridge
+		for i, x := range xs {
 			p := logistic(a + b*x)
-			r := p - c.y[i]
+			r := p - ys[i]
 			w := p * (1 - p)
 			ga += r
 			gb += r * x
@@ -217,12 +239,9 @@ func (c *calibrator) fit(a0, b0 float64) (float64, float64) {
 		db := (haa*gb - hab*ga) / det
 		a -= da
 		b -= db
-		if math.Abs(da) < 1e-10 && math.Abs(db) < 1e-10 {
+		if math.Abs(da) < f.Tol && math.Abs(db) < f.Tol {
 			break
 		}
-	}
-	if math.IsNaN(a) || math.IsNaN(b) || b <= 0 {
-		return 0, 1
 	}
 	return a, b
 }

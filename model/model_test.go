@@ -311,3 +311,25 @@ func BenchmarkRun100k(b *testing.B) {
 		_ = Run(ms, DefaultForecastConfig())
 	}
 }
+
+// FitLogistic recovers the parameters that generated the outcomes, and with
+// no data the ridge alone places it at its prior.
+func TestFitLogistic(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var xs, ys []float64
+	for range 20000 {
+		x := r.NormFloat64() * 1.5
+		y := 0.0
+		if r.Float64() < logistic(0.3+1.2*x) {
+			y = 1
+		}
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	a, b := FitLogistic(xs, ys, LogisticFit{Ridge: 1e-6, MaxIter: 50, Tol: 1e-12})
+	if math.Abs(a-0.3) > 0.05 || math.Abs(b-1.2) > 0.05 {
+		t.Errorf("fit (%.3f, %.3f), want about (0.3, 1.2)", a, b)
+	}
+	if a, b := FitLogistic(nil, nil, LogisticFit{Ridge: 1, PriorB: 1, MaxIter: 25, Tol: 1e-10}); a != 0 || b != 1 {
+		t.Errorf("no data: (%v, %v), want the prior (0, 1)", a, b)
+	}
+}

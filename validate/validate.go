@@ -379,29 +379,7 @@ func FitRank(gs []importer.Game) (float64, float64) {
 	if len(xs) == 0 {
 		return 0, 0
 	}
-	a, b := 0.0, 0.0
-	for it := 0; it < 50; it++ {
-		ga, gb, haa, hab, hbb := 1e-6*a, 1e-6*b, 1e-6, 0.0, 1e-6
-		for i, x := range xs {
-			p := 1 / (1 + math.Exp(-(a + b*x)))
-			r, w := p-ys[i], p*(1-p)
-			ga += r
-			gb += r * x
-			haa += w
-			hab += w * x
-			hbb += w * x * x
-		}
-		det := haa*hbb - hab*hab
-		if det <= 0 {
-			break
-		}
-		da, db := (hbb*ga-hab*gb)/det, (haa*gb-hab*ga)/det
-		a, b = a-da, b-db
-		if math.Abs(da)+math.Abs(db) < 1e-12 {
-			break
-		}
-	}
-	return a, b
+	return model.FitLogistic(xs, ys, model.LogisticFit{Ridge: 1e-6, MaxIter: 50, Tol: 1e-12})
 }
 
 // agreementDates are the first days of every n-th month after first, up to last.
