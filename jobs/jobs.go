@@ -79,11 +79,9 @@ func NewRunner(o Options) *Runner {
 // pipeline skips (its _batch.json cannot be trusted) counts by its folder,
 // marked, so that it triggers one run (which reports it) and not one per
 // tick, and a build that can read it later runs again.
-func batchFingerprint(ms []raw.BatchManifest, skipped []raw.SkippedBatch) string {
-	ids := make([]string, 0, len(ms)+len(skipped))
-	for _, m := range ms {
-		ids = append(ids, m.BatchID)
-	}
+func batchFingerprint(batchIDs []string, skipped []raw.SkippedBatch) string {
+	ids := make([]string, 0, len(batchIDs)+len(skipped))
+	ids = append(ids, batchIDs...)
 	for _, b := range skipped {
 		ids = append(ids, "skipped:"+b.BatchID)
 	}
@@ -107,10 +105,13 @@ func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
 	if len(batches) == 0 && len(skipped) == 0 {
 		return Result{Skipped: true}, pipelines.ErrNoBatches
 	}
-	fp := batchFingerprint(batches, skipped)
 	if !r.o.Force {
+		ids := make([]string, len(batches))
+		for i, b := range batches {
+			ids[i] = b.BatchID
+		}
 		_, cur, err := publish.LoadLatest(ctx, st)
-		if err == nil && cur.Extra[batchesKey] == fp {
+		if err == nil && cur.Extra[batchesKey] == batchFingerprint(ids, skipped) {
 			log.Info("no new raw batch since the current snapshot; skipping", "snapshot", cur.SnapshotID)
 			return Result{Skipped: true, Manifest: cur}, nil
 		}
@@ -119,6 +120,9 @@ func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{Report: rep}, err
 	}
+	// The snapshot records the batches this run read (a batch that landed
+	// since the listing above is in it, and not run again next time).
+	fp := batchFingerprint(rep.Batches, rep.SkippedBatches)
 	now := r.o.Now().UTC()
 	m := publish.Manifest{
 		SnapshotID:         publish.NewSnapshotID(now),

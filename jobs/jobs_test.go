@@ -138,3 +138,41 @@ func TestBadBatchManifestDoesNotBlockRuns(t *testing.T) {
 		t.Fatalf("nothing new landed, the run must skip: %+v %v", again, err)
 	}
 }
+
+// landingStore lands a fixture batch right after the first listing of the
+// raw batches: between the runner's check and the pipeline's own listing.
+type landingStore struct {
+	publish.Store
+	t      *testing.T
+	landed bool
+}
+
+func (s *landingStore) List(ctx context.Context, prefix string) ([]publish.ObjectInfo, error) {
+	objs, err := s.Store.List(ctx, prefix)
+	if prefix == raw.BatchesPrefix && !s.landed {
+		s.landed = true
+		landFixture(s.t, s.Store, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
+	}
+	return objs, err
+}
+
+// The snapshot's fingerprint is the batches the run read: a batch that lands
+// after the runner's check is in the snapshot, so the next tick skips.
+func TestFingerprintIsTheBatchesTheRunRead(t *testing.T) {
+	ctx := context.Background()
+	mem := publish.NewMemory()
+	landFixture(t, mem, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	st := &landingStore{Store: mem, t: t}
+	r := newTestRunner(t, st)
+	first, err := r.RunOnce(ctx)
+	if err != nil || first.Skipped {
+		t.Fatalf("first run: %+v %v", first, err)
+	}
+	if !st.landed || len(first.Report.Batches) != 2 {
+		t.Fatalf("the run read %d batches, want both (the second landed mid-run)", len(first.Report.Batches))
+	}
+	again, err := r.RunOnce(ctx)
+	if err != nil || !again.Skipped {
+		t.Fatalf("the snapshot holds every landed batch; the next run must skip: %+v %v", again, err)
+	}
+}
