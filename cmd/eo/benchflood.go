@@ -36,120 +36,134 @@ func cmdBenchFlood(ctx context.Context, cfg Config, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var open, reopened, dialErrs atomic.Int64
-	var wg sync.WaitGroup
-	hold := func(slowly bool) {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			c, err := net.DialTimeout("tcp", *addr, 5*time.Second)
-			if err != nil {
-				dialErrs.Add(1)
-				select {
-				case <-ctx.Done():
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
-			open.Add(1)
-			closed := make(chan struct{})
-			go func() { // notice the edge closing it
-				io.Copy(io.Discard, c)
-				close(closed)
-			}()
-			// A header that never ends: its bytes, then 'a' forever.
-			header := []byte("GET /health HTTP/1.1\r\nHost: flood\r\nX-Slow: ")
-			i := 0
-			t := time.NewTicker(*slowEvery)
-		conn:
-			for {
-				select {
-				case <-ctx.Done():
-					break conn
-				case <-closed:
-					reopened.Add(1)
-					break conn
-				case <-t.C:
-					if slowly {
-						b := byte('a')
-						if i < len(header) {
-							b = header[i]
-						}
-						i++
-						c.Write([]byte{b})
-					}
-				}
-			}
-			t.Stop()
-			c.Close()
-			open.Add(-1)
-		}
-	}
-	for i := 0; i < *idle; i++ {
-		wg.Add(1)
-		go hold(false)
-	}
-	for i := 0; i < *slow; i++ {
-		wg.Add(1)
-		go hold(true)
+	f := &flood{addr: *addr, slowEvery: *slowEvery}
+	for i := 0; i < *idle+*slow; i++ {
+		f.wg.Add(1)
+		go f.hold(ctx, i >= *idle)
 	}
 	want := int64(*idle + *slow)
 	deadline := time.Now().Add(60 * time.Second)
-	for open.Load() < want && time.Now().Before(deadline) {
+	for f.open.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	fmt.Printf("flood: %d of %d hostile connections open\n", open.Load(), want)
-
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	measure := func(url, k string) (time.Duration, int) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		if k != "" {
-			req.Header.Set("Authorization", "Bearer "+k)
-		}
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return time.Since(t0), 0
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return time.Since(t0), resp.StatusCode
-	}
-	type series struct {
-		name string
-		url  string
-		key  string
-		lat  []time.Duration
-		bad  map[int]int
-	}
-	all := []*series{
+	fmt.Printf("flood: %d of %d hostile connections open\n", f.open.Load(), want)
+	all := []*floodSeries{
 		{name: "/health", url: "http://" + *addr + "/health", bad: map[int]int{}},
 		{name: "keyed " + *path, url: "http://" + *addr + *path, key: *key, bad: map[int]int{}},
 	}
-	var minOpen int64 = want
-	end := time.Now().Add(*duration)
-	for time.Now().Before(end) && ctx.Err() == nil {
+	minOpen := f.measure(ctx, all, *duration, want)
+	cancel()
+	fmt.Printf("flood: held %d-%d hostile connections while measuring; the edge closed %d (reopened), %d dials failed\n",
+		minOpen, want, f.reopened.Load(), f.dialErrs.Load())
+	for _, s := range all {
+		s.print()
+	}
+	f.wg.Wait()
+	return nil
+}
+
+// flood holds the hostile connections of bench-flood.
+type flood struct {
+	addr                     string
+	slowEvery                time.Duration
+	open, reopened, dialErrs atomic.Int64
+	wg                       sync.WaitGroup
+}
+
+// hold keeps one hostile connection open until ctx ends, reopening it as
+// the edge closes it; a slow one sends a header that never ends.
+func (f *flood) hold(ctx context.Context, slowly bool) {
+	defer f.wg.Done()
+	for ctx.Err() == nil {
+		c, err := net.DialTimeout("tcp", f.addr, 5*time.Second)
+		if err != nil {
+			f.dialErrs.Add(1)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		f.open.Add(1)
+		if f.trickle(ctx, c, slowly) {
+			f.reopened.Add(1)
+		}
+		c.Close()
+		f.open.Add(-1)
+	}
+}
+
+// trickle holds c until ctx ends (false) or the edge closes it (true),
+// sending one header byte every slowEvery when slowly.
+func (f *flood) trickle(ctx context.Context, c net.Conn, slowly bool) bool {
+	closed := make(chan struct{})
+	go func() { // notice the edge closing it
+		io.Copy(io.Discard, c)
+		close(closed)
+	}()
+	// A header that never ends: its bytes, then 'a' forever.
+	header := []byte("GET /health HTTP/1.1\r\nHost: flood\r\nX-Slow: ")
+	t := time.NewTicker(f.slowEvery)
+	defer t.Stop()
+	for i := 0; ; {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-closed:
+			return true
+		case <-t.C:
+			if slowly {
+				b := byte('a')
+				if i < len(header) {
+					b = header[i]
+				}
+				i++
+				c.Write([]byte{b})
+			}
+		}
+	}
+}
+
+// floodSeries is the timings of one request while the flood holds.
+type floodSeries struct {
+	name, url, key string
+	lat            []time.Duration
+	bad            map[int]int
+}
+
+// measure times one request of each series at a time on fresh connections
+// for d, and returns the fewest hostile connections held meanwhile.
+func (f *flood) measure(ctx context.Context, all []*floodSeries, d time.Duration, want int64) int64 {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	minOpen := want
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
 		for _, s := range all {
-			d, code := measure(s.url, s.key)
-			s.lat = append(s.lat, d)
+			req, _ := http.NewRequest(http.MethodGet, s.url, nil)
+			if s.key != "" {
+				req.Header.Set("Authorization", "Bearer "+s.key)
+			}
+			t0 := time.Now()
+			code := 0
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				code = resp.StatusCode
+			}
+			s.lat = append(s.lat, time.Since(t0))
 			if code != 200 {
 				s.bad[code]++
 			}
 		}
-		if n := open.Load(); n < minOpen {
-			minOpen = n
-		}
+		minOpen = min(minOpen, f.open.Load())
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	fmt.Printf("flood: held %d-%d hostile connections while measuring; the edge closed %d (reopened), %d dials failed\n",
-		minOpen, want, reopened.Load(), dialErrs.Load())
-	for _, s := range all {
-		sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
-		pct := func(p float64) time.Duration { return s.lat[int(p*float64(len(s.lat)-1))] }
-		fmt.Printf("%-32s n=%d p50=%s p99=%s max=%s non-200=%v\n", s.name, len(s.lat),
-			pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond),
-			s.lat[len(s.lat)-1].Round(10*time.Microsecond), s.bad)
-	}
-	wg.Wait()
-	return nil
+	return minOpen
+}
+
+func (s *floodSeries) print() {
+	sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
+	pct := func(p float64) time.Duration { return s.lat[int(p*float64(len(s.lat)-1))] }
+	fmt.Printf("%-32s n=%d p50=%s p99=%s max=%s non-200=%v\n", s.name, len(s.lat),
+		pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond),
+		s.lat[len(s.lat)-1].Round(10*time.Microsecond), s.bad)
 }
