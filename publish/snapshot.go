@@ -557,19 +557,56 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		return nil, fmt.Errorf("publish: clean: %w", err)
 	}
 
-	objs, err := s.List(ctx, snapshotsPrefix)
+	order, err := listSnapshots(ctx, s, p.SnapshotID)
 	if err != nil {
 		return nil, fmt.Errorf("publish: clean: %w", err)
 	}
-	type snap struct {
-		id        string
-		keys      []string
-		complete  bool
-		published bool
-		created   time.Time
+	complete, err := readCreated(ctx, s, order)
+	if err != nil {
+		return nil, fmt.Errorf("publish: clean: %w", err)
 	}
-	byID := map[string]*snap{}
-	var order []*snap
+	// Keep counts published snapshots only: an orphan was never served,
+	// so it must not push a served one out.
+	kept := 0
+	for _, sn := range complete {
+		if kept < o.Keep && sn.published {
+			protected[sn.id] = true
+			kept++
+		}
+	}
+	var removed []string
+	for _, sn := range order {
+		if protected[sn.id] || !sn.created.Before(cutoff) {
+			continue
+		}
+		if err := deleteSnapshot(ctx, s, sn); err != nil {
+			sort.Strings(removed)
+			return removed, err
+		}
+		removed = append(removed, sn.id)
+	}
+	sort.Strings(removed)
+	return removed, nil
+}
+
+// storedSnapshot is what Clean knows of one snapshot folder.
+type storedSnapshot struct {
+	id        string
+	keys      []string
+	complete  bool // has a manifest
+	published bool // was ever the pointer's (its published marker, or named now)
+	created   time.Time
+}
+
+// listSnapshots groups the objects under snapshots/ by snapshot, in listing
+// order; created is the newest object's ModTime until the manifest says.
+func listSnapshots(ctx context.Context, s Store, current string) ([]*storedSnapshot, error) {
+	objs, err := s.List(ctx, snapshotsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*storedSnapshot{}
+	var order []*storedSnapshot
 	for _, obj := range objs {
 		id, ok := snapshotIDOf(obj.Key)
 		if !ok {
@@ -577,7 +614,7 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		}
 		sn := byID[id]
 		if sn == nil {
-			sn = &snap{id: id}
+			sn = &storedSnapshot{id: id}
 			byID[id] = sn
 			order = append(order, sn)
 		}
@@ -585,15 +622,21 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		if obj.Key == manifestKey(id) {
 			sn.complete = true
 		}
-		if obj.Key == publishedKey(id) || id == p.SnapshotID {
+		if obj.Key == publishedKey(id) || id == current {
 			sn.published = true
 		}
 		if !sn.complete && obj.ModTime.After(sn.created) {
 			sn.created = obj.ModTime
 		}
 	}
+	return order, nil
+}
 
-	var complete []*snap
+// readCreated sets each complete snapshot's created time from its manifest
+// and returns the complete ones, newest first. A manifest removed meanwhile
+// makes its snapshot incomplete (judged by ModTime).
+func readCreated(ctx context.Context, s Store, order []*storedSnapshot) ([]*storedSnapshot, error) {
+	var complete []*storedSnapshot
 	for _, sn := range order {
 		if !sn.complete {
 			continue
@@ -601,10 +644,10 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		m, err := ReadManifest(ctx, s, sn.id)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				sn.complete = false // removed meanwhile; judge by ModTime
+				sn.complete = false
 				continue
 			}
-			return nil, fmt.Errorf("publish: clean: %w", err)
+			return nil, err
 		}
 		sn.created = m.CreatedAt
 		complete = append(complete, sn)
@@ -615,37 +658,24 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		}
 		return complete[i].id > complete[j].id
 	})
-	// Keep counts published snapshots only: an orphan was never served,
-	// so it must not push a served one out.
-	kept := 0
-	for _, sn := range complete {
-		if kept < o.Keep && sn.published {
-			protected[sn.id] = true
-			kept++
+	return complete, nil
+}
+
+// deleteSnapshot removes one snapshot, its manifest first: from then on the
+// snapshot is invisible, however far the rest gets.
+func deleteSnapshot(ctx context.Context, s Store, sn *storedSnapshot) error {
+	if sn.complete {
+		if err := s.Delete(ctx, manifestKey(sn.id)); err != nil {
+			return fmt.Errorf("publish: clean %s: delete manifest: %w", sn.id, err)
 		}
 	}
-
-	var removed []string
-	for _, sn := range order {
-		if protected[sn.id] || !sn.created.Before(cutoff) {
+	for _, k := range sn.keys {
+		if k == manifestKey(sn.id) {
 			continue
 		}
-		// Manifest first: from then on the snapshot is invisible.
-		if sn.complete {
-			if err := s.Delete(ctx, manifestKey(sn.id)); err != nil {
-				return removed, fmt.Errorf("publish: clean %s: delete manifest: %w", sn.id, err)
-			}
+		if err := s.Delete(ctx, k); err != nil {
+			return fmt.Errorf("publish: clean %s: delete %s: %w", sn.id, k, err)
 		}
-		for _, k := range sn.keys {
-			if k == manifestKey(sn.id) {
-				continue
-			}
-			if err := s.Delete(ctx, k); err != nil {
-				return removed, fmt.Errorf("publish: clean %s: delete %s: %w", sn.id, k, err)
-			}
-		}
-		removed = append(removed, sn.id)
 	}
-	sort.Strings(removed)
-	return removed, nil
+	return nil
 }
