@@ -39,9 +39,6 @@ func (o ModelOptions) withDefaults() ModelOptions {
 	return o
 }
 
-// modelBefore: derive steps named from here on run after the model step.
-const modelBefore = "derive/90"
-
 // Store keys of the model review report (publish accepts only Parquet
 // tables in a snapshot, so the HTML goes next to the snapshots).
 const (
@@ -55,25 +52,18 @@ func ModelReportKey(runID string) string { return modelReportPrefix + runID + ".
 // ratingsAndModel reads completed matches and stat lines, runs model/ and
 // writes out_rankings, out_roster_history, out_model_metrics,
 // out_model_forecasts and the eo_model lines (out_model_lines, empty while
-// the gate is closed; sql/derive/90_odds_lines.sql unions them into
+// the gate is closed; sql/assemble/01_odds_lines.sql unions them into
 // odds_lines), fills out_teams.own_rank, and puts the model review
 // report in the store.
-func (r *run) ratingsAndModel(ctx context.Context) error {
-	t0 := time.Now()
+func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	o := r.o.Model.withDefaults()
 	db := r.db
 
 	// Matches the model sees: not cancelled; completed ones only when played
 	// to a winner (forfeits and walkovers carry no skill signal).
-	rows, err := db.QueryContext(ctx, `
-SELECT CAST(id AS VARCHAR), CAST(team_a_id AS VARCHAR), CAST(team_b_id AS VARCHAR), status = 'completed',
-       scheduled_at, coalesce(ended_at, scheduled_at), coalesce(winner_team_id = team_a_id, false)
-FROM out_matches
-WHERE status <> 'cancelled' AND team_a_id <> team_b_id
-  AND (status <> 'completed' OR (winner_team_id IS NOT NULL AND coalesce(result_type, 'played') = 'played'))
-ORDER BY scheduled_at, id`)
+	rows, err := db.QueryContext(ctx, sqlModelReadMatches)
 	if err != nil {
-		return fmt.Errorf("model: read matches: %w", err)
+		return 0, fmt.Errorf("model: read matches: %w", err)
 	}
 	var matches []model.Match
 	var asOf time.Time
@@ -81,7 +71,7 @@ ORDER BY scheduled_at, id`)
 		var m model.Match
 		if err := rows.Scan(&m.ID, &m.TeamA, &m.TeamB, &m.Completed, &m.ScheduledAt, &m.EndedAt, &m.WinnerA); err != nil {
 			rows.Close()
-			return err
+			return 0, err
 		}
 		m.ScheduledAt, m.EndedAt = m.ScheduledAt.UTC(), m.EndedAt.UTC()
 		if m.Completed && m.EndedAt.After(asOf) {
@@ -91,10 +81,10 @@ ORDER BY scheduled_at, id`)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 
 	// Walk-forward forecasts, ratings at as-of and a week before.
@@ -112,30 +102,30 @@ ORDER BY scheduled_at, id`)
 	lines := model.Lines(res.Forecasts, metrics)
 
 	if err := r.writeRankings(ctx, matches, res, asOf, prevAt, o); err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.writeRosterHistory(ctx, o); err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.writeModelTables(ctx, metrics, res.Forecasts, lines); err != nil {
-		return err
+		return 0, err
 	}
 	var buf bytes.Buffer
 	if err := model.Report(&buf, metrics, res.Forecasts); err != nil {
-		return err
+		return 0, err
 	}
 	if r.o.Store != nil {
 		for _, key := range []string{ModelReportKey(r.rep.RunID), ModelReportLatestKey} {
 			if err := publish.PutBytes(ctx, r.o.Store, key, buf.Bytes()); err != nil {
-				return fmt.Errorf("model: put report: %w", err)
+				return 0, fmt.Errorf("model: put report: %w", err)
 			}
 		}
 	}
-	r.o.Logger.Info("pipeline step", "run", r.rep.RunID, "step", "ratings and model", "rows", len(matches),
+	r.o.Logger.Info("model evaluated", "run", r.rep.RunID, "matches", len(matches),
 		"settled", metrics.SettledMatches, "brier", math.Round(metrics.Brier*1e4)/1e4,
 		"brier_ci_high", math.Round(metrics.BrierCIHigh*1e4)/1e4, "gate_passed", metrics.GatePassed,
-		"model_lines", len(lines), "step_elapsed", time.Since(t0).Round(time.Millisecond))
-	return nil
+		"model_lines", len(lines))
+	return int64(len(matches)), nil
 }
 
 func round(x float64, places int) float64 {
@@ -166,26 +156,8 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 	// Map-level lines of completed matches inside either window.
 	var players, playersPrev []model.PlayerRank
 	if !asOf.IsZero() {
-		rows, err := db.QueryContext(ctx, `
-SELECT CAST(s.player_id AS VARCHAR), CAST(s.match_id AS VARCHAR), m.scheduled_at, s.rating
-FROM out_player_stats s JOIN out_matches m ON m.id = s.match_id
-WHERE s.map_number IS NOT NULL AND m.status = 'completed' AND s.rating IS NOT NULL
-  AND m.scheduled_at > ? AND m.scheduled_at <= ?
-ORDER BY m.scheduled_at, s.match_id, s.map_number, s.player_id`, model.WindowStart(prevAt), asOf)
+		lines, err := r.readMapLines(ctx, model.WindowStart(prevAt), asOf)
 		if err != nil {
-			return fmt.Errorf("model: read stat lines: %w", err)
-		}
-		var lines []model.MapLine
-		for rows.Next() {
-			var l model.MapLine
-			if err := rows.Scan(&l.PlayerID, &l.MatchID, &l.At, &l.Rating); err != nil {
-				rows.Close()
-				return err
-			}
-			lines = append(lines, l)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		players = model.PlayerBoard(lines, asOf, o.MinMaps)
@@ -196,9 +168,7 @@ ORDER BY m.scheduled_at, s.match_id, s.map_number, s.player_id`, model.WindowSta
 		prevPlayer[p.PlayerID] = p.Rank
 	}
 
-	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE model_rank_rows (
-  entity_type VARCHAR, rank INTEGER, entity_id VARCHAR, value DOUBLE, rating DOUBLE, rd DOUBLE,
-  matches INTEGER, previous_rank INTEGER)`); err != nil {
+	if _, err := db.ExecContext(ctx, sqlModelRankRows); err != nil {
 		return err
 	}
 	prevOrNil := func(m map[string]int, id string) any {
@@ -221,45 +191,37 @@ ORDER BY m.scheduled_at, s.match_id, s.map_number, s.player_id`, model.WindowSta
 	if err != nil {
 		return fmt.Errorf("model: append rankings: %w", err)
 	}
-	_, err = db.ExecContext(ctx, `
-CREATE OR REPLACE TABLE out_rankings AS
-SELECT r.entity_type,
-       CASE r.entity_type WHEN 'team' THEN 'glicko2_conservative' ELSE 'rating' END AS metric,
-       '3mo' AS "window", r.rank, CAST(r.entity_id AS UUID) AS entity_id,
-       coalesce(t.name, p.name) AS name, coalesce(t.slug, p.slug) AS slug,
-       CASE r.entity_type WHEN 'team' THEN t.region ELSE pt.region END AS region,
-       p.role, p.team_id, r.value, r.rating, r.rd, r.matches, r.previous_rank
-FROM model_rank_rows r
-LEFT JOIN out_teams t ON r.entity_type = 'team' AND t.id = CAST(r.entity_id AS UUID)
-LEFT JOIN out_players p ON r.entity_type = 'player' AND p.id = CAST(r.entity_id AS UUID)
--- a player's region: the current team's, else (no current team) the team of their latest map line
-LEFT JOIN (
-  SELECT s.player_id, s.team_id FROM out_player_stats s JOIN out_matches m ON m.id = s.match_id
-  WHERE m.status = 'completed' AND CAST(s.player_id AS VARCHAR) IN (SELECT entity_id FROM model_rank_rows WHERE entity_type = 'player')
-  QUALIFY row_number() OVER (PARTITION BY s.player_id ORDER BY m.scheduled_at DESC, s.match_id DESC, s.team_id) = 1
-) lt ON lt.player_id = p.id
-LEFT JOIN out_teams pt ON pt.id = coalesce(p.team_id, lt.team_id);
-DROP TABLE model_rank_rows;
-UPDATE out_teams SET own_rank = NULL;
-UPDATE out_teams SET own_rank = r.rank FROM out_rankings r
-WHERE r.entity_type = 'team' AND r.entity_id = out_teams.id;`)
+	_, err = db.ExecContext(ctx, sqlModelRankings)
 	if err != nil {
 		return fmt.Errorf("model: write rankings: %w", err)
 	}
 	return nil
 }
 
+// readMapLines reads the map-level rating lines of completed matches in
+// (from, to].
+func (r *run) readMapLines(ctx context.Context, from, to time.Time) ([]model.MapLine, error) {
+	rows, err := r.db.QueryContext(ctx, sqlModelReadMapLines, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("model: read stat lines: %w", err)
+	}
+	defer rows.Close()
+	var lines []model.MapLine
+	for rows.Next() {
+		var l model.MapLine
+		if err := rows.Scan(&l.PlayerID, &l.MatchID, &l.At, &l.Rating); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, rows.Err()
+}
+
 // writeRosterHistory fills out_roster_history from the map-level stat lines
 // of completed matches.
 func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 	db := r.db
-	rows, err := db.QueryContext(ctx, `
-SELECT CAST(s.team_id AS VARCHAR), CAST(s.match_id AS VARCHAR), m.scheduled_at,
-       string_agg(DISTINCT CAST(s.player_id AS VARCHAR), ',' ORDER BY CAST(s.player_id AS VARCHAR))
-FROM out_player_stats s JOIN out_matches m ON m.id = s.match_id
-WHERE s.map_number IS NOT NULL AND m.status = 'completed' AND s.team_id IN (m.team_a_id, m.team_b_id)
-GROUP BY s.team_id, s.match_id, m.scheduled_at
-ORDER BY 1, 3, 2`)
+	rows, err := db.QueryContext(ctx, sqlModelReadRosterLineups)
 	if err != nil {
 		return fmt.Errorf("model: read lineups from stats: %w", err)
 	}
@@ -285,10 +247,7 @@ ORDER BY 1, 3, 2`)
 	}
 	// Renames: every name a team took after its first.
 	renames := map[string][]time.Time{}
-	nrows, err := db.QueryContext(ctx, `
-SELECT CAST(team_id AS VARCHAR), valid_from FROM out_team_names
-QUALIFY valid_from > min(valid_from) OVER (PARTITION BY team_id)
-ORDER BY 1, 2`)
+	nrows, err := db.QueryContext(ctx, sqlModelReadTeamRenames)
 	if err != nil {
 		return fmt.Errorf("model: read team names: %w", err)
 	}
@@ -316,9 +275,7 @@ ORDER BY 1, 2`)
 			out = append(out, row{team, rr})
 		}
 	}
-	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE model_roster_rows (
-  team_id VARCHAR, match_id VARCHAR, played_at TIMESTAMPTZ, player_ids VARCHAR, players_in VARCHAR,
-  players_out VARCHAR, has_debutant BOOLEAN, days_since_prev INTEGER, changed_count INTEGER, continuity VARCHAR)`); err != nil {
+	if _, err := db.ExecContext(ctx, sqlModelRosterRows); err != nil {
 		return err
 	}
 	err = appendRows(ctx, db, "model_roster_rows", len(out), func(i int) []any {
@@ -333,15 +290,7 @@ ORDER BY 1, 2`)
 	if err != nil {
 		return fmt.Errorf("model: append roster history: %w", err)
 	}
-	_, err = db.ExecContext(ctx, `
-CREATE OR REPLACE MACRO model_uuid_list(s) AS
-  CASE WHEN s = '' THEN CAST([] AS UUID[]) ELSE CAST(string_split(s, ',') AS UUID[]) END;
-CREATE OR REPLACE TABLE out_roster_history AS
-SELECT CAST(team_id AS UUID) AS team_id, CAST(match_id AS UUID) AS match_id, played_at,
-       model_uuid_list(player_ids) AS player_ids, model_uuid_list(players_in) AS players_in,
-       model_uuid_list(players_out) AS players_out, has_debutant, days_since_prev, changed_count, continuity
-FROM model_roster_rows;
-DROP TABLE model_roster_rows;`)
+	_, err = db.ExecContext(ctx, sqlModelRosterHistory)
 	if err != nil {
 		return fmt.Errorf("model: write roster history: %w", err)
 	}
@@ -355,20 +304,14 @@ DROP TABLE model_roster_rows;`)
 // match-winner market of a match has the same market_id as its eo_market one.
 func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.Forecast, lines []model.Line) error {
 	db := r.db
-	if _, err := db.ExecContext(ctx, `
-CREATE OR REPLACE TABLE out_model_metrics AS
-SELECT ?::VARCHAR AS market, ?::DOUBLE AS brier, ?::DOUBLE AS brier_ci_low, ?::DOUBLE AS brier_ci_high,
-       ?::DOUBLE AS log_loss, ?::DOUBLE AS accuracy, ?::DOUBLE AS brier_skill_score,
-       ?::INTEGER AS settled_matches, ?::VARCHAR AS model_version, ?::BOOLEAN AS gate_passed,
-       ?::INTEGER AS min_settled_matches, ?::TIMESTAMPTZ AS evaluated_at`,
+	if _, err := db.ExecContext(ctx, sqlModelMetrics,
 		m.Market, round(m.Brier, 6), round(m.BrierCILow, 6), round(m.BrierCIHigh, 6), round(m.LogLoss, 6),
 		round(m.Accuracy, 6), round(m.BrierSkillScore, 6), m.SettledMatches, m.ModelVersion, m.GatePassed,
 		m.MinSettled, m.EvaluatedAt); err != nil {
 		return fmt.Errorf("model: write metrics: %w", err)
 	}
 
-	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE model_fc_rows (
-  match_id VARCHAR, scheduled_at TIMESTAMPTZ, p_home DOUBLE, outcome INTEGER, brier DOUBLE)`); err != nil {
+	if _, err := db.ExecContext(ctx, sqlModelForecastRows); err != nil {
 		return err
 	}
 	var settled []model.Forecast
@@ -384,24 +327,14 @@ SELECT ?::VARCHAR AS market, ?::DOUBLE AS brier, ?::DOUBLE AS brier_ci_low, ?::D
 	if err != nil {
 		return fmt.Errorf("model: append forecasts: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, `
-CREATE OR REPLACE TABLE out_model_forecasts AS
-SELECT CAST(match_id AS UUID) AS match_id, scheduled_at, p_home, outcome, brier, '`+model.Version+`' AS model_version
-FROM model_fc_rows;
-DROP TABLE model_fc_rows;`); err != nil {
+	if _, err := db.ExecContext(ctx, sqlModelForecasts, model.Version); err != nil {
 		return fmt.Errorf("model: write forecasts: %w", err)
 	}
+	if _, err := db.ExecContext(ctx, `DROP TABLE model_fc_rows`); err != nil {
+		return err
+	}
 
-	if _, err := db.ExecContext(ctx, `
-CREATE TABLE IF NOT EXISTS out_model_lines (
-  id UUID, match_id UUID, tournament_id UUID, market_id UUID, market VARCHAR, map_number INTEGER,
-  source VARCHAR, model_version VARCHAR, book_count INTEGER, outcome_key VARCHAR, label VARCHAR,
-  participant_type VARCHAR, participant_id UUID, line DOUBLE, price DOUBLE, is_winner BOOLEAN,
-  is_closing BOOLEAN, captured_at TIMESTAMPTZ);
-DELETE FROM out_model_lines WHERE source = 'eo_model';
-CREATE OR REPLACE TEMP TABLE model_line_rows (
-  match_id VARCHAR, outcome_key VARCHAR, team_id VARCHAR, price DOUBLE, is_winner BOOLEAN,
-  is_closing BOOLEAN, captured_at TIMESTAMPTZ, model_version VARCHAR)`); err != nil {
+	if _, err := db.ExecContext(ctx, sqlModelModelLinesPrepare); err != nil {
 		return fmt.Errorf("model: prepare lines: %w", err)
 	}
 	if len(lines) == 0 {
@@ -419,19 +352,7 @@ CREATE OR REPLACE TEMP TABLE model_line_rows (
 	if err != nil {
 		return fmt.Errorf("model: append lines: %w", err)
 	}
-	_, err = db.ExecContext(ctx, `
-INSERT INTO out_model_lines
-SELECT eo_uuid('odds_line' || chr(0) || CAST(k.market_id AS VARCHAR) || chr(0) || k.outcome_key || chr(0) ||
-               'eo_model' || chr(0) || CAST(epoch_us(k.captured_at) AS VARCHAR)) AS id,
-       k.match_id, CAST(NULL AS UUID) AS tournament_id, k.market_id, 'match_winner' AS market,
-       CAST(NULL AS INTEGER) AS map_number, 'eo_model' AS source, k.model_version, CAST(NULL AS INTEGER) AS book_count,
-       k.outcome_key, t.name AS label, 'team' AS participant_type, t.id AS participant_id,
-       CAST(NULL AS DOUBLE) AS line, k.price, k.is_winner, k.is_closing, k.captured_at
-FROM (SELECT l.* REPLACE (CAST(l.match_id AS UUID) AS match_id),
-             eo_uuid(eo_market_key('match_winner', CAST(l.match_id AS UUID), NULL, NULL, NULL)) AS market_id
-      FROM model_line_rows l) k
-JOIN out_teams t ON t.id = CAST(k.team_id AS UUID);
-DROP TABLE model_line_rows;`)
+	_, err = db.ExecContext(ctx, sqlModelModelLines)
 	if err != nil {
 		return fmt.Errorf("model: write lines: %w", err)
 	}

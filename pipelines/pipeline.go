@@ -1,10 +1,13 @@
 // Package pipelines runs the batch pipeline on DuckDB: it stages every landed
 // raw batch (quarantining bad lines with their reason), normalises the records
-// into the service's tables with stable ids and slugs, derives match state and
-// player ratings, and exports one Parquet file per table for publish/.
+// into the service's tables with stable ids and slugs, derives match state,
+// player ratings and the eo_market odds, runs the ratings and model step
+// (Glicko-2 rankings, roster history, the eo_model forecast and its gate, in
+// Go: model/), assembles odds_lines from both sources, and exports one Parquet
+// file per table for publish/.
 //
-// The SQL lives in sql/ (embedded); this package only orders the steps, mints
-// ids and slugs, and moves rows in and out of DuckDB.
+// The SQL lives in sql/ (embedded); this package orders the steps (Run's step
+// list), mints ids and slugs, and moves rows in and out of DuckDB.
 package pipelines
 
 import (
@@ -99,10 +102,10 @@ var OutputTables = []string{
 	"games", "tournaments", "teams", "team_names", "players", "matches", "match_events",
 	"map_results", "vetoes", "player_stats", "rounds", "depth_weapons", "depth_grenades",
 	"depth_hitgroups", "depth_duels", "depth_flashes", "lineups", "streams", "sandbox_sample",
-	"odds_lines", // sql/derive/00_odds.sql + 90_odds_lines.sql
+	"odds_lines", // sql/derive/00_odds.sql + sql/assemble/01_odds_lines.sql
 	// ratings and model (pipelines/model.go)
 	"rankings", "roster_history", "model_metrics", "model_forecasts",
-	"live_ids", // sql/derive/95_live_ids.sql: upstream -> service ids for the edge's live path
+	"live_ids", // sql/assemble/02_live_ids.sql: upstream -> service ids for the edge's live path
 }
 
 // orderBy fixes each exported table's row order so that a re-run on the same
@@ -193,6 +196,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
 		}},
 		{"derive", r.derive},
+		{"ratings and model", r.ratingsAndModel},
+		{"assemble", r.assemble},
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
 	}
@@ -603,43 +608,48 @@ func (r *run) execFolder(ctx context.Context, folder, name string) (int64, error
 	return 0, fmt.Errorf("no step %s", name)
 }
 
-// derive runs every derive step in order.
+// derive runs the derive steps in order: the tables the ratings and model
+// step reads (matches, player ratings, the eo_market odds).
 func (r *run) derive(ctx context.Context) (int64, error) {
 	// odds_matches lists matches with published odds lines; the odds steps
 	// (when present) fill it before data_available is derived.
 	if _, err := r.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS odds_matches (match_id UUID)`); err != nil {
 		return 0, err
 	}
-	steps, err := eosql.Steps("derive")
-	if err != nil {
+	if err := r.execSteps(ctx, "derive"); err != nil {
 		return 0, err
 	}
-	modelDone := false // ratings and model (pipelines/model.go)
-	for _, s := range steps {
-		// The ratings and model step runs after the derive steps it reads
-		// (matches, player ratings) and before the ones numbered from
-		// modelBefore (the odds lines union its eo_model lines).
-		if !modelDone && s.Name >= modelBefore {
-			if err := r.ratingsAndModel(ctx); err != nil {
-				return 0, err
-			}
-			modelDone = true
-		}
-		t0 := time.Now()
-		if err := r.execStatements(ctx, s.Name, s.SQL); err != nil {
-			return 0, err
-		}
-		// per-file timing (BENCHMARKS.md reads the odds steps from it)
-		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
-	}
-	if !modelDone {
-		if err := r.ratingsAndModel(ctx); err != nil {
-			return 0, err
-		}
+	var n int64
+	err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_matches").Scan(&n)
+	return n, err
+}
+
+// assemble runs the assemble steps, which read the model step's output:
+// odds_lines (the eo_market lines and the eo_model ones) and live_ids.
+func (r *run) assemble(ctx context.Context) (int64, error) {
+	if err := r.execSteps(ctx, "assemble"); err != nil {
+		return 0, err
 	}
 	var n int64
-	err = r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_matches").Scan(&n)
+	err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_odds_lines").Scan(&n)
 	return n, err
+}
+
+// execSteps runs the SQL files of folder in name order, logging each file's
+// time (BENCHMARKS.md reads the odds steps from it).
+func (r *run) execSteps(ctx context.Context, folder string) error {
+	steps, err := eosql.Steps(folder)
+	if err != nil {
+		return err
+	}
+	for _, s := range steps {
+		t0 := time.Now()
+		if err := r.execStatements(ctx, s.Name, s.SQL); err != nil {
+			return err
+		}
+		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // export writes every output table to Parquet in a fixed row order.

@@ -88,8 +88,8 @@ func slugify(name string) string {
 
 func (r *run) loadRegistries(ctx context.Context) (int64, error) {
 	stmts := []string{
-		`CREATE OR REPLACE TABLE id_map (kind VARCHAR, ukey VARCHAR, id UUID, first_seen TIMESTAMPTZ)`,
-		`CREATE OR REPLACE TABLE slug_map (kind VARCHAR, ukey VARCHAR, name VARCHAR, slug VARCHAR)`,
+		sqlRegIdMapTable,
+		sqlRegSlugMapTable,
 	}
 	for _, s := range stmts {
 		if _, err := r.db.ExecContext(ctx, s); err != nil {
@@ -120,16 +120,7 @@ func (r *run) loadRegistries(ctx context.Context) (int64, error) {
 // mintIDs gives every tournament, team, player and match seen for the first
 // time its id.
 func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, error) {
-	rows, err := r.db.QueryContext(ctx, `
-SELECT kind, ukey, min(batch_seq) FROM (
-  SELECT 'game' AS kind, 'cs2' AS ukey, 0 AS batch_seq
-  UNION ALL SELECT 'tournament', id, batch_seq FROM c_tournaments WHERE id IN (SELECT id FROM v_tournaments)
-  UNION ALL SELECT 'team', id, batch_seq FROM c_teams WHERE id IN (SELECT id FROM v_teams)
-  UNION ALL SELECT 'player', id, batch_seq FROM c_players WHERE id IN (SELECT id FROM v_players)
-  UNION ALL SELECT 'match', id, batch_seq FROM c_matches WHERE id IN (SELECT id FROM v_matches)
-) k
-WHERE NOT EXISTS (SELECT 1 FROM id_map i WHERE i.kind = k.kind AND i.ukey = k.ukey)
-GROUP BY kind, ukey ORDER BY kind, ukey`)
+	rows, err := r.db.QueryContext(ctx, sqlRegNewKeys)
 	if err != nil {
 		return 0, err
 	}
@@ -153,7 +144,7 @@ GROUP BY kind, ukey ORDER BY kind, ukey`)
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE new_ids (kind VARCHAR, ukey VARCHAR, id VARCHAR, first_seen TIMESTAMPTZ)`); err != nil {
+	if _, err := r.db.ExecContext(ctx, sqlRegNewIdsTable); err != nil {
 		return 0, err
 	}
 	err = appendRows(ctx, r.db, "new_ids", len(recs), func(i int) []any {
@@ -176,16 +167,7 @@ GROUP BY kind, ukey ORDER BY kind, ukey`)
 // assignSlugs keeps the slug of every key whose name did not change and gives
 // new and renamed keys a fresh slug, unique within its kind.
 func (r *run) assignSlugs(ctx context.Context) (int64, error) {
-	rows, err := r.db.QueryContext(ctx, `
-WITH cur AS (
-  SELECT 'tournament' AS kind, t.id AS ukey, t.name FROM v_tournaments t
-  UNION ALL SELECT 'team', id, name FROM v_teams
-  UNION ALL SELECT 'player', id, nickname FROM v_players)
-SELECT c.kind, c.ukey, c.name, s.name, s.slug, i.first_seen
-FROM cur c
-JOIN id_map i ON i.kind = c.kind AND i.ukey = c.ukey
-LEFT JOIN slug_map s ON s.kind = c.kind AND s.ukey = c.ukey
-ORDER BY c.kind, i.first_seen, c.ukey`)
+	rows, err := r.db.QueryContext(ctx, sqlRegSlugCandidates)
 	if err != nil {
 		return 0, err
 	}
@@ -235,7 +217,7 @@ ORDER BY c.kind, i.first_seen, c.ukey`)
 		final[i] = slug
 		changed++
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE slug_map (kind VARCHAR, ukey VARCHAR, name VARCHAR, slug VARCHAR)`); err != nil {
+	if _, err := r.db.ExecContext(ctx, sqlRegSlugMapTable); err != nil {
 		return 0, err
 	}
 	err = appendRows(ctx, r.db, "slug_map", len(recs), func(i int) []any {
@@ -399,7 +381,7 @@ func (r *run) fillQuarantineBodies(ctx context.Context) error {
 		}
 		f.Close()
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE q_bodies (batch_seq INTEGER, entity VARCHAR, line_no INTEGER, body VARCHAR)`); err != nil {
+	if _, err := r.db.ExecContext(ctx, sqlRegQuarantineBodiesTable); err != nil {
 		return err
 	}
 	if err := appendRows(ctx, r.db, "q_bodies", len(bodies), func(i int) []any {
@@ -408,7 +390,6 @@ func (r *run) fillQuarantineBodies(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	_, err = r.db.ExecContext(ctx, `UPDATE quarantine SET body = b.body FROM q_bodies b
-WHERE quarantine.body IS NULL AND b.batch_seq = quarantine.batch_seq AND b.entity = quarantine.entity AND b.line_no = quarantine.line_no`)
+	_, err = r.db.ExecContext(ctx, sqlRegFillQuarantineBodies)
 	return err
 }

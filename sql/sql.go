@@ -1,7 +1,8 @@
 // Package sql embeds the pipeline's DuckDB SQL: the staging template that
-// types and validates raw lines, and the numbered normalise and derive steps.
-// Files run in name order within a folder; each is idempotent (CREATE OR
-// REPLACE), so a step can be re-run after a failure.
+// types and validates raw lines; the numbered normalise, derive and assemble
+// steps (files run in name order within a folder; each is idempotent, CREATE
+// OR REPLACE, so a step can be re-run after a failure); and the named
+// statements the Go steps run (model/, registries/), read with MustFile.
 package sql
 
 import (
@@ -12,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed stage/*.tmpl normalise/*.sql derive/*.sql
+//go:embed stage/*.tmpl normalise/*.sql derive/*.sql assemble/*.sql model/*.sql registries/*.sql
 var files embed.FS
 
 // Step is one named SQL file.
@@ -40,6 +41,17 @@ func Steps(folder string) ([]Step, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// MustFile returns a named statement file, e.g. "model/rankings.sql". It
+// is called when a package initialises, so a missing file stops every
+// binary and test of that package at once, naming the file.
+func MustFile(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("sql: %s: %v", name, err))
+	}
+	return string(b)
 }
 
 // Template returns a text template file's source, e.g. "stage/stage.sql.tmpl".

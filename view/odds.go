@@ -7,7 +7,7 @@ import (
 )
 
 // OddsLine is a row of odds_lines.parquet (sql/derive/00_odds.sql and
-// 90_odds_lines.sql). open_price and delta_since_open are not stored: they
+// sql/assemble/01_odds_lines.sql). open_price and delta_since_open are not stored: they
 // are derived from the (market, outcome, source) series, which is immutable
 // within a snapshot, so they are computed once at load.
 type OddsLine struct {

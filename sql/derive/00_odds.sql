@@ -1,7 +1,7 @@
 -- eo_market: the de-vigged median market line, from the validated per-book
 -- captures (v_price_captures) and books (v_books). Runs before 01_matches,
 -- which reads odds_matches for data_available.odds. Settlement (is_winner)
--- and closing flags are applied in 90_odds_lines.sql, once out_matches exists.
+-- and closing flags are applied in sql/assemble/01_odds_lines.sql, once out_matches and the model lines exist.
 --
 -- Nothing that leaves this step names a book: book ids and per-book prices
 -- live only in the TEMP tables below, which are never exported.

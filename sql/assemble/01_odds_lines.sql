@@ -1,7 +1,8 @@
 -- The published odds_lines: eo_market lines (00_odds.sql) and any eo_model
 -- lines a model step appended to out_model_lines, with settlement and the
--- closing flag applied uniformly to both sources. Runs last among the derive
--- steps so out_matches (01_matches.sql) and the model lines exist.
+-- closing flag applied uniformly to both sources. An assemble step: it runs
+-- after the derive steps (out_matches, derive/01_matches.sql) and the ratings
+-- and model step (out_model_lines).
 --
 -- is_winner (null until the market settles; a void market stays null):
 --  * match markets settle when the match is completed: match_winner home =
