@@ -1,7 +1,3 @@
-// Package access owns accounts and API keys: creating, listing, rotating and
-// revoking keys, and resolving a presented key to its account and plan. Keys
-// are stored only as SHA-256 hashes in an embedded bbolt database; the
-// plaintext is shown once, at creation.
 package access
 
 import (

@@ -83,7 +83,7 @@ func BenchmarkMeterCheck(b *testing.B) {
 }
 
 // BenchmarkMeterRecord: the usage event every authenticated request records
-// after its handler (edge/access.go authenticate).
+// after its handler (edge/middleware.go authenticate).
 func BenchmarkMeterRecord(b *testing.B) {
 	for _, backend := range []string{"embedded", "redis"} {
 		b.Run(backend, func(b *testing.B) {

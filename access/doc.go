@@ -1,0 +1,16 @@
+// Package access owns who may call the API and how much:
+//
+//   - accounts and API keys (keys.go): creating, listing, rotating and
+//     revoking keys, and resolving a presented key to its account and plan.
+//     Keys are stored only as SHA-256 hashes in an embedded bbolt database;
+//     the plaintext is shown once, at creation. The Keyring (keyring.go) is
+//     the serving side: an in-memory copy reloaded when the file changes.
+//   - plans and metering (meter.go): per-plan rate limits (token buckets),
+//     monthly and lifetime quotas, and one usage event per metered request.
+//   - two counter backends behind Counters: the embedded one (embedded.go,
+//     bbolt in the work folder, one edge instance) and Redis (redis.go,
+//     several instances, with a circuit breaker so a Redis outage degrades
+//     metering instead of failing requests).
+//   - usage export (export.go, exporter.go): usage events exported from the
+//     backend to the store as Parquet for billing.
+package access
