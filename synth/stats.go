@@ -120,7 +120,9 @@ func chooseWeapon(r *rand.Rand, lvl int8, ct, awper bool) int {
 }
 
 // emitStats allocates every round's kills to players and lands player stats,
-// rounds (tier >= 3) and depth (tier 4).
+// rounds (tier >= 3) and depth (tier 4). The random draws happen in a fixed
+// order (the world is a function of its seed): map by map, round by round,
+// each round's steps in the order of playRound.
 func (w *world) emitStats(r *rand.Rand, m *match, tier int, end time.Time) error {
 	statAt := w.clampNow(end.Add(time.Duration(5+r.IntN(25)) * time.Minute))
 	kastNil := tier == 2 && r.Float64() < 0.3
@@ -128,202 +130,21 @@ func (w *world) emitStats(r *rand.Rand, m *match, tier int, end time.Time) error
 	teamIDs := [2]string{w.teams[m.a].id, w.teams[m.b].id}
 	var lines []mapLine
 	for mi := range m.maps {
-		ms := &m.maps[mi]
-		lu := [2][5]int{w.lineupFor(m, 0, mi), w.lineupFor(m, 1, mi)}
-		var wts [2][5]float64
-		var awp [2][5]bool
-		for s := 0; s < 2; s++ {
-			for j, pi := range lu[s] {
-				wts[s][j] = math.Exp(w.players[pi].skill)
-				awp[s][j] = w.players[pi].awper
-			}
-			if !awp[s][0] && !awp[s][1] && !awp[s][2] && !awp[s][3] && !awp[s][4] {
-				awp[s][int(lu[s][0]+lu[s][1])%5] = true // someone holds the AWP
-			}
-		}
-		var acc [2][5]pacc
-		for ri := range ms.rounds {
-			rd := &ms.rounds[ri]
-			k := [2]int{int(rd.kA), int(rd.kB)}
-			ct := [2]bool{rd.ctA, !rd.ctA}
-			lvl := [2]int8{rd.ecoA, rd.ecoB}
-			eq := [2]int32{rd.eqA, rd.eqB}
-			var died, assisted, traded [2][5]bool
-			var rk [2][5]int
-			var killer, victim [2][5]int
-			var weapon [2][5]int
-			var row [2]raw.Round
-			for s := 0; s < 2; s++ {
-				for j := 0; j < 5; j++ {
-					if tier == 4 {
-						weapon[s][j] = chooseWeapon(r, lvl[s], ct[s], awp[s][j])
-					}
-					if ct[s] {
-						acc[s][j].ctRounds++
-					} else {
-						acc[s][j].tRounds++
-					}
-				}
-			}
-			for s := 0; s < 2; s++ {
-				o := 1 - s
-				perm := [5]int{0, 1, 2, 3, 4}
-				for i := 0; i < k[s]; i++ {
-					j := i + r.IntN(5-i)
-					perm[i], perm[j] = perm[j], perm[i]
-					v := perm[i]
-					kl := pickWeighted(r, wts[s][:])
-					killer[s][i], victim[s][i] = kl, v
-					died[o][v] = true
-					rk[s][kl]++
-					a := &acc[s][kl]
-					a.k++
-					acc[o][v].d++
-					a.duel[v]++
-					wp := weapon[s][kl]
-					if tier == 4 && r.Float64() < 0.04 {
-						wp = wHE
-					}
-					hs := wp != wHE && wp != wKnife && r.Float64() < w.players[lu[s][kl]].hsRate
-					if hs {
-						a.hs++
-						a.whs[wp]++
-						row[s].Headshots++
-					}
-					a.wk[wp]++
-					kd := 100
-					if r.Float64() < 0.4 {
-						as := (kl + 1 + r.IntN(4)) % 5
-						kd = 55 + r.IntN(35)
-						acc[s][as].a++
-						acc[s][as].dmg += 100 - kd
-						acc[s][as].wdmg[weapon[s][as]] += 100 - kd
-						assisted[s][as] = true
-						row[s].Assists++
-						row[s].Damage += 100 - kd
-					}
-					a.dmg += kd
-					a.wdmg[wp] += kd
-					row[s].Damage += kd
-					if r.Float64() < 0.07 {
-						fa := (kl + 1 + r.IntN(4)) % 5
-						acc[s][fa].fa++
-						row[s].FlashAssists++
-					}
-				}
-			}
-			// chip damage on survivors
-			for s := 0; s < 2; s++ {
-				o := 1 - s
-				for v := 0; v < 5; v++ {
-					if !died[o][v] && r.Float64() < 0.6 {
-						j := r.IntN(5)
-						d := 1 + r.IntN(80)
-						acc[s][j].dmg += d
-						acc[s][j].wdmg[weapon[s][j]] += d
-						row[s].Damage += d
-					}
-				}
-			}
-			// opening duel
-			if tot := k[0] + k[1]; tot > 0 {
-				s := 0
-				if r.IntN(tot) >= k[0] {
-					s = 1
-				}
-				acc[s][killer[s][0]].fk++
-				acc[1-s][victim[s][0]].fd++
-				row[s].FirstKills = 1
-				row[1-s].FirstDeaths = 1
-			}
-			// trades: a traded death of side s is avenged by one of s's kills
-			for s := 0; s < 2; s++ {
-				td := 0
-				for v := 0; v < 5; v++ {
-					if died[s][v] && td < k[s] && r.Float64() < 0.3 {
-						traded[s][v] = true
-						acc[s][v].td++
-						td++
-					}
-				}
-				for i := 0; i < td; i++ {
-					acc[s][killer[s][i]].tk++
-				}
-				row[s].TradeKills, row[s].TradeDeaths = td, td
-			}
-			// clutches
-			wsd := 0
-			if !rd.winA {
-				wsd = 1
-			}
-			deaths := [2]int{k[1], k[0]}
-			if deaths[wsd] == 4 {
-				for j := 0; j < 5; j++ {
-					if !died[wsd][j] {
-						acc[wsd][j].cl++
-					}
-				}
-				row[wsd].Clutches, row[wsd].ClutchAttempts = 1, 1
-			}
-			if deaths[1-wsd] == 5 && r.Float64() < 0.35 {
-				row[1-wsd].ClutchAttempts = 1
-			}
-			for s := 0; s < 2; s++ {
-				for j := 0; j < 5; j++ {
-					a := &acc[s][j]
-					if rk[s][j] > 0 || assisted[s][j] || !died[s][j] || traded[s][j] {
-						a.kast++
-						row[s].KAST++
-					}
-					if rk[s][j] >= 2 {
-						a.mk[min(rk[s][j], 5)-2]++
-					}
-					u := r.IntN(40 + int(eq[s])/100)
-					a.util += u
-					row[s].UtilityValue += u
-				}
-			}
+		ms := w.newMapStats(r, m, mi, tier)
+		for ri := range m.maps[mi].rounds {
+			row := ms.playRound(ri)
 			if tier < 3 {
 				continue
 			}
-			rn := ri + 1
-			at := w.clampNow(end.Add(time.Duration(10+r.IntN(20)) * time.Minute))
-			for s := 0; s < 2; s++ {
-				o := 1 - s
-				rw := &row[s]
-				rw.MatchID, rw.MapNumber, rw.RoundNumber, rw.TeamID = m.id, mi+1, rn, teamIDs[s]
-				rw.TeamSide = "t"
-				if ct[s] {
-					rw.TeamSide = "ct"
-				}
-				rw.Won = rd.winA == (s == 0)
-				rw.EconomyLevel = int(lvl[s])
-				rw.EquipmentValue, rw.EnemyEquipmentValue = int(eq[s]), int(eq[o])
-				rw.MoneySpent = int([2]int32{rd.spA, rd.spB}[s])
-				rw.Kills, rw.Deaths = k[s], k[o]
-				if !ct[s] && rd.plant {
-					rw.BombPlants = 1
-				}
-				if ct[s] && rd.reason == reDefused {
-					rw.BombDefuses = 1
-				}
-				rw.PistolRound = rd.pistol
-				rw.EndReason = endReasons[rd.reason]
-				rw.RoundDurationMS = int(rd.dur)
-				rw.ChangedAt = at
-			}
-			for s := 0; s < 2; s++ {
-				if err := w.add(raw.Rounds, row[s]); err != nil {
-					return err
-				}
-				w.sum.Rounds++
+			if err := w.emitRounds(r, m, mi, ri, teamIDs, &row, end); err != nil {
+				return err
 			}
 		}
-		rounds := len(ms.rounds)
+		rounds := len(m.maps[mi].rounds)
 		for s := 0; s < 2; s++ {
 			for j := 0; j < 5; j++ {
-				a := acc[s][j]
-				ml := mapLine{pid: lu[s][j], team: s, acc: a, round: rounds,
+				a := ms.acc[s][j]
+				ml := mapLine{pid: ms.lu[s][j], team: s, acc: a, round: rounds,
 					adr: round2(float64(a.dmg) / float64(rounds)), kast: round3(float64(a.kast) / float64(rounds))}
 				lines = append(lines, ml)
 				if err := w.add(raw.PlayerStats, w.statRec(m, ip(mi+1), ml, teamIDs[s], tier, kastNil, hsNil, statAt)); err != nil {
@@ -333,12 +154,281 @@ func (w *world) emitStats(r *rand.Rand, m *match, tier int, end time.Time) error
 			}
 		}
 		if tier == 4 {
-			if err := w.emitDepth(r, m, mi, lu, &acc, statAt); err != nil {
+			if err := w.emitDepth(r, m, mi, ms.lu, &ms.acc, statAt); err != nil {
 				return err
 			}
 		}
 	}
-	// match aggregates, players in order of first appearance
+	for _, g := range aggregateLines(lines) {
+		if err := w.add(raw.PlayerStats, w.statRec(m, nil, g, teamIDs[g.team], tier, kastNil, hsNil, statAt)); err != nil {
+			return err
+		}
+		w.sum.StatLines++
+	}
+	return nil
+}
+
+// mapStats is one map's players and what they did so far.
+type mapStats struct {
+	w    *world
+	r    *rand.Rand
+	m    *match
+	ms   *mapSim
+	tier int
+	lu   [2][5]int     // the players of each side
+	wts  [2][5]float64 // kill weights (skill)
+	awp  [2][5]bool
+	acc  [2][5]pacc
+}
+
+func (w *world) newMapStats(r *rand.Rand, m *match, mi, tier int) *mapStats {
+	st := &mapStats{w: w, r: r, m: m, ms: &m.maps[mi], tier: tier,
+		lu: [2][5]int{w.lineupFor(m, 0, mi), w.lineupFor(m, 1, mi)}}
+	for s := 0; s < 2; s++ {
+		for j, pi := range st.lu[s] {
+			st.wts[s][j] = math.Exp(w.players[pi].skill)
+			st.awp[s][j] = w.players[pi].awper
+		}
+		if a := st.awp[s]; !a[0] && !a[1] && !a[2] && !a[3] && !a[4] {
+			st.awp[s][int(st.lu[s][0]+st.lu[s][1])%5] = true // someone holds the AWP
+		}
+	}
+	return st
+}
+
+// roundPlay is one round as its steps fill it.
+type roundPlay struct {
+	rd                     *roundSim
+	k                      [2]int // kills by side
+	ct                     [2]bool
+	lvl                    [2]int8
+	eq                     [2]int32
+	died, assisted, traded [2][5]bool
+	rk                     [2][5]int // kills per player this round
+	killer, victim, weapon [2][5]int
+	row                    [2]raw.Round
+}
+
+// playRound allocates round ri's kills, damage, openings, trades, clutches
+// and per-player round stats, and returns the two teams' round rows.
+func (st *mapStats) playRound(ri int) [2]raw.Round {
+	rd := &st.ms.rounds[ri]
+	p := &roundPlay{rd: rd, k: [2]int{int(rd.kA), int(rd.kB)}, ct: [2]bool{rd.ctA, !rd.ctA},
+		lvl: [2]int8{rd.ecoA, rd.ecoB}, eq: [2]int32{rd.eqA, rd.eqB}}
+	st.arm(p)
+	for s := 0; s < 2; s++ {
+		st.kills(p, s)
+	}
+	st.chipDamage(p)
+	st.openingDuel(p)
+	st.trades(p)
+	st.clutches(p)
+	st.roundStats(p)
+	return p.row
+}
+
+// arm draws each player's weapon (tier 4) and counts the side played.
+func (st *mapStats) arm(p *roundPlay) {
+	for s := 0; s < 2; s++ {
+		for j := 0; j < 5; j++ {
+			if st.tier == 4 {
+				p.weapon[s][j] = chooseWeapon(st.r, p.lvl[s], p.ct[s], st.awp[s][j])
+			}
+			if p.ct[s] {
+				st.acc[s][j].ctRounds++
+			} else {
+				st.acc[s][j].tRounds++
+			}
+		}
+	}
+}
+
+// kills allocates side s's kills: victims without repeat, killers by skill,
+// headshots, assists and flash assists.
+func (st *mapStats) kills(p *roundPlay, s int) {
+	r := st.r
+	o := 1 - s
+	perm := [5]int{0, 1, 2, 3, 4}
+	for i := 0; i < p.k[s]; i++ {
+		j := i + r.IntN(5-i)
+		perm[i], perm[j] = perm[j], perm[i]
+		v := perm[i]
+		kl := pickWeighted(r, st.wts[s][:])
+		p.killer[s][i], p.victim[s][i] = kl, v
+		p.died[o][v] = true
+		p.rk[s][kl]++
+		a := &st.acc[s][kl]
+		a.k++
+		st.acc[o][v].d++
+		a.duel[v]++
+		wp := p.weapon[s][kl]
+		if st.tier == 4 && r.Float64() < 0.04 {
+			wp = wHE
+		}
+		hs := wp != wHE && wp != wKnife && r.Float64() < st.w.players[st.lu[s][kl]].hsRate
+		if hs {
+			a.hs++
+			a.whs[wp]++
+			p.row[s].Headshots++
+		}
+		a.wk[wp]++
+		kd := 100
+		if r.Float64() < 0.4 {
+			as := (kl + 1 + r.IntN(4)) % 5
+			kd = 55 + r.IntN(35)
+			st.acc[s][as].a++
+			st.acc[s][as].dmg += 100 - kd
+			st.acc[s][as].wdmg[p.weapon[s][as]] += 100 - kd
+			p.assisted[s][as] = true
+			p.row[s].Assists++
+			p.row[s].Damage += 100 - kd
+		}
+		a.dmg += kd
+		a.wdmg[wp] += kd
+		p.row[s].Damage += kd
+		if r.Float64() < 0.07 {
+			fa := (kl + 1 + r.IntN(4)) % 5
+			st.acc[s][fa].fa++
+			p.row[s].FlashAssists++
+		}
+	}
+}
+
+// chipDamage deals damage to the survivors.
+func (st *mapStats) chipDamage(p *roundPlay) {
+	r := st.r
+	for s := 0; s < 2; s++ {
+		o := 1 - s
+		for v := 0; v < 5; v++ {
+			if !p.died[o][v] && r.Float64() < 0.6 {
+				j := r.IntN(5)
+				d := 1 + r.IntN(80)
+				st.acc[s][j].dmg += d
+				st.acc[s][j].wdmg[p.weapon[s][j]] += d
+				p.row[s].Damage += d
+			}
+		}
+	}
+}
+
+// openingDuel gives the round's first kill to one side, weighted by kills.
+func (st *mapStats) openingDuel(p *roundPlay) {
+	tot := p.k[0] + p.k[1]
+	if tot == 0 {
+		return
+	}
+	s := 0
+	if st.r.IntN(tot) >= p.k[0] {
+		s = 1
+	}
+	st.acc[s][p.killer[s][0]].fk++
+	st.acc[1-s][p.victim[s][0]].fd++
+	p.row[s].FirstKills = 1
+	p.row[1-s].FirstDeaths = 1
+}
+
+// trades: a traded death of side s is avenged by one of s's kills.
+func (st *mapStats) trades(p *roundPlay) {
+	for s := 0; s < 2; s++ {
+		td := 0
+		for v := 0; v < 5; v++ {
+			if p.died[s][v] && td < p.k[s] && st.r.Float64() < 0.3 {
+				p.traded[s][v] = true
+				st.acc[s][v].td++
+				td++
+			}
+		}
+		for i := 0; i < td; i++ {
+			st.acc[s][p.killer[s][i]].tk++
+		}
+		p.row[s].TradeKills, p.row[s].TradeDeaths = td, td
+	}
+}
+
+// clutches: the winner's last player standing against five, and a losing
+// attempt.
+func (st *mapStats) clutches(p *roundPlay) {
+	wsd := 0
+	if !p.rd.winA {
+		wsd = 1
+	}
+	deaths := [2]int{p.k[1], p.k[0]}
+	if deaths[wsd] == 4 {
+		for j := 0; j < 5; j++ {
+			if !p.died[wsd][j] {
+				st.acc[wsd][j].cl++
+			}
+		}
+		p.row[wsd].Clutches, p.row[wsd].ClutchAttempts = 1, 1
+	}
+	if deaths[1-wsd] == 5 && st.r.Float64() < 0.35 {
+		p.row[1-wsd].ClutchAttempts = 1
+	}
+}
+
+// roundStats counts KAST, multi-kills and utility.
+func (st *mapStats) roundStats(p *roundPlay) {
+	for s := 0; s < 2; s++ {
+		for j := 0; j < 5; j++ {
+			a := &st.acc[s][j]
+			if p.rk[s][j] > 0 || p.assisted[s][j] || !p.died[s][j] || p.traded[s][j] {
+				a.kast++
+				p.row[s].KAST++
+			}
+			if p.rk[s][j] >= 2 {
+				a.mk[min(p.rk[s][j], 5)-2]++
+			}
+			u := st.r.IntN(40 + int(p.eq[s])/100)
+			a.util += u
+			p.row[s].UtilityValue += u
+		}
+	}
+}
+
+// emitRounds completes and lands the two round rows of round ri.
+func (w *world) emitRounds(r *rand.Rand, m *match, mi, ri int, teamIDs [2]string, row *[2]raw.Round, end time.Time) error {
+	rd := &m.maps[mi].rounds[ri]
+	ct := [2]bool{rd.ctA, !rd.ctA}
+	lvl := [2]int8{rd.ecoA, rd.ecoB}
+	eq := [2]int32{rd.eqA, rd.eqB}
+	k := [2]int{int(rd.kA), int(rd.kB)}
+	at := w.clampNow(end.Add(time.Duration(10+r.IntN(20)) * time.Minute))
+	for s := 0; s < 2; s++ {
+		o := 1 - s
+		rw := &row[s]
+		rw.MatchID, rw.MapNumber, rw.RoundNumber, rw.TeamID = m.id, mi+1, ri+1, teamIDs[s]
+		rw.TeamSide = "t"
+		if ct[s] {
+			rw.TeamSide = "ct"
+		}
+		rw.Won = rd.winA == (s == 0)
+		rw.EconomyLevel = int(lvl[s])
+		rw.EquipmentValue, rw.EnemyEquipmentValue = int(eq[s]), int(eq[o])
+		rw.MoneySpent = int([2]int32{rd.spA, rd.spB}[s])
+		rw.Kills, rw.Deaths = k[s], k[o]
+		if !ct[s] && rd.plant {
+			rw.BombPlants = 1
+		}
+		if ct[s] && rd.reason == reDefused {
+			rw.BombDefuses = 1
+		}
+		rw.PistolRound = rd.pistol
+		rw.EndReason = endReasons[rd.reason]
+		rw.RoundDurationMS = int(rd.dur)
+		rw.ChangedAt = at
+	}
+	for s := 0; s < 2; s++ {
+		if err := w.add(raw.Rounds, row[s]); err != nil {
+			return err
+		}
+		w.sum.Rounds++
+	}
+	return nil
+}
+
+// aggregateLines sums a match's map lines into one line per player, in
+// order of first appearance.
+func aggregateLines(lines []mapLine) []mapLine {
 	seen := map[int]int{}
 	agg := []mapLine{}
 	for _, ml := range lines {
@@ -369,15 +459,12 @@ func (w *world) emitStats(r *rand.Rand, m *match, tier int, end time.Time) error
 		g.kast += ml.kast * float64(ml.round)
 		g.round += ml.round
 	}
-	for _, g := range agg {
+	for i := range agg {
+		g := &agg[i]
 		g.adr = round2(g.adr / float64(g.round))
 		g.kast = round3(g.kast / float64(g.round))
-		if err := w.add(raw.PlayerStats, w.statRec(m, nil, g, teamIDs[g.team], tier, kastNil, hsNil, statAt)); err != nil {
-			return err
-		}
-		w.sum.StatLines++
 	}
-	return nil
+	return agg
 }
 
 func (w *world) statRec(m *match, mapNum *int, ml mapLine, teamID string, tier int, kastNil, hsNil bool, at time.Time) raw.PlayerStat {
