@@ -31,8 +31,33 @@ type tplan struct {
 var tierSizes = map[string][2]int{"S": {44, 64}, "A": {24, 40}, "B": {14, 28}, "C": {5, 14}}
 var tierDays = map[string][2]int{"S": {10, 14}, "A": {5, 9}, "B": {3, 6}, "C": {1, 3}}
 
+// planTournaments plans the whole calendar: sizes, dates, the ones live now,
+// names, places and prizes, the sandbox samples, undated and cancelled
+// events. One generator draws everything, in this order.
 func (w *world) planTournaments() {
 	r := rand.New(rand.NewPCG(uint64(w.o.Seed), 0x7007))
+	ts := w.sizeTournaments(r)
+	w.dateTournaments(r, ts)
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].start.Before(ts[j].start) })
+	regW := make([]float64, len(regions))
+	for i, rg := range regions {
+		regW[i] = rg.weight
+	}
+	seasons := map[string]int{}
+	for i, t := range ts {
+		t.id = fmt.Sprintf("tr-%04d", i+1)
+		t.end = t.start.AddDate(0, 0, t.days)
+		w.describeTournament(r, t, regW, seasons)
+	}
+	w.tours = ts
+	bestTop, bestLow := w.pickSamples(ts)
+	w.markUndatedAndCancelled(ts, bestTop, bestLow)
+	w.sum.Tournaments = len(ts)
+}
+
+// sizeTournaments draws tiers, match counts and lengths until the world's
+// matches are planned.
+func (w *world) sizeTournaments(r *rand.Rand) []*tplan {
 	total := 0
 	var ts []*tplan
 	for total < w.o.Matches {
@@ -55,15 +80,19 @@ func (w *world) planTournaments() {
 		}
 		ts = append(ts, t)
 	}
+	return ts
+}
+
+// dateTournaments spreads the starts over the world's span, with one still to
+// come and a few ongoing now (with matches forced live).
+func (w *world) dateTournaments(r *rand.Rand, ts []*tplan) {
 	first := w.now.Truncate(24*time.Hour).AddDate(0, 0, -worldDays)
 	spanDays := worldDays + 14
 	for _, t := range ts {
 		t.start = first.AddDate(0, 0, r.IntN(spanDays))
 	}
-	// at least one tournament still to come
 	last := ts[r.IntN(len(ts))]
 	last.start = w.now.Truncate(24*time.Hour).AddDate(0, 0, 1+r.IntN(10))
-	// a few ongoing at Now, with matches forced live
 	live := 3 + r.IntN(3) + w.o.Matches/25000
 	nlt := (live + 1) / 2
 	for _, i := range r.Perm(len(ts)) {
@@ -87,69 +116,74 @@ func (w *world) planTournaments() {
 		live -= q
 		nlt--
 	}
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].start.Before(ts[j].start) })
-	regW := make([]float64, len(regions))
-	for i, rg := range regions {
-		regW[i] = rg.weight
+}
+
+// describeTournament draws a tournament's region, field, name, LAN and
+// location, prize pool, announcement and outright market.
+func (w *world) describeTournament(r *rand.Rand, t *tplan, regW []float64, seasons map[string]int) {
+	t.regionIdx = pickWeighted(r, regW)
+	if t.tier == "S" && r.Float64() < 0.7 {
+		t.regionIdx = 0
 	}
-	seasons := map[string]int{}
-	for i, t := range ts {
-		t.id = fmt.Sprintf("tr-%04d", i+1)
-		t.end = t.start.AddDate(0, 0, t.days)
-		t.regionIdx = pickWeighted(r, regW)
-		if t.tier == "S" && r.Float64() < 0.7 {
-			t.regionIdx = 0
-		}
-		t.region = regions[t.regionIdx].name
-		n := map[string]int{"S": 16, "A": 12 + 2*r.IntN(3), "B": 8 + 2*r.IntN(3), "C": 4 + 2*r.IntN(3)}[t.tier]
-		if n > len(w.teams) {
-			n = len(w.teams) &^ 1
-		}
-		t.nTeams = n
-		t.brand = tournamentBrands[r.IntN(len(tournamentBrands))]
-		words := tierEventWords[t.tier]
-		base := t.brand + " " + words[r.IntN(len(words))] + " " + fmt.Sprint(t.start.Year())
-		seasons[base]++
-		t.name = base
-		if s := seasons[base]; s > 1 || r.Float64() < 0.3 {
-			t.name = fmt.Sprintf("%s Season %d", base, s)
-		}
-		lanP := map[string]float64{"S": 0.95, "A": 0.7, "B": 0.3, "C": 0.05}[t.tier]
-		lan := r.Float64() < lanP
-		if r.Float64() < 0.05 {
-			t.lan = nil
-		} else {
-			t.lan = bp(lan)
-		}
-		if lan {
-			cs := lanCities[t.region]
-			t.location = cs[r.IntN(len(cs))]
-		} else {
-			t.location = "Online"
-		}
-		var pz int64
-		switch t.tier {
-		case "S":
-			pz = 1000000 + r.Int64N(1000001)
-		case "A":
-			pz = 250000 + r.Int64N(750001)
-		case "B":
-			pz = 50000 + r.Int64N(200001)
-		default:
-			pz = 5000 + r.Int64N(45001)
-		}
-		pz = pz / 1000 * 1000
-		if !(t.tier == "C" && r.Float64() < 0.4) {
-			t.prize = &pz
-		}
-		t.announce = t.start.AddDate(0, 0, -14-r.IntN(46)).Add(time.Duration(r.IntN(24*60)) * time.Minute)
-		if t.announce.After(w.now) {
-			t.announce = w.now.Add(-time.Duration(1+r.IntN(600)) * time.Minute)
-		}
-		t.outright = r.Float64() < 0.3
+	t.region = regions[t.regionIdx].name
+	n := map[string]int{"S": 16, "A": 12 + 2*r.IntN(3), "B": 8 + 2*r.IntN(3), "C": 4 + 2*r.IntN(3)}[t.tier]
+	if n > len(w.teams) {
+		n = len(w.teams) &^ 1
 	}
-	w.tours = ts
-	// samples: one S/A and one B/C, ended, ~100 matches together
+	t.nTeams = n
+	t.brand = tournamentBrands[r.IntN(len(tournamentBrands))]
+	words := tierEventWords[t.tier]
+	base := t.brand + " " + words[r.IntN(len(words))] + " " + fmt.Sprint(t.start.Year())
+	seasons[base]++
+	t.name = base
+	if s := seasons[base]; s > 1 || r.Float64() < 0.3 {
+		t.name = fmt.Sprintf("%s Season %d", base, s)
+	}
+	lanP := map[string]float64{"S": 0.95, "A": 0.7, "B": 0.3, "C": 0.05}[t.tier]
+	lan := r.Float64() < lanP
+	if r.Float64() < 0.05 {
+		t.lan = nil
+	} else {
+		t.lan = bp(lan)
+	}
+	if lan {
+		cs := lanCities[t.region]
+		t.location = cs[r.IntN(len(cs))]
+	} else {
+		t.location = "Online"
+	}
+	t.prize = drawPrize(r, t.tier)
+	t.announce = t.start.AddDate(0, 0, -14-r.IntN(46)).Add(time.Duration(r.IntN(24*60)) * time.Minute)
+	if t.announce.After(w.now) {
+		t.announce = w.now.Add(-time.Duration(1+r.IntN(600)) * time.Minute)
+	}
+	t.outright = r.Float64() < 0.3
+}
+
+// drawPrize draws a tier's prize pool, rounded to $1,000; some C-tier events
+// publish none (nil).
+func drawPrize(r *rand.Rand, tier string) *int64 {
+	var pz int64
+	switch tier {
+	case "S":
+		pz = 1000000 + r.Int64N(1000001)
+	case "A":
+		pz = 250000 + r.Int64N(750001)
+	case "B":
+		pz = 50000 + r.Int64N(200001)
+	default:
+		pz = 5000 + r.Int64N(45001)
+	}
+	pz = pz / 1000 * 1000
+	if tier == "C" && r.Float64() < 0.4 {
+		return nil
+	}
+	return &pz
+}
+
+// pickSamples picks the sandbox sample: one ended S/A and one ended B/C
+// tournament, about 100 matches together; their indexes, or -1.
+func (w *world) pickSamples(ts []*tplan) (bestTop, bestLow int) {
 	cut := w.now.AddDate(0, 0, -2)
 	var tops, lows []int
 	for i, t := range ts {
@@ -178,7 +212,13 @@ func (w *world) planTournaments() {
 		w.sum.SampleTopTournamentID = ts[bestTop].id
 		w.sum.SampleLowerTournamentID = ts[bestLow].id
 	}
-	// three C-tier events without known dates; one forced cancellation
+	return bestTop, bestLow
+}
+
+// markUndatedAndCancelled gives three old C-tier events unknown dates and
+// cancels one ended event (never a sample or a live one).
+func (w *world) markUndatedAndCancelled(ts []*tplan, bestTop, bestLow int) {
+	cut := w.now.AddDate(0, 0, -2)
 	nil3 := 0
 	forced := false
 	for i := len(ts) - 1; i >= 0; i-- {
@@ -196,7 +236,6 @@ func (w *world) planTournaments() {
 			nil3++
 		}
 	}
-	w.sum.Tournaments = len(ts)
 }
 
 // slot is one planned match of a tournament.
