@@ -247,6 +247,9 @@ type slot struct {
 	pos     int // position inside the playoff round
 }
 
+// runTournament lands a tournament and plays its matches: the field, the
+// outright market, the slots, then each match with its pairing. It has its
+// own generator, so tournaments do not shift each other's draws.
 func (w *world) runTournament(ti int) error {
 	tp := w.tours[ti]
 	r := rand.New(rand.NewPCG(uint64(w.o.Seed)^0x9e3779b97f4a7c15, uint64(ti)+1))
@@ -259,8 +262,45 @@ func (w *world) runTournament(ti int) error {
 	if err := w.add(raw.Tournaments, rec); err != nil {
 		return err
 	}
-	// participants by tier percentile and region
-	n := tp.nTeams
+	parts := w.pickField(r, tp)
+	if tp.outright && tp.datesKnown {
+		if err := w.emitOutright(r, tp, parts); err != nil {
+			return err
+		}
+	}
+	slots := w.planSlots(r, tp)
+	// forced live: the first upcoming matches
+	liveIdx := map[int]bool{}
+	for i := range slots {
+		if len(liveIdx) >= tp.liveQuota {
+			break
+		}
+		if !slots[i].sched.Before(w.now) {
+			liveIdx[i] = true
+		}
+	}
+	br := &bracketState{w: w, tp: tp, parts: parts, wins: make([]int, len(w.teams))}
+	for i := range slots {
+		sl := &slots[i]
+		a, b := br.pair(r, i, sl)
+		if r.Float64() < 0.5 && sl.playoff == 0 {
+			a, b = b, a
+		}
+		m := w.newMatch(r, tp, sl, a, b, liveIdx[i], tp.forceCancel && i == 0)
+		br.played(sl, m, a)
+		if err := w.emitMatch(r, m); err != nil {
+			return err
+		}
+		if w.hook != nil {
+			w.hook(m)
+		}
+	}
+	return nil
+}
+
+// pickField draws the tournament's teams: by tier percentile of strength,
+// and for B and C tiers mostly from its region.
+func (w *world) pickField(r *rand.Rand, tp *tplan) []int {
 	type cand struct {
 		ti  int
 		key float64
@@ -288,96 +328,81 @@ func (w *world) runTournament(ti int) error {
 		cs[rank].key = k
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].key < cs[j].key || (cs[i].key == cs[j].key && cs[i].ti < cs[j].ti) })
-	parts := make([]int, n)
+	parts := make([]int, tp.nTeams)
 	for i := range parts {
 		parts[i] = cs[i].ti
 	}
-	if tp.outright && tp.datesKnown {
-		if err := w.emitOutright(r, tp, parts); err != nil {
-			return err
+	return parts
+}
+
+// bracketState pairs a tournament's matches: random group rounds, then a
+// playoff seeded by group wins (and strength), fed by each round's winners.
+type bracketState struct {
+	w           *world
+	tp          *tplan
+	parts       []int
+	pairing     []int
+	wins        []int // group and playoff wins by team
+	bracket     []int // winners of the previous playoff round, by position
+	seeds       []int
+	prevWinners []int
+	curRound    int
+}
+
+// pair returns the two teams of slot i.
+func (b *bracketState) pair(r *rand.Rand, i int, sl *slot) (int, int) {
+	n := len(b.parts)
+	if sl.playoff == 0 {
+		half := n / 2
+		if i%half == 0 {
+			b.pairing = r.Perm(n)
 		}
+		j := i % half
+		return b.parts[b.pairing[2*j]], b.parts[b.pairing[2*j+1]]
 	}
-	slots := w.planSlots(r, tp)
-	// forced live: the first upcoming matches
-	liveIdx := map[int]bool{}
-	for i := range slots {
-		if len(liveIdx) >= tp.liveQuota {
-			break
-		}
-		if !slots[i].sched.Before(w.now) {
-			liveIdx[i] = true
-		}
+	if b.seeds == nil {
+		b.seeds = append([]int(nil), b.parts...)
+		st := b.tp.start
+		sort.SliceStable(b.seeds, func(x, y int) bool {
+			if b.wins[b.seeds[x]] != b.wins[b.seeds[y]] {
+				return b.wins[b.seeds[x]] > b.wins[b.seeds[y]]
+			}
+			return b.w.strength(b.seeds[x], st) > b.w.strength(b.seeds[y], st)
+		})
 	}
-	// group pairings
-	half := n / 2
-	var pairing []int
-	wins := make([]int, len(w.teams))
-	var bracket []int // winners of the previous playoff round, by position
-	var seeds []int
-	var prevWinners []int
-	curRound := 0
-	for i := range slots {
-		sl := &slots[i]
-		var a, b int
-		if sl.playoff == 0 {
-			if i%half == 0 {
-				pairing = r.Perm(n)
-			}
-			j := i % half
-			a, b = parts[pairing[2*j]], parts[pairing[2*j+1]]
-		} else {
-			if seeds == nil {
-				seeds = append([]int(nil), parts...)
-				st := tp.start
-				sort.SliceStable(seeds, func(x, y int) bool {
-					if wins[seeds[x]] != wins[seeds[y]] {
-						return wins[seeds[x]] > wins[seeds[y]]
-					}
-					return w.strength(seeds[x], st) > w.strength(seeds[y], st)
-				})
-			}
-			if sl.playoff != curRound {
-				if curRound != 0 {
-					bracket = prevWinners
-				}
-				prevWinners = nil
-				curRound = sl.playoff
-			}
-			switch {
-			case bracket == nil && sl.playoff == 1: // QF from seeds 1v8 4v5 2v7 3v6
-				order := [][2]int{{0, 7}, {3, 4}, {1, 6}, {2, 5}}[sl.pos]
-				a, b = seeds[order[0]%n], seeds[order[1]%n]
-			case bracket == nil && sl.playoff == 2: // SF from seeds 1v4 2v3
-				order := [][2]int{{0, 3}, {1, 2}}[sl.pos]
-				a, b = seeds[order[0]%n], seeds[order[1]%n]
-			case bracket == nil: // GF straight from seeds
-				a, b = seeds[0], seeds[1%n]
-			default:
-				a, b = bracket[2*sl.pos], bracket[2*sl.pos+1]
-			}
+	if sl.playoff != b.curRound {
+		if b.curRound != 0 {
+			b.bracket = b.prevWinners
 		}
-		if r.Float64() < 0.5 && sl.playoff == 0 {
-			a, b = b, a
-		}
-		m := w.newMatch(r, tp, sl, a, b, liveIdx[i], tp.forceCancel && i == 0)
-		if m.winner >= 0 {
-			wins[m.winner]++
-		}
-		if sl.playoff > 0 {
-			wn := m.winner
-			if wn < 0 {
-				wn = a
-			}
-			prevWinners = append(prevWinners, wn)
-		}
-		if err := w.emitMatch(r, m); err != nil {
-			return err
-		}
-		if w.hook != nil {
-			w.hook(m)
-		}
+		b.prevWinners = nil
+		b.curRound = sl.playoff
 	}
-	return nil
+	seeds := b.seeds
+	switch {
+	case b.bracket == nil && sl.playoff == 1: // QF from seeds 1v8 4v5 2v7 3v6
+		order := [][2]int{{0, 7}, {3, 4}, {1, 6}, {2, 5}}[sl.pos]
+		return seeds[order[0]%n], seeds[order[1]%n]
+	case b.bracket == nil && sl.playoff == 2: // SF from seeds 1v4 2v3
+		order := [][2]int{{0, 3}, {1, 2}}[sl.pos]
+		return seeds[order[0]%n], seeds[order[1]%n]
+	case b.bracket == nil: // GF straight from seeds
+		return seeds[0], seeds[1%n]
+	}
+	return b.bracket[2*sl.pos], b.bracket[2*sl.pos+1]
+}
+
+// played records a match's winner (team a advances from an unplayed one).
+func (b *bracketState) played(sl *slot, m *match, a int) {
+	if m.winner >= 0 {
+		b.wins[m.winner]++
+	}
+	if sl.playoff > 0 {
+		wn := m.winner
+		if wn < 0 {
+			wn = a
+		}
+		b.prevWinners = append(b.prevWinners, wn)
+	}
 }
 
 // planSlots lays the tournament's matches over its days.
