@@ -89,11 +89,24 @@ func (w *world) newMatch(r *rand.Rand, tp *tplan, sl *slot, a, b int, forced, fo
 	m.pTrue = eloP(m.sA, m.sB)
 	m.cancelled = !forced && m.sched.Add(6*time.Hour).Before(w.now) &&
 		(forceCancel || (sl.playoff == 0 && r.Float64() < 0.0067))
-	// veto
+	picks := w.veto(r, m)
+	m.rosterA, m.rosterB = w.roster(a, m.sched), w.roster(b, m.sched)
+	if !m.cancelled {
+		w.playMaps(r, m, picks)
+	}
+	w.timeMatch(r, m)
+	w.announceMatch(r, m)
+	w.drawLineups(r, m)
+	return m
+}
+
+// veto runs the map veto (each team picks its strong maps and bans the
+// opponent's, with noise) and returns the maps to play, in order.
+func (w *world) veto(r *rand.Rand, m *match) []int {
 	plan := vetoPlans[m.bestOf]
 	avail := []int{0, 1, 2, 3, 4, 5, 6}
 	first := r.IntN(2)
-	ta, tb := &w.teams[a], &w.teams[b]
+	ta, tb := &w.teams[m.a], &w.teams[m.b]
 	var picks []int
 	for step, kind := range plan {
 		if kind == "decider" {
@@ -105,9 +118,9 @@ func (w *world) newMatch(r *rand.Rand, tp *tplan, sl *slot, a, b int, forced, fo
 		}
 		side := (first + step) % 2 // 0: team A acts
 		own, opp := ta, tb
-		actor := a
+		actor := m.a
 		if side == 1 {
-			own, opp, actor = tb, ta, b
+			own, opp, actor = tb, ta, m.b
 		}
 		best, bestV := 0, -1e18
 		for j, mp := range avail {
@@ -129,61 +142,73 @@ func (w *world) newMatch(r *rand.Rand, tp *tplan, sl *slot, a, b int, forced, fo
 			picks = append(picks, mp)
 		}
 	}
-	m.rosterA, m.rosterB = w.roster(a, m.sched), w.roster(b, m.sched)
-	if !m.cancelled {
-		need := m.bestOf/2 + 1
-		var off time.Duration
-		for _, mp := range picks {
-			if m.winsA == need || m.winsB == need {
-				break
-			}
-			pA := eloP(m.sA+ta.mapOff[mp]+r.NormFloat64()*40, m.sB+tb.mapOff[mp]+r.NormFloat64()*40)
-			ms := simMap(r, pA, mapCTBias[mp], r.IntN(2) == 0)
-			ms.pool = mp
-			ms.off = off
-			var tot time.Duration
-			for _, rd := range ms.rounds {
-				tot += time.Duration(rd.dur+roundGapMS) * time.Millisecond
-			}
-			tot += 5*time.Minute + time.Duration(r.IntN(15*60))*time.Second
-			ms.dur = tot
-			off += tot + time.Duration(8+r.IntN(8))*time.Minute
-			if ms.a > ms.b {
-				m.winsA++
-			} else {
-				m.winsB++
-			}
-			m.maps = append(m.maps, ms)
+	return picks
+}
+
+// playMaps simulates the picked maps until a team has won the series.
+func (w *world) playMaps(r *rand.Rand, m *match, picks []int) {
+	ta, tb := &w.teams[m.a], &w.teams[m.b]
+	need := m.bestOf/2 + 1
+	var off time.Duration
+	for _, mp := range picks {
+		if m.winsA == need || m.winsB == need {
+			break
 		}
-		if m.winsA > m.winsB {
-			m.winner = a
+		pA := eloP(m.sA+ta.mapOff[mp]+r.NormFloat64()*40, m.sB+tb.mapOff[mp]+r.NormFloat64()*40)
+		ms := simMap(r, pA, mapCTBias[mp], r.IntN(2) == 0)
+		ms.pool = mp
+		ms.off = off
+		var tot time.Duration
+		for _, rd := range ms.rounds {
+			tot += time.Duration(rd.dur+roundGapMS) * time.Millisecond
+		}
+		tot += 5*time.Minute + time.Duration(r.IntN(15*60))*time.Second
+		ms.dur = tot
+		off += tot + time.Duration(8+r.IntN(8))*time.Minute
+		if ms.a > ms.b {
+			m.winsA++
 		} else {
-			m.winner = b
+			m.winsB++
 		}
+		m.maps = append(m.maps, ms)
 	}
-	m.delay = time.Duration(5*r.IntN(3)) * time.Minute
-	if forced && len(m.maps) > 0 {
-		last := m.maps[len(m.maps)-1]
-		total := last.off + last.dur
-		el := time.Duration((0.15 + 0.7*r.Float64()) * float64(total))
-		m.start = w.now.Add(-el).Truncate(time.Minute)
-		if !m.start.Add(total).After(w.now) || !m.start.Before(w.now) {
-			m.start = w.now.Add(-total / 2).Truncate(time.Minute)
-		}
-		m.sched = m.start.Add(-m.delay)
+	if m.winsA > m.winsB {
+		m.winner = m.a
 	} else {
-		m.start = m.sched.Add(m.delay)
+		m.winner = m.b
 	}
-	// announcement, reschedule, cancellation
-	if sl.playoff > 0 {
+}
+
+// timeMatch sets the start (a delay after the schedule; a forced-live match
+// is under way now).
+func (w *world) timeMatch(r *rand.Rand, m *match) {
+	m.delay = time.Duration(5*r.IntN(3)) * time.Minute
+	if !m.forced || len(m.maps) == 0 {
+		m.start = m.sched.Add(m.delay)
+		return
+	}
+	last := m.maps[len(m.maps)-1]
+	total := last.off + last.dur
+	el := time.Duration((0.15 + 0.7*r.Float64()) * float64(total))
+	m.start = w.now.Add(-el).Truncate(time.Minute)
+	if !m.start.Add(total).After(w.now) || !m.start.Before(w.now) {
+		m.start = w.now.Add(-total / 2).Truncate(time.Minute)
+	}
+	m.sched = m.start.Add(-m.delay)
+}
+
+// announceMatch draws when the match was announced, rescheduled and
+// cancelled.
+func (w *world) announceMatch(r *rand.Rand, m *match) {
+	if m.sl.playoff > 0 {
 		m.announce = m.sched.Add(-time.Duration(4*60+r.IntN(16*60)) * time.Minute)
 	} else {
-		m.announce = tp.announce.Add(time.Duration(r.IntN(3*24*60)) * time.Minute)
+		m.announce = m.tp.announce.Add(time.Duration(r.IntN(3*24*60)) * time.Minute)
 		if lim := m.sched.Add(-2 * time.Hour); m.announce.After(lim) {
 			m.announce = lim
 		}
 	}
-	if !forced && r.Float64() < 0.02 {
+	if !m.forced && r.Float64() < 0.02 {
 		m.orig = m.sched.Add(-time.Duration(2+r.IntN(59)) * 30 * time.Minute)
 		if lim := m.orig.Add(-2 * time.Hour); m.announce.After(lim) {
 			m.announce = lim
@@ -214,7 +239,11 @@ func (w *world) newMatch(r *rand.Rand, tp *tplan, sl *slot, a, b int, forced, fo
 		}
 		m.cancelAt = c.Truncate(time.Second)
 	}
-	// lineups with a sixth player and stand-ins
+}
+
+// drawLineups gives a side a sixth player now and then, sometimes standing
+// in from one map on.
+func (w *world) drawLineups(r *rand.Rand, m *match) {
 	if m.rosterA.sixth >= 0 && r.Float64() < 0.06 {
 		m.sixthA = true
 		if r.Float64() < 0.5 && len(m.maps) > 0 {
@@ -229,7 +258,6 @@ func (w *world) newMatch(r *rand.Rand, tp *tplan, sl *slot, a, b int, forced, fo
 			m.standSlotB = r.IntN(5)
 		}
 	}
-	return m
 }
 
 // buy spends for one round and returns the equipment value and money spent.
