@@ -209,11 +209,25 @@ func logit(p float64) float64    { return math.Log(p / (1 - p)) }
 // eloP is the probability that a rating sa beats sb.
 func eloP(sa, sb float64) float64 { return 1 / (1 + math.Pow(10, -(sa-sb)/400)) }
 
+// build makes the world's teams, their strengths, players, transfers and
+// renames (one generator, in this order).
 func (w *world) build() error {
 	r := w.rng
-	nT := w.o.Teams
 	used := map[string]bool{}
-	w.teams = make([]team, nT)
+	w.makeTeams(r, used)
+	w.walkStrengths(r)
+	w.makePlayers(r)
+	w.makeTransfers(r)
+	w.makeRenames(r, used)
+	w.sum.Teams = w.o.Teams
+	w.sum.Players = len(w.players)
+	return nil
+}
+
+// makeTeams draws the teams: region (every region has one), country, name,
+// base strength and map preferences.
+func (w *world) makeTeams(r *rand.Rand, used map[string]bool) {
+	w.teams = make([]team, w.o.Teams)
 	regW := make([]float64, len(regions))
 	for i, rg := range regions {
 		regW[i] = rg.weight
@@ -239,8 +253,12 @@ func (w *world) build() error {
 			t.mapOff[m] = r.NormFloat64() * 35
 		}
 	}
-	// strength walk (Ornstein-Uhlenbeck around the base)
-	w.str = make([]float32, nT*w.days)
+}
+
+// walkStrengths walks each team's daily strength (Ornstein-Uhlenbeck around
+// its base).
+func (w *world) walkStrengths(r *rand.Rand) {
+	w.str = make([]float32, len(w.teams)*w.days)
 	for i := range w.teams {
 		x := w.teams[i].base + r.NormFloat64()*70
 		for d := 0; d < w.days; d++ {
@@ -248,9 +266,12 @@ func (w *world) build() error {
 			w.str[i*w.days+d] = float32(x)
 		}
 	}
-	// players
+}
+
+// makePlayers gives every team five players, half of them a sixth.
+func (w *world) makePlayers(r *rand.Rand) {
 	usedNick := map[string]bool{}
-	w.rosters = make([][]rosterSnap, nT)
+	w.rosters = make([][]rosterSnap, len(w.teams))
 	for i := range w.teams {
 		t := &w.teams[i]
 		n := 5
@@ -270,11 +291,13 @@ func (w *world) build() error {
 		}
 		w.rosters[i] = []rosterSnap{snap}
 	}
-	// transfers: swaps of two core players between teams, plus a few releases
-	nSwap := nT / 4
-	if nSwap < 2 {
-		nSwap = 2
-	}
+}
+
+// makeTransfers draws swaps of two core players between teams and a few
+// releases of a sixth player, and applies them in time order.
+func (w *world) makeTransfers(r *rand.Rand) {
+	nT := len(w.teams)
+	nSwap := max(nT/4, 2)
 	type ev struct {
 		at   time.Time
 		a, b int
@@ -318,11 +341,12 @@ func (w *world) build() error {
 			w.playerRec(w.players[pa], w.teams[e.b].id, e.at),
 			w.playerRec(w.players[pb], w.teams[e.a].id, e.at))
 	}
-	// renames
-	nRen := nT / 20
-	if nRen < 2 {
-		nRen = 2
-	}
+}
+
+// makeRenames renames a few teams (2 to 4 in a default-sized world).
+func (w *world) makeRenames(r *rand.Rand, used map[string]bool) {
+	nT := len(w.teams)
+	nRen := max(nT/20, 2)
 	if nRen > 4 && nT <= defaultTeams*2 {
 		nRen = 4
 	}
@@ -336,9 +360,6 @@ func (w *world) build() error {
 		w.renames = append(w.renames, w.teamRec(ti, t, at, r))
 	}
 	sort.SliceStable(w.renames, func(i, j int) bool { return w.renames[i].ChangedAt.Before(w.renames[j].ChangedAt) })
-	w.sum.Teams = nT
-	w.sum.Players = len(w.players)
-	return nil
 }
 
 func (w *world) teamName(r *rand.Rand, used map[string]bool) string {
