@@ -539,6 +539,27 @@ func (w *world) mapEnd(m *match, i int) time.Time {
 // emitPlay lands vetoes, status updates, map results and the coverage tiers of
 // a started match.
 func (w *world) emitPlay(r *rand.Rand, m *match, status string, end time.Time) error {
+	if err := w.emitVetoes(m); err != nil {
+		return err
+	}
+	finished, err := w.emitLiveUpdates(r, m, status, end)
+	if err != nil {
+		return err
+	}
+	tier := drawTier(r, status)
+	if tier == 0 {
+		return nil
+	}
+	if err := w.emitMapResults(r, m, finished, tier); err != nil {
+		return err
+	}
+	if tier >= 2 {
+		return w.emitStats(r, m, tier, end)
+	}
+	return nil
+}
+
+func (w *world) emitVetoes(m *match) error {
 	for i := range m.vetoType {
 		tid := ""
 		if m.vetoTeam[i] >= 0 {
@@ -550,11 +571,17 @@ func (w *world) emitPlay(r *rand.Rand, m *match, status string, end time.Time) e
 			return err
 		}
 	}
-	// live updates
+	return nil
+}
+
+// emitLiveUpdates lands the status updates of a started match: live at the
+// start and after each finished map, then the result, or the state of the
+// map in progress; it returns how many maps have finished.
+func (w *world) emitLiveUpdates(r *rand.Rand, m *match, status string, end time.Time) (int, error) {
 	first := m.maps[0]
 	if err := w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "live", ScoreA: ip(0), ScoreB: ip(0),
 		LiveState: liveState(1, mapPool[first.pool], 1, 0, 0, first.ctA1), ChangedAt: m.start}); err != nil {
-		return err
+		return 0, err
 	}
 	wa, wb := 0, 0
 	lastAt := m.start
@@ -576,66 +603,70 @@ func (w *world) emitPlay(r *rand.Rand, m *match, status string, end time.Time) e
 		nx := m.maps[i+1]
 		if err := w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "live", ScoreA: ip(wa), ScoreB: ip(wb),
 			LiveState: liveState(i+2, mapPool[nx.pool], 1, 0, 0, nx.ctA1), ChangedAt: me}); err != nil {
-			return err
+			return 0, err
 		}
 		lastAt = me
 	}
 	if status == "completed" {
-		if err := w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "completed", ScoreA: ip(m.winsA), ScoreB: ip(m.winsB),
-			ResultType: sp("played"), ChangedAt: w.clampNow(end.Add(time.Duration(30+r.IntN(150)) * time.Second))}); err != nil {
-			return err
-		}
-	} else {
-		// the map in progress
-		k := finished
-		ms := m.maps[k]
-		st := w.mapStart(m, k)
-		at := w.now.Add(-time.Duration(r.IntN(60000)) * time.Millisecond).Truncate(time.Second)
-		if st.Before(w.now) && at.After(lastAt) && at.After(m.start) {
-			el := w.now.Sub(st)
-			var cum time.Duration
-			j := 0
-			for j < len(ms.rounds)-1 {
-				cum += time.Duration(ms.rounds[j].dur+roundGapMS) * time.Millisecond
-				if cum > el {
-					break
-				}
-				j++
-			}
-			ra, rb := 0, 0
-			for _, rd := range ms.rounds[:j] {
-				if rd.winA {
-					ra++
-				} else {
-					rb++
-				}
-			}
-			if err := w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "live", ScoreA: ip(wa), ScoreB: ip(wb),
-				LiveState: liveState(k+1, mapPool[ms.pool], j+1, ra, rb, ms.rounds[j].ctA), ChangedAt: at}); err != nil {
-				return err
-			}
-		}
+		return finished, w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "completed", ScoreA: ip(m.winsA),
+			ScoreB: ip(m.winsB), ResultType: sp("played"), ChangedAt: w.clampNow(end.Add(time.Duration(30+r.IntN(150)) * time.Second))})
 	}
-	// coverage tier: 0 results only, 1 map results, 2 stats, 3 rounds, 4 depth
-	tier := 1
-	if status == "completed" {
-		u := r.Float64()
-		switch {
-		case u < 0.10:
-			tier = 0
-		case u < 0.25:
-			tier = 1
-		case u < 0.60:
-			tier = 2
-		case u < 0.85:
-			tier = 3
-		default:
-			tier = 4
-		}
-	}
-	if tier == 0 {
+	return finished, w.emitMapInProgress(r, m, finished, wa, wb, lastAt)
+}
+
+// emitMapInProgress lands the live state of map k, under way now.
+func (w *world) emitMapInProgress(r *rand.Rand, m *match, k, wa, wb int, lastAt time.Time) error {
+	ms := m.maps[k]
+	st := w.mapStart(m, k)
+	at := w.now.Add(-time.Duration(r.IntN(60000)) * time.Millisecond).Truncate(time.Second)
+	if !st.Before(w.now) || !at.After(lastAt) || !at.After(m.start) {
 		return nil
 	}
+	el := w.now.Sub(st)
+	var cum time.Duration
+	j := 0
+	for j < len(ms.rounds)-1 {
+		cum += time.Duration(ms.rounds[j].dur+roundGapMS) * time.Millisecond
+		if cum > el {
+			break
+		}
+		j++
+	}
+	ra, rb := 0, 0
+	for _, rd := range ms.rounds[:j] {
+		if rd.winA {
+			ra++
+		} else {
+			rb++
+		}
+	}
+	return w.add(raw.MatchUpdates, raw.MatchUpdate{MatchID: m.id, Status: "live", ScoreA: ip(wa), ScoreB: ip(wb),
+		LiveState: liveState(k+1, mapPool[ms.pool], j+1, ra, rb, ms.rounds[j].ctA), ChangedAt: at})
+}
+
+// drawTier draws a completed match's coverage tier: 0 results only, 1 map
+// results, 2 stats, 3 rounds, 4 depth. A live match has map results only.
+func drawTier(r *rand.Rand, status string) int {
+	if status != "completed" {
+		return 1
+	}
+	u := r.Float64()
+	switch {
+	case u < 0.10:
+		return 0
+	case u < 0.25:
+		return 1
+	case u < 0.60:
+		return 2
+	case u < 0.85:
+		return 3
+	}
+	return 4
+}
+
+// emitMapResults lands the finished maps (halves missing now and then below
+// tier 3).
+func (w *world) emitMapResults(r *rand.Rand, m *match, finished, tier int) error {
 	for i := 0; i < finished; i++ {
 		ms := &m.maps[i]
 		me := w.mapEnd(m, i)
@@ -656,9 +687,6 @@ func (w *world) emitPlay(r *rand.Rand, m *match, status string, end time.Time) e
 			return err
 		}
 		w.sum.MapResults++
-	}
-	if tier >= 2 {
-		return w.emitStats(r, m, tier, end)
 	}
 	return nil
 }
