@@ -101,10 +101,14 @@ var roles = []string{"AWP", "IGL", "Lurker", "Rifler", "Support"}
 var mapPool = []string{"de_ancient", "de_anubis", "de_dust2", "de_inferno", "de_mirage", "de_nuke", "de_train"}
 var mapCTBias = []float64{0.10, -0.10, -0.05, 0.05, 0.05, 0.20, 0.15}
 
-var books = []struct {
+// book is a synthetic bookmaker: its margin and the noise of its prices
+// (copies: the book a white label copies).
+type book struct {
 	id, name, copies string
 	margin, noise    float64
-}{
+}
+
+var books = []book{
 	{"bk-01", "Ravenwager", "", 0.050, 0.20},
 	{"bk-02", "Bluefjord Bet", "", 0.040, 0.16},
 	{"bk-03", "Kestrel Sports", "", 0.065, 0.24},

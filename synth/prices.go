@@ -107,7 +107,6 @@ func (w *world) capture(pc raw.PriceCapture, copyDelay time.Duration) error {
 }
 
 func (w *world) emitPrices(r *rand.Rand, m *match) error {
-	p := m.pTrue
 	open := m.sched.Add(-time.Duration(48*60+r.IntN(5*24*60)) * time.Minute)
 	if lim := m.announce.Add(10 * time.Minute); open.Before(lim) {
 		open = lim
@@ -115,45 +114,7 @@ func (w *world) emitPrices(r *rand.Rand, m *match) error {
 	if open.After(w.now) {
 		return nil
 	}
-	bo := m.bestOf
-	var mk []*market
-	mk = append(mk, &market{name: "match_winner", legs: [2]string{"home", "away"},
-		prob: func(q float64) float64 { return seriesP(q, bo) }})
-	if bo > 1 {
-		line := 2.5
-		over := func(q float64) float64 { return 2 * q * (1 - q) }
-		if bo == 5 {
-			if r.IntN(2) == 0 {
-				line = 3.5
-				over = func(q float64) float64 { return 1 - q*q*q - (1-q)*(1-q)*(1-q) }
-			} else {
-				line = 4.5
-				over = func(q float64) float64 { return 6 * q * q * (1 - q) * (1 - q) }
-			}
-		}
-		mk = append(mk, &market{name: "total_maps", line: fp(line), legs: [2]string{"over", "under"}, prob: over})
-		hl := -1.5
-		if p < 0.5 {
-			hl = 1.5
-		}
-		hcap := func(q float64) float64 {
-			x := 1 - q
-			switch {
-			case bo == 3 && hl < 0:
-				return q * q
-			case bo == 3:
-				return 1 - x*x
-			case hl < 0:
-				return q*q*q + 3*q*q*q*x
-			}
-			return 1 - (x*x*x + 3*x*x*x*q)
-		}
-		mk = append(mk, &market{name: "map_handicap", line: fp(hl), legs: [2]string{"home", "away"}, prob: hcap})
-		for i := 1; i <= bo; i++ {
-			mk = append(mk, &market{name: "map_winner", mapNum: ip(i), legs: [2]string{"home", "away"},
-				prob: func(q float64) float64 { return q }})
-		}
-	}
+	mk := matchMarkets(r, m.bestOf, m.pTrue)
 	end := m.sched.Add(-time.Duration(5+r.IntN(85)) * time.Minute)
 	stop := w.now // books stop pricing a cancelled match when it is called off
 	if m.cancelled && m.cancelAt.Before(stop) {
@@ -163,59 +124,122 @@ func (w *world) emitPrices(r *rand.Rand, m *match) error {
 		if bi == 5 {
 			continue // the white label copies bk-01 in capture
 		}
-		bk := books[bi]
-		k := 3 + r.IntN(6)
-		start := open.Add(time.Duration(r.IntN(6*60)) * time.Minute)
-		if !start.Before(end) {
-			start = end.Add(-time.Duration(k) * time.Minute)
+		if err := w.priceBook(r, m, books[bi], mk, open, end, stop); err != nil {
+			return err
 		}
-		ts := repriceTimes(r, k, start, end)
-		e0 := r.NormFloat64() * bk.noise / 1.4
-		sec := r.Float64() < 0.85
-		kSec := max(0, k-2-r.IntN(3))
-		kMap := max(0, k-1-r.IntN(2))
-		for i, x := range mk {
-			x.hasPrice = false
-			x.oneLeg = i > 0 && r.Float64() < 0.05
-			x.from = 0
-			if i > 0 {
-				x.from = kSec
-				if x.name == "map_winner" {
-					x.from = kMap
-				}
-			}
+	}
+	return nil
+}
+
+// matchMarkets lists a match's markets with each outcome's probability as
+// a function of the map-win probability: match winner, and beyond a bo1
+// total maps, map handicap (the underdog gets +1.5) and each map's winner.
+func matchMarkets(r *rand.Rand, bo int, p float64) []*market {
+	var mk []*market
+	mk = append(mk, &market{name: "match_winner", legs: [2]string{"home", "away"},
+		prob: func(q float64) float64 { return seriesP(q, bo) }})
+	if bo == 1 {
+		return mk
+	}
+	line := 2.5
+	over := func(q float64) float64 { return 2 * q * (1 - q) }
+	if bo == 5 {
+		if r.IntN(2) == 0 {
+			line = 3.5
+			over = func(q float64) float64 { return 1 - q*q*q - (1-q)*(1-q)*(1-q) }
+		} else {
+			line = 4.5
+			over = func(q float64) float64 { return 6 * q * q * (1 - q) * (1 - q) }
 		}
-		for ci, t := range ts {
-			if t.After(stop) {
-				break
-			}
-			frac := float64(ci) / float64(k-1)
-			e := e0*(1-0.8*frac) + r.NormFloat64()*0.03
-			qm := logistic(logit(min(max(p, 1e-4), 1-1e-4)) + e)
-			delay := time.Duration(2000+r.IntN(7000)) * time.Millisecond
-			for i, x := range mk {
-				if i > 0 && (!sec || ci < x.from) {
-					continue
-				}
-				h, a := twoWay(x.prob(qm), bk.margin)
-				pr := [2]float64{h, a}
-				for leg := 0; leg < 2; leg++ {
-					if leg == 1 && x.oneLeg {
-						continue
-					}
-					if x.hasPrice && x.last[leg] == pr[leg] {
-						continue
-					}
-					if err := w.capture(raw.PriceCapture{Book: bk.id, Market: x.name, MatchID: m.id, MapNumber: x.mapNum,
-						Outcome: x.legs[leg], Line: x.line, Price: pr[leg], CapturedAt: t}, delay); err != nil {
-						return err
-					}
-				}
-				x.last = pr
-				x.hasPrice = true
+	}
+	mk = append(mk, &market{name: "total_maps", line: fp(line), legs: [2]string{"over", "under"}, prob: over})
+	hl := -1.5
+	if p < 0.5 {
+		hl = 1.5
+	}
+	hcap := func(q float64) float64 {
+		x := 1 - q
+		switch {
+		case bo == 3 && hl < 0:
+			return q * q
+		case bo == 3:
+			return 1 - x*x
+		case hl < 0:
+			return q*q*q + 3*q*q*q*x
+		}
+		return 1 - (x*x*x + 3*x*x*x*q)
+	}
+	mk = append(mk, &market{name: "map_handicap", line: fp(hl), legs: [2]string{"home", "away"}, prob: hcap})
+	for i := 1; i <= bo; i++ {
+		mk = append(mk, &market{name: "map_winner", mapNum: ip(i), legs: [2]string{"home", "away"},
+			prob: func(q float64) float64 { return q }})
+	}
+	return mk
+}
+
+// priceBook lands one book's captures of a match's markets: k reprices
+// between its start and end (none after stop), its error shrinking towards
+// kick-off; secondary markets priced from a later reprice on.
+func (w *world) priceBook(r *rand.Rand, m *match, bk book, mk []*market, open, end, stop time.Time) error {
+	k := 3 + r.IntN(6)
+	start := open.Add(time.Duration(r.IntN(6*60)) * time.Minute)
+	if !start.Before(end) {
+		start = end.Add(-time.Duration(k) * time.Minute)
+	}
+	ts := repriceTimes(r, k, start, end)
+	e0 := r.NormFloat64() * bk.noise / 1.4
+	sec := r.Float64() < 0.85
+	kSec := max(0, k-2-r.IntN(3))
+	kMap := max(0, k-1-r.IntN(2))
+	for i, x := range mk {
+		x.hasPrice = false
+		x.oneLeg = i > 0 && r.Float64() < 0.05
+		x.from = 0
+		if i > 0 {
+			x.from = kSec
+			if x.name == "map_winner" {
+				x.from = kMap
 			}
 		}
 	}
+	for ci, t := range ts {
+		if t.After(stop) {
+			break
+		}
+		frac := float64(ci) / float64(k-1)
+		e := e0*(1-0.8*frac) + r.NormFloat64()*0.03
+		qm := logistic(logit(min(max(m.pTrue, 1e-4), 1-1e-4)) + e)
+		delay := time.Duration(2000+r.IntN(7000)) * time.Millisecond
+		for i, x := range mk {
+			if i > 0 && (!sec || ci < x.from) {
+				continue
+			}
+			if err := w.captureMarket(m, bk, x, qm, t, delay); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// captureMarket lands one reprice of market x: each leg whose price moved.
+func (w *world) captureMarket(m *match, bk book, x *market, qm float64, t time.Time, delay time.Duration) error {
+	h, a := twoWay(x.prob(qm), bk.margin)
+	pr := [2]float64{h, a}
+	for leg := 0; leg < 2; leg++ {
+		if leg == 1 && x.oneLeg {
+			continue
+		}
+		if x.hasPrice && x.last[leg] == pr[leg] {
+			continue
+		}
+		if err := w.capture(raw.PriceCapture{Book: bk.id, Market: x.name, MatchID: m.id, MapNumber: x.mapNum,
+			Outcome: x.legs[leg], Line: x.line, Price: pr[leg], CapturedAt: t}, delay); err != nil {
+			return err
+		}
+	}
+	x.last = pr
+	x.hasPrice = true
 	return nil
 }
 
