@@ -350,6 +350,44 @@ func simMap(r *rand.Rand, pA, ctBias float64, ctA1 bool) mapSim {
 	return ms
 }
 
+// drawRoundEnd draws how a round won by the CT side (winCT) or the T side
+// ended: the reason, the winner's and loser's kills, whether the bomb was
+// planted, and the round's length in milliseconds.
+func drawRoundEnd(r *rand.Rand, winCT bool) (reason uint8, kW, kL int, plant bool, dur int) {
+	if winCT {
+		u := r.Float64()
+		switch {
+		case u < 0.75:
+			reason, kW, kL = reElim, 5, pickWeighted(r, killsElimLoser)
+			plant = r.Float64() < 0.3
+		case u < 0.9:
+			reason, kW, kL = reDefused, pickWeighted(r, killsDefusedW), pickWeighted(r, killsOtherL)
+			plant = true
+		default:
+			reason, kW, kL = reTime, pickWeighted(r, killsTimeW), pickWeighted(r, killsTimeL)
+		}
+	} else {
+		if r.Float64() < 0.7 {
+			reason, kW, kL = reElim, 5, pickWeighted(r, killsElimLoser)
+			plant = r.Float64() < 0.4
+		} else {
+			reason, kW, kL = reExploded, pickWeighted(r, killsExplodedW), pickWeighted(r, killsOtherL)
+			plant = true
+		}
+	}
+	switch reason {
+	case reElim:
+		dur = 30000 + r.IntN(75000)
+	case reExploded:
+		dur = 72000 + r.IntN(43001)
+	case reDefused:
+		dur = 65000 + r.IntN(50001)
+	default:
+		dur = 115000
+	}
+	return reason, kW, kL, plant, dur
+}
+
 func simRounds(r *rand.Rand, rounds []roundSim, lr, ctBias float64, ctA1 bool) mapSim {
 	ms := mapSim{ctA1: ctA1}
 	a, b := 0, 0
@@ -365,41 +403,7 @@ func simRounds(r *rand.Rand, rounds []roundSim, lr, ctBias float64, ctA1 bool) m
 		}
 		winA := r.Float64() < logistic(x)
 		winCT := winA == ctA
-		var reason uint8
-		var kW, kL int
-		plant := false
-		if winCT {
-			u := r.Float64()
-			switch {
-			case u < 0.75:
-				reason, kW, kL = reElim, 5, pickWeighted(r, killsElimLoser)
-				plant = r.Float64() < 0.3
-			case u < 0.9:
-				reason, kW, kL = reDefused, pickWeighted(r, killsDefusedW), pickWeighted(r, killsOtherL)
-				plant = true
-			default:
-				reason, kW, kL = reTime, pickWeighted(r, killsTimeW), pickWeighted(r, killsTimeL)
-			}
-		} else {
-			if r.Float64() < 0.7 {
-				reason, kW, kL = reElim, 5, pickWeighted(r, killsElimLoser)
-				plant = r.Float64() < 0.4
-			} else {
-				reason, kW, kL = reExploded, pickWeighted(r, killsExplodedW), pickWeighted(r, killsOtherL)
-				plant = true
-			}
-		}
-		var dur int
-		switch reason {
-		case reElim:
-			dur = 30000 + r.IntN(75000)
-		case reExploded:
-			dur = 72000 + r.IntN(43001)
-		case reDefused:
-			dur = 65000 + r.IntN(50001)
-		default:
-			dur = 115000
-		}
+		reason, kW, kL, plant, dur := drawRoundEnd(r, winCT)
 		rd := roundSim{winA: winA, ctA: ctA, pistol: pistol, plant: plant, reason: reason,
 			eqA: int32(eqA), eqB: int32(eqB), spA: int32(spA), spB: int32(spB), dur: int32(dur),
 			ecoA: ecoLevel(eqA, pistol), ecoB: ecoLevel(eqB, pistol)}
