@@ -467,6 +467,74 @@ func aggregateLines(lines []mapLine) []mapLine {
 	return agg
 }
 
+// emitGrenades lands a player's grenades on a map and returns the
+// flashbangs thrown.
+func (w *world) emitGrenades(r *rand.Rand, matchID string, mn int, pid string, a *pacc, rounds int, at time.Time) (int, error) {
+	flash := int(float64(rounds) * 0.55 * (0.6 + 0.8*r.Float64()))
+	he := max(a.wk[wHE], int(float64(rounds)*0.3*(0.6+0.8*r.Float64())))
+	gr := []struct {
+		name           string
+		thrown, dmg, k int
+	}{
+		{"Flashbang", flash, 0, 0},
+		{"Smoke Grenade", int(float64(rounds) * 0.5 * (0.6 + 0.8*r.Float64())), 0, 0},
+		{"HE Grenade", he, a.wdmg[wHE] + he*r.IntN(16), a.wk[wHE]},
+		{"Molotov", int(float64(a.tRounds) * 0.35 * (0.5 + r.Float64())), 0, 0},
+		{"Incendiary Grenade", int(float64(a.ctRounds) * 0.3 * (0.5 + r.Float64())), 0, 0},
+		{"Decoy Grenade", r.IntN(2) * r.IntN(2), 0, 0},
+	}
+	gr[3].dmg = gr[3].thrown * (5 + r.IntN(20))
+	gr[4].dmg = gr[4].thrown * (5 + r.IntN(20))
+	for _, g := range gr {
+		if g.thrown == 0 {
+			continue
+		}
+		if err := w.add(raw.DepthGrenades, raw.DepthGrenade{MatchID: matchID, MapNumber: mn, PlayerID: pid,
+			GrenadeName: g.name, Thrown: g.thrown, Damage: g.dmg, Kills: g.k, ChangedAt: at}); err != nil {
+			return 0, err
+		}
+	}
+	return flash, nil
+}
+
+// emitHitgroups spreads a player's weapon hits and damage over hit groups
+// (headshots first) and lands them.
+func (w *world) emitHitgroups(r *rand.Rand, matchID string, mn int, pid string, hs, totHits, wDmg int, at time.Time) error {
+	if totHits == 0 {
+		return nil
+	}
+	var hits [9]int
+	hits[0] = min(hs, totHits)
+	rest := totHits - hits[0]
+	for q := 0; q < rest; q++ {
+		hits[pickWeighted(r, hitWeights)]++
+	}
+	wsum := 0.0
+	for q := range hits {
+		wsum += float64(hits[q]) * hitMult[q]
+	}
+	left := wDmg
+	var dmg [9]int
+	for q := range hits {
+		if q == 1 {
+			continue
+		}
+		dmg[q] = int(float64(wDmg) * float64(hits[q]) * hitMult[q] / wsum)
+		left -= dmg[q]
+	}
+	dmg[1] = left
+	for q := range hits {
+		if hits[q] == 0 && dmg[q] == 0 {
+			continue
+		}
+		if err := w.add(raw.DepthHitgroups, raw.DepthHitgroup{MatchID: matchID, MapNumber: mn, PlayerID: pid,
+			HitGroup: hitGroups[q], Hits: hits[q], Damage: dmg[q], ChangedAt: at}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (w *world) statRec(m *match, mapNum *int, ml mapLine, teamID string, tier int, kastNil, hsNil bool, at time.Time) raw.PlayerStat {
 	a := ml.acc
 	ps := raw.PlayerStat{MatchID: m.id, MapNumber: mapNum, PlayerID: w.players[ml.pid].id, TeamID: teamID,
@@ -513,62 +581,12 @@ func (w *world) emitDepth(r *rand.Rand, m *match, mi int, lu [2][5]int, acc *[2]
 					return err
 				}
 			}
-			// grenades
-			flash := int(float64(rounds) * 0.55 * (0.6 + 0.8*r.Float64()))
-			he := max(a.wk[wHE], int(float64(rounds)*0.3*(0.6+0.8*r.Float64())))
-			gr := []struct {
-				name           string
-				thrown, dmg, k int
-			}{
-				{"Flashbang", flash, 0, 0},
-				{"Smoke Grenade", int(float64(rounds) * 0.5 * (0.6 + 0.8*r.Float64())), 0, 0},
-				{"HE Grenade", he, a.wdmg[wHE] + he*r.IntN(16), a.wk[wHE]},
-				{"Molotov", int(float64(a.tRounds) * 0.35 * (0.5 + r.Float64())), 0, 0},
-				{"Incendiary Grenade", int(float64(a.ctRounds) * 0.3 * (0.5 + r.Float64())), 0, 0},
-				{"Decoy Grenade", r.IntN(2) * r.IntN(2), 0, 0},
+			flash, err := w.emitGrenades(r, m.id, mn, pid, a, rounds, at)
+			if err != nil {
+				return err
 			}
-			gr[3].dmg = gr[3].thrown * (5 + r.IntN(20))
-			gr[4].dmg = gr[4].thrown * (5 + r.IntN(20))
-			for _, g := range gr {
-				if g.thrown == 0 {
-					continue
-				}
-				if err := w.add(raw.DepthGrenades, raw.DepthGrenade{MatchID: m.id, MapNumber: mn, PlayerID: pid,
-					GrenadeName: g.name, Thrown: g.thrown, Damage: g.dmg, Kills: g.k, ChangedAt: at}); err != nil {
-					return err
-				}
-			}
-			// hit groups
-			if totHits > 0 {
-				var hits [9]int
-				hits[0] = min(a.hs, totHits)
-				rest := totHits - hits[0]
-				for q := 0; q < rest; q++ {
-					hits[pickWeighted(r, hitWeights)]++
-				}
-				wsum := 0.0
-				for q := range hits {
-					wsum += float64(hits[q]) * hitMult[q]
-				}
-				left := wDmg
-				var dmg [9]int
-				for q := range hits {
-					if q == 1 {
-						continue
-					}
-					dmg[q] = int(float64(wDmg) * float64(hits[q]) * hitMult[q] / wsum)
-					left -= dmg[q]
-				}
-				dmg[1] = left
-				for q := range hits {
-					if hits[q] == 0 && dmg[q] == 0 {
-						continue
-					}
-					if err := w.add(raw.DepthHitgroups, raw.DepthHitgroup{MatchID: m.id, MapNumber: mn, PlayerID: pid,
-						HitGroup: hitGroups[q], Hits: hits[q], Damage: dmg[q], ChangedAt: at}); err != nil {
-						return err
-					}
-				}
+			if err := w.emitHitgroups(r, m.id, mn, pid, a.hs, totHits, wDmg, at); err != nil {
+				return err
 			}
 			// duels
 			o := 1 - s

@@ -238,6 +238,53 @@ func (w *world) markUndatedAndCancelled(ts []*tplan, bestTop, bestLow int) {
 	}
 }
 
+// scheduleSlots gives each slot its time: the g group matches spread over
+// the first days, one day per playoff round (nPlayoff rounds), matches of a
+// day on parallel streams from the region's start hour.
+func scheduleSlots(r *rand.Rand, tp *tplan, slots []slot, g, nPlayoff int) {
+	days := tp.days
+	gd := max(days-nPlayoff, 1)
+	hour := regions[tp.regionIdx].hourUTC
+	day, stream := -1, 0
+	var free []int
+	perDay := 1
+	if g > 0 {
+		perDay = (g + gd - 1) / gd
+	}
+	for i := range slots {
+		s := &slots[i]
+		var d, streams int
+		if s.playoff == 0 {
+			d = i * gd / max(g, 1)
+			streams = (perDay + 4) / 5
+		} else {
+			d = min(gd+s.playoff-(4-nPlayoff), days-1)
+			streams = 1
+			if s.playoff == 1 {
+				streams = 2
+			}
+		}
+		if d != day {
+			day = d
+			free = make([]int, max(streams, 1))
+			for j := range free {
+				free[j] = hour * 60
+			}
+			stream = 0
+		}
+		if stream >= len(free) {
+			stream = 0
+		}
+		for len(free) < streams {
+			free = append(free, hour*60)
+		}
+		st := free[stream] + 5*r.IntN(4)
+		s.sched = tp.start.AddDate(0, 0, d).Add(time.Duration(st) * time.Minute)
+		free[stream] = st + []int{0, 80, 0, 190, 0, 290}[s.bestOf]
+		stream = (stream + 1) % max(streams, 1)
+	}
+}
+
 // slot is one planned match of a tournament.
 type slot struct {
 	stage   string
@@ -453,56 +500,7 @@ func (w *world) planSlots(r *rand.Rand, tp *tplan) []slot {
 			slots = append(slots, s)
 		}
 	}
-	// days: group stage first, one day per playoff round
-	days := tp.days
-	gd := days - len(po)
-	if gd < 1 {
-		gd = 1
-	}
-	hour := regions[tp.regionIdx].hourUTC
-	day, stream := -1, 0
-	var free []int
-	perDay := 1
-	if g > 0 {
-		perDay = (g + gd - 1) / gd
-	}
-	for i := range slots {
-		s := &slots[i]
-		var d, streams int
-		if s.playoff == 0 {
-			d = i * gd / max(g, 1)
-			streams = (perDay + 4) / 5
-		} else {
-			d = gd + s.playoff - (4 - len(po))
-			if d >= days {
-				d = days - 1
-			}
-			streams = 1
-			if s.playoff == 1 {
-				streams = 2
-			}
-		}
-		if d != day {
-			day = d
-			free = make([]int, max(streams, 1))
-			for j := range free {
-				free[j] = hour * 60
-			}
-			stream = 0
-		}
-		if stream >= len(free) {
-			stream = 0
-		}
-		if len(free) < streams {
-			for len(free) < streams {
-				free = append(free, hour*60)
-			}
-		}
-		st := free[stream] + 5*r.IntN(4)
-		s.sched = tp.start.AddDate(0, 0, d).Add(time.Duration(st) * time.Minute)
-		free[stream] = st + []int{0, 80, 0, 190, 0, 290}[s.bestOf]
-		stream = (stream + 1) % max(streams, 1)
-	}
+	scheduleSlots(r, tp, slots, g, len(po))
 	sort.SliceStable(slots, func(i, j int) bool {
 		if slots[i].playoff != slots[j].playoff {
 			return slots[i].playoff < slots[j].playoff
