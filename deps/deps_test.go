@@ -138,7 +138,6 @@ const maxLines = 100
 // splitting are the long functions being split (issue 13), pruned as the
 // splits land.
 var splitting = map[string]bool{
-	"ReadCS22024": true, "ReadCS22026": true, "ReadCSGO2015": true,
 	"Clean":             true,
 	"Run":               true,
 	"buildTeamProfiles": true, "buildPlayerSummaries": true,

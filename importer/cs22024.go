@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,29 +49,13 @@ import (
 // be split into player lines. Left null: tournament tier, region, dates;
 // team region, country, rank; players, vetoes, odds.
 func ReadCS22024(path string) (*Dataset, error) {
-	st, err := os.Stat(path)
+	dir, files, err := cs2024Files(path)
 	if err != nil {
 		return nil, err
 	}
-	var files []string
-	dir := filepath.Dir(path)
-	if st.IsDir() {
-		dir = path
-		files, _ = filepath.Glob(filepath.Join(path, "enhanced_matches_*.csv"))
-		sort.Strings(files)
-		if len(files) == 0 {
-			return nil, fmt.Errorf("importer: no enhanced_matches_*.csv in %s", path)
-		}
-	} else {
-		files = []string{path}
-	}
 	b := newBuilder("cs2-2024")
-	type match struct {
-		row map[string]string
-		raw raw.Match
-	}
 	seen := map[string]bool{}
-	var matches []match
+	var matches []map[string]string
 	for _, f := range files {
 		rows, err := readCSV(f)
 		if err != nil {
@@ -88,122 +72,15 @@ func ReadCS22024(path string) (*Dataset, error) {
 				continue
 			}
 			seen[id] = true
-			matches = append(matches, match{row: rw})
+			matches = append(matches, rw)
 		}
 	}
 	rounds, names, err := readRoundFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, mm := range matches {
-		rw := mm.row
-		id := rw["hltv_match_id"]
-		at, err := time.Parse(time.RFC3339, rw["date"])
-		if err != nil {
-			b.ds.Skipped["unreadable date"]++
-			continue
-		}
-		at = at.UTC()
-		n1, n2 := rw["team1_name"], rw["team2_name"]
-		ta, tb := TeamIDByName(n1), TeamIDByName(n2)
-		if Slug(n1) == "" || Slug(n2) == "" || ta == tb {
-			b.ds.Skipped["missing team name or the same team on both sides"]++
-			continue
-		}
-		s1, e1 := strconv.Atoi(rw["team1_score"])
-		s2, e2 := strconv.Atoi(rw["team2_score"])
-		if e1 != nil || e2 != nil {
-			b.ds.Skipped["unreadable series score"]++
-			continue
-		}
-		if s1 == s2 {
-			b.ds.Skipped["drawn or 0-0 series score"]++
-			continue
-		}
-		sa, sb, need := s1, s2, max(s1, s2)
-		var single *raw.MapResult
-		if need > 3 {
-			if !possibleMap(s1, s2) {
-				b.ds.Skipped["impossible single-map score"]++
-				continue
-			}
-			single = &raw.MapResult{MatchID: id, MapNumber: 1, ScoreA: s1, ScoreB: s2, ChangedAt: at}
-			sa, sb, need = 0, 0, 1
-			if s1 > s2 {
-				sa = 1
-			} else {
-				sb = 1
-			}
-		}
-		ev := EventIDByName(rw["event_name"])
-		if Slug(rw["event_name"]) == "" {
-			b.ds.Skipped["no event name"]++
-			continue
-		}
-		var lan *bool
-		switch strings.ToLower(rw["event_type"]) {
-		case "lan":
-			lan = ptr(true)
-		case "online":
-			lan = ptr(false)
-		}
-		b.event(ev, rw["event_name"], lan, at)
-		b.team(ta, n1, nil, at)
-		b.team(tb, n2, nil, at)
-
-		// map results
-		mapName := func(k int) string {
-			if rr, ok := rounds[id]; ok && k <= len(rr.names) && rr.names[k-1] != "" {
-				return MapName(rr.names[k-1])
-			}
-			if nn, ok := names[id]; ok && k <= len(nn) {
-				return MapName(nn[k-1])
-			}
-			return ""
-		}
-		var fromRounds []raw.MapResult
-		if rr, ok := rounds[id]; ok {
-			swap := false
-			switch {
-			case Slug(rr.team1) == Slug(n1) && Slug(rr.team2) == Slug(n2):
-			case Slug(rr.team1) == Slug(n2) && Slug(rr.team2) == Slug(n1):
-				swap = true
-			default:
-				b.ds.Notes["round-by-round row with other team names: not used"]++
-				rr = roundRow{}
-			}
-			for k := 1; k <= len(rr.maps) && k <= 2*need-1; k++ {
-				m, why := rr.maps[k-1].result(swap)
-				if why != "" {
-					if why != "not played" {
-						b.ds.Notes["series map without a map result: "+why]++
-					}
-					continue
-				}
-				m.MatchID, m.MapNumber, m.ChangedAt = id, k, at
-				if m.MapName = mapName(k); m.MapName == "" {
-					b.ds.Notes["series map without a map result: no map name"]++
-					continue
-				}
-				fromRounds = append(fromRounds, m)
-			}
-		}
-		if single != nil {
-			if single.MapName = mapName(1); single.MapName == "" {
-				b.ds.Notes["single-map match without a map result: no map name"]++
-			} else {
-				// the round file's halves, when they agree with the score
-				if len(fromRounds) == 1 && fromRounds[0].ScoreA == single.ScoreA && fromRounds[0].ScoreB == single.ScoreB {
-					single = &fromRounds[0]
-				}
-				b.ds.Maps = append(b.ds.Maps, *single)
-			}
-		} else {
-			b.ds.Maps = append(b.ds.Maps, fromRounds...)
-		}
-		m := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
-			ScheduledAt: at, ChangedAt: at}
-		b.match(m, sa, sb, false, Game{})
+	for _, rw := range matches {
+		b.cs2024Match(rw, rounds, names)
 	}
 	if n := len(rounds); n > 0 {
 		b.ds.Notes[fmt.Sprintf("round-by-round rows read: %d", n)]++
@@ -211,7 +88,137 @@ func ReadCS22024(path string) (*Dataset, error) {
 	return b.finish(), nil
 }
 
-func readCSV(path string) ([]map[string]string, error) {
+// cs2024Files is the dataset's folder and its enhanced_matches_*.csv files
+// (path: the folder, or one of the files).
+func cs2024Files(path string) (string, []string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if !st.IsDir() {
+		return filepath.Dir(path), []string{path}, nil
+	}
+	files, _ := filepath.Glob(filepath.Join(path, "enhanced_matches_*.csv"))
+	sort.Strings(files)
+	if len(files) == 0 {
+		return "", nil, fmt.Errorf("importer: no enhanced_matches_*.csv in %s", path)
+	}
+	return path, files, nil
+}
+
+// cs2024Match lands one row of the enhanced matches file, with its maps
+// from the round-by-round rows (or the map names file).
+func (b *builder) cs2024Match(rw map[string]string, rounds map[string]roundRow, names map[string][]string) {
+	id := rw["hltv_match_id"]
+	at, err := time.Parse(time.RFC3339, rw["date"])
+	if err != nil {
+		b.ds.Skipped["unreadable date"]++
+		return
+	}
+	at = at.UTC()
+	n1, n2 := rw["team1_name"], rw["team2_name"]
+	ta, tb := TeamIDByName(n1), TeamIDByName(n2)
+	if Slug(n1) == "" || Slug(n2) == "" || ta == tb {
+		b.ds.Skipped["missing team name or the same team on both sides"]++
+		return
+	}
+	s1, ok1 := atoi(rw["team1_score"])
+	s2, ok2 := atoi(rw["team2_score"])
+	if !ok1 || !ok2 {
+		b.ds.Skipped["unreadable series score"]++
+		return
+	}
+	if s1 == s2 {
+		b.ds.Skipped["drawn or 0-0 series score"]++
+		return
+	}
+	sa, sb, need := seriesScore(s1, s2)
+	var single *raw.MapResult
+	if max(s1, s2) > 3 {
+		if !possibleMap(s1, s2) {
+			b.ds.Skipped["impossible single-map score"]++
+			return
+		}
+		single = &raw.MapResult{MatchID: id, MapNumber: 1, ScoreA: s1, ScoreB: s2, ChangedAt: at}
+	}
+	ev := EventIDByName(rw["event_name"])
+	if Slug(rw["event_name"]) == "" {
+		b.ds.Skipped["no event name"]++
+		return
+	}
+	var lan *bool
+	switch strings.ToLower(rw["event_type"]) {
+	case "lan":
+		lan = ptr(true)
+	case "online":
+		lan = ptr(false)
+	}
+	b.event(ev, rw["event_name"], lan, at)
+	b.team(ta, n1, nil, at)
+	b.team(tb, n2, nil, at)
+	mapName := func(k int) string {
+		if rr, ok := rounds[id]; ok && k <= len(rr.names) && rr.names[k-1] != "" {
+			return MapName(rr.names[k-1])
+		}
+		if nn, ok := names[id]; ok && k <= len(nn) {
+			return MapName(nn[k-1])
+		}
+		return ""
+	}
+	fromRounds := b.cs2024RoundMaps(id, at, n1, n2, need, rounds, mapName)
+	if single == nil {
+		b.ds.Maps = append(b.ds.Maps, fromRounds...)
+	} else if single.MapName = mapName(1); single.MapName == "" {
+		b.ds.Notes["single-map match without a map result: no map name"]++
+	} else {
+		// the round file's halves, when they agree with the score
+		if len(fromRounds) == 1 && fromRounds[0].ScoreA == single.ScoreA && fromRounds[0].ScoreB == single.ScoreB {
+			single = &fromRounds[0]
+		}
+		b.ds.Maps = append(b.ds.Maps, *single)
+	}
+	m := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
+		ScheduledAt: at, ChangedAt: at}
+	b.match(m, sa, sb, false, Game{})
+}
+
+// cs2024RoundMaps reads a series' map results from its round-by-round row
+// (team names in either order), up to the maps the format allows.
+func (b *builder) cs2024RoundMaps(id string, at time.Time, n1, n2 string, need int, rounds map[string]roundRow,
+	mapName func(int) string) []raw.MapResult {
+	rr, ok := rounds[id]
+	if !ok {
+		return nil
+	}
+	swap := false
+	switch {
+	case Slug(rr.team1) == Slug(n1) && Slug(rr.team2) == Slug(n2):
+	case Slug(rr.team1) == Slug(n2) && Slug(rr.team2) == Slug(n1):
+		swap = true
+	default:
+		b.ds.Notes["round-by-round row with other team names: not used"]++
+		return nil
+	}
+	var out []raw.MapResult
+	for k := 1; k <= len(rr.maps) && k <= 2*need-1; k++ {
+		m, why := rr.maps[k-1].result(swap)
+		if why != "" {
+			if why != "not played" {
+				b.ds.Notes["series map without a map result: "+why]++
+			}
+			continue
+		}
+		m.MatchID, m.MapNumber, m.ChangedAt = id, k, at
+		if m.MapName = mapName(k); m.MapName == "" {
+			b.ds.Notes["series map without a map result: no map name"]++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func readCSV(path string, required ...string) ([]map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -222,6 +229,14 @@ func readCSV(path string) ([]map[string]string, error) {
 	head, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("importer: %s: %w", path, err)
+	}
+	for i := range head {
+		head[i] = strings.TrimSpace(head[i])
+	}
+	for _, need := range required {
+		if !slices.Contains(head, need) {
+			return nil, fmt.Errorf("importer: %s: no column %q (not the expected dataset file?)", path, need)
+		}
 	}
 	var out []map[string]string
 	for {
@@ -235,7 +250,7 @@ func readCSV(path string) ([]map[string]string, error) {
 		m := make(map[string]string, len(head))
 		for i, h := range head {
 			if i < len(rec) {
-				m[strings.TrimSpace(h)] = strings.TrimSpace(rec[i])
+				m[h] = strings.TrimSpace(rec[i])
 			}
 		}
 		out = append(out, m)

@@ -26,21 +26,24 @@ type cs2026Match struct {
 	Format     string      `json:"format"`
 	Stage      string      `json:"stage"`
 	Veto       []string    `json:"veto"`
-	Maps       []struct {
-		Map   string `json:"map"`
-		Team1 struct {
-			Score string `json:"score"`
-		} `json:"team1"`
-		Team2 struct {
-			Score string `json:"score"`
-		} `json:"team2"`
-		HalfScores string `json:"half_scores"`
-		Status     string `json:"status"`
-		Players    struct {
-			Team1 []cs2026Player `json:"team1"`
-			Team2 []cs2026Player `json:"team2"`
-		} `json:"players"`
-	} `json:"maps"`
+	Maps       []cs2026Map `json:"maps"`
+}
+
+// cs2026Map is one map of a cs2026Match.
+type cs2026Map struct {
+	Map   string `json:"map"`
+	Team1 struct {
+		Score string `json:"score"`
+	} `json:"team1"`
+	Team2 struct {
+		Score string `json:"score"`
+	} `json:"team2"`
+	HalfScores string `json:"half_scores"`
+	Status     string `json:"status"`
+	Players    struct {
+		Team1 []cs2026Player `json:"team1"`
+		Team2 []cs2026Player `json:"team2"`
+	} `json:"players"`
 }
 
 type cs2026Player struct {
@@ -160,68 +163,11 @@ func ReadCS22026(path string) (*Dataset, error) {
 		b.team(ta, m.Team1, nil, at)
 		b.team(tb, m.Team2, nil, at)
 
-		// vetoes
-		for _, line := range m.Veto {
-			v, ok := parseVeto(line, m.Team1, m.Team2, ta, tb)
-			if !ok {
-				b.ds.Notes["veto line not understood: not landed"]++
-				continue
-			}
-			v.MatchID, v.ChangedAt = id, at
-			b.ds.Vetoes = append(b.ds.Vetoes, v)
-		}
-
+		b.cs2026Vetoes(m, id, ta, tb, at)
 		played := 0
 		for i, mp := range m.Maps {
-			name := MapName(mp.Map)
-			if mp.Status != "played" || name == "" {
-				continue
-			}
-			s1, e1 := strconv.Atoi(mp.Team1.Score)
-			s2, e2 := strconv.Atoi(mp.Team2.Score)
-			if e1 != nil || e2 != nil || !possibleMap(s1, s2) {
-				b.ds.Skipped["map result: unreadable or impossible score"]++
-				continue
-			}
-			played++
-			r := raw.MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ScoreA: s1, ScoreB: s2, ChangedAt: at}
-			if pairs := pairRE.FindAllStringSubmatch(mp.HalfScores, -1); len(pairs) >= 2 {
-				n := func(s string) int { v, _ := strconv.Atoi(s); return v }
-				r.FirstHalfA, r.FirstHalfB = ptr(n(pairs[0][1])), ptr(n(pairs[0][2]))
-				r.SecondHalfA, r.SecondHalfB = ptr(n(pairs[1][1])), ptr(n(pairs[1][2]))
-				if len(pairs) > 2 {
-					oa, ob := 0, 0
-					for _, p := range pairs[2:] {
-						oa += n(p[1])
-						ob += n(p[2])
-					}
-					r.OvertimeA, r.OvertimeB = ptr(oa), ptr(ob)
-				}
-				if !halvesAddUp(&r) {
-					b.ds.Notes["map result landed without halves: halves do not add up"]++
-					r.FirstHalfA, r.FirstHalfB, r.SecondHalfA, r.SecondHalfB, r.OvertimeA, r.OvertimeB = nil, nil, nil, nil, nil, nil
-				}
-			} else {
-				b.ds.Notes["map result landed without halves: no half scores"]++
-			}
-			b.ds.Maps = append(b.ds.Maps, r)
-			for side, ps := range [][]cs2026Player{mp.Players.Team1, mp.Players.Team2} {
-				team := ta
-				if side == 1 {
-					team = tb
-				}
-				for _, p := range ps {
-					st, ok := statLine(p)
-					if !ok {
-						b.ds.Skipped["stat line: unreadable kd/adr/kast"]++
-						continue
-					}
-					pid := "player:" + team + ":" + Slug(p.Name)
-					b.player(pid, strings.TrimSpace(p.Name), team, at)
-					st.MatchID, st.MapNumber, st.PlayerID, st.TeamID = id, ptr(i+1), pid, team
-					st.RoundsPlayed, st.ChangedAt = s1+s2, at
-					b.ds.Stats = append(b.ds.Stats, st)
-				}
+			if b.cs2026Map(mp, id, i+1, ta, tb, at) {
+				played++
 			}
 		}
 		forfeit := played == 0
@@ -273,6 +219,76 @@ func parseVeto(line, name1, name2, id1, id2 string) (raw.Veto, bool) {
 	return raw.Veto{}, false
 }
 
+// cs2026Vetoes lands the veto lines a match's text holds.
+func (b *builder) cs2026Vetoes(m cs2026Match, id, ta, tb string, at time.Time) {
+	for _, line := range m.Veto {
+		v, ok := parseVeto(line, m.Team1, m.Team2, ta, tb)
+		if !ok {
+			b.ds.Notes["veto line not understood: not landed"]++
+			continue
+		}
+		v.MatchID, v.ChangedAt = id, at
+		b.ds.Vetoes = append(b.ds.Vetoes, v)
+	}
+}
+
+// cs2026Map lands one map of a match, when played: its result with the half
+// scores that add up, and the players' stat lines. It reports whether the
+// map was played.
+func (b *builder) cs2026Map(mp cs2026Map, id string, num int, ta, tb string, at time.Time) bool {
+	name := MapName(mp.Map)
+	if mp.Status != "played" || name == "" {
+		return false
+	}
+	s1, ok1 := atoi(mp.Team1.Score)
+	s2, ok2 := atoi(mp.Team2.Score)
+	if !ok1 || !ok2 || !possibleMap(s1, s2) {
+		b.ds.Skipped["map result: unreadable or impossible score"]++
+		return false
+	}
+	r := raw.MapResult{MatchID: id, MapNumber: num, MapName: name, ScoreA: s1, ScoreB: s2, ChangedAt: at}
+	if pairs := pairRE.FindAllStringSubmatch(mp.HalfScores, -1); len(pairs) >= 2 {
+		n := func(s string) int { v, _ := strconv.Atoi(s); return v }
+		r.FirstHalfA, r.FirstHalfB = ptr(n(pairs[0][1])), ptr(n(pairs[0][2]))
+		r.SecondHalfA, r.SecondHalfB = ptr(n(pairs[1][1])), ptr(n(pairs[1][2]))
+		if len(pairs) > 2 {
+			oa, ob := 0, 0
+			for _, p := range pairs[2:] {
+				oa += n(p[1])
+				ob += n(p[2])
+			}
+			r.OvertimeA, r.OvertimeB = ptr(oa), ptr(ob)
+		}
+		if !halvesAddUp(&r) {
+			b.ds.Notes["map result landed without halves: halves do not add up"]++
+			r.FirstHalfA, r.FirstHalfB, r.SecondHalfA, r.SecondHalfB, r.OvertimeA, r.OvertimeB = nil, nil, nil, nil, nil, nil
+		}
+	} else {
+		b.ds.Notes["map result landed without halves: no half scores"]++
+	}
+	b.ds.Maps = append(b.ds.Maps, r)
+	for side, ps := range [][]cs2026Player{mp.Players.Team1, mp.Players.Team2} {
+		team := ta
+		if side == 1 {
+			team = tb
+		}
+		for _, p := range ps {
+			st, ok := statLine(p)
+			if !ok {
+				b.ds.Skipped["stat line: unreadable kd/adr/kast"]++
+				continue
+			}
+			pid := "player:" + team + ":" + Slug(p.Name)
+			b.player(pid, strings.TrimSpace(p.Name), team, at)
+			st.MatchID, st.MapNumber, st.PlayerID, st.TeamID = id, ptr(num), pid, team
+			st.RoundsPlayed, st.ChangedAt = s1+s2, at
+			b.ds.Stats = append(b.ds.Stats, st)
+		}
+	}
+	return true
+}
+
+// statLine reads a player's map line (kills-deaths, ADR, KAST).
 func statLine(p cs2026Player) (raw.PlayerStat, bool) {
 	kd := kdRE.FindStringSubmatch(strings.TrimSpace(p.KD))
 	if kd == nil || strings.TrimSpace(p.Name) == "" || Slug(p.Name) == "" {

@@ -1,12 +1,6 @@
 package importer
 
 import (
-	"encoding/csv"
-	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/eodata/eo/raw"
@@ -41,154 +35,123 @@ import (
 // prize pool, location, is_lan; team region, short name, country; players,
 // stat lines, vetoes, rounds, odds; map started_at.
 func ReadCSGO2015(path string) (*Dataset, error) {
-	f, err := os.Open(path)
+	rows, err := readCSV(path, "date", "team_1", "team_2", "_map", "result_1", "result_2", "starting_ct",
+		"ct_1", "t_2", "t_1", "ct_2", "event_id", "match_id", "rank_1", "rank_2", "map_wins_1", "map_wins_2", "match_winner")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.ReuseRecord = false
-	head, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("importer: %s: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range head {
-		col[strings.TrimSpace(h)] = i
-	}
-	for _, need := range []string{"date", "team_1", "team_2", "_map", "result_1", "result_2", "starting_ct",
-		"ct_1", "t_2", "t_1", "ct_2", "event_id", "match_id", "rank_1", "rank_2", "map_wins_1", "map_wins_2", "match_winner"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("importer: %s: no column %q (not the csgo2015 results.csv?)", path, need)
-		}
-	}
-	type row map[string]string
 	var order []string
-	byMatch := map[string][]row{}
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("importer: %s: %w", path, err)
-		}
-		rw := row{}
-		for k, i := range col {
-			if i < len(rec) {
-				rw[k] = strings.TrimSpace(rec[i])
-			}
-		}
+	byMatch := map[string][]map[string]string{}
+	for _, rw := range rows {
 		id := rw["match_id"]
 		if _, ok := byMatch[id]; !ok {
 			order = append(order, id)
 		}
 		byMatch[id] = append(byMatch[id], rw)
 	}
-
 	b := newBuilder("csgo2015")
-	atoi := func(s string) (int, bool) {
-		v, err := strconv.Atoi(s)
-		return v, err == nil
-	}
 	for _, id := range order {
-		rows := byMatch[id]
-		r0 := rows[0]
-		day, err := time.Parse("2006-01-02", r0["date"])
-		if err != nil || id == "" {
-			b.ds.Skipped["unreadable date or match_id"]++
-			continue
-		}
-		ta, tb := TeamIDByName(r0["team_1"]), TeamIDByName(r0["team_2"])
-		if Slug(r0["team_1"]) == "" || Slug(r0["team_2"]) == "" || ta == tb {
-			b.ds.Skipped["missing team name or the same team on both sides"]++
-			continue
-		}
-		w1, ok1 := atoi(r0["map_wins_1"])
-		w2, ok2 := atoi(r0["map_wins_2"])
-		if !ok1 || !ok2 {
-			b.ds.Skipped["unreadable map_wins"]++
-			continue
-		}
-		if w1 == w2 {
-			b.ds.Skipped["drawn match (best-of-two 1-1 or a tied single map): the contract has no draw"]++
-			continue
-		}
-		sa, sb, need := w1, w2, max(w1, w2)
-		if need > 3 { // single map: map_wins are rounds
-			sa, sb, need = 0, 0, 1
-			if w1 > w2 {
-				sa = 1
-			} else {
-				sb = 1
-			}
-		}
-		if len(rows) > 2*need-1 {
-			b.ds.Skipped["more map rows than the inferred format allows"]++
-			continue
-		}
-		ev := "event:" + r0["event_id"]
-		b.event(ev, "HLTV event "+r0["event_id"], nil, day)
-		rk1, rk2 := 0, 0
-		var p1, p2 *int
-		if v, ok := atoi(r0["rank_1"]); ok && v > 0 {
-			rk1, p1 = v, ptr(v)
-		}
-		if v, ok := atoi(r0["rank_2"]); ok && v > 0 {
-			rk2, p2 = v, ptr(v)
-		}
-		b.team(ta, r0["team_1"], p1, day)
-		b.team(tb, r0["team_2"], p2, day)
-		allDefault := true
-		for i, rw := range rows {
-			name := MapName(rw["_map"])
-			if name == "" {
-				b.ds.Notes["Default (forfeited) map: no map result"]++
-				continue
-			}
-			allDefault = false
-			m := raw.MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ChangedAt: day}
-			var ok bool
-			if m.ScoreA, ok = atoi(rw["result_1"]); !ok {
-				b.ds.Skipped["map result: unreadable score"]++
-				continue
-			}
-			if m.ScoreB, ok = atoi(rw["result_2"]); !ok {
-				b.ds.Skipped["map result: unreadable score"]++
-				continue
-			}
-			if !possibleMap(m.ScoreA, m.ScoreB) {
-				b.ds.Skipped["map result: impossible or drawn map score"]++
-				continue
-			}
-			ct1, e1 := atoi(rw["ct_1"])
-			t1, e2 := atoi(rw["t_1"])
-			ct2, e3 := atoi(rw["ct_2"])
-			t2, e4 := atoi(rw["t_2"])
-			if e1 && e2 && e3 && e4 && (rw["starting_ct"] == "1" || rw["starting_ct"] == "2") {
-				if rw["starting_ct"] == "1" {
-					m.FirstHalfSideA = ptr("ct")
-					m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB = ptr(ct1), ptr(t2), ptr(t1), ptr(ct2)
-				} else {
-					m.FirstHalfSideA = ptr("t")
-					m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB = ptr(t1), ptr(ct2), ptr(ct1), ptr(t2)
-				}
-				oa, ob := m.ScoreA-ct1-t1, m.ScoreB-ct2-t2
-				if oa != 0 || ob != 0 {
-					m.OvertimeA, m.OvertimeB = ptr(oa), ptr(ob)
-				}
-				if oa < 0 || ob < 0 || !halvesAddUp(&m) {
-					b.ds.Notes["map result landed without halves: halves do not add up"]++
-					m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB, m.OvertimeA, m.OvertimeB = nil, nil, nil, nil, nil, nil
-				}
-			} else {
-				b.ds.Notes["map result landed without halves or side: unreadable"]++
-			}
-			b.ds.Maps = append(b.ds.Maps, m)
-		}
-		match := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
-			ScheduledAt: day, ChangedAt: day}
-		b.match(match, sa, sb, allDefault, Game{RankA: rk1, RankB: rk2})
+		b.csgo2015Match(id, byMatch[id])
 	}
 	return b.finish(), nil
+}
+
+// csgo2015Match lands one match from its map rows (one per map; the
+// match's fields repeat on each).
+func (b *builder) csgo2015Match(id string, rows []map[string]string) {
+	r0 := rows[0]
+	day, err := time.Parse("2006-01-02", r0["date"])
+	if err != nil || id == "" {
+		b.ds.Skipped["unreadable date or match_id"]++
+		return
+	}
+	ta, tb := TeamIDByName(r0["team_1"]), TeamIDByName(r0["team_2"])
+	if Slug(r0["team_1"]) == "" || Slug(r0["team_2"]) == "" || ta == tb {
+		b.ds.Skipped["missing team name or the same team on both sides"]++
+		return
+	}
+	w1, ok1 := atoi(r0["map_wins_1"])
+	w2, ok2 := atoi(r0["map_wins_2"])
+	if !ok1 || !ok2 {
+		b.ds.Skipped["unreadable map_wins"]++
+		return
+	}
+	if w1 == w2 {
+		b.ds.Skipped["drawn match (best-of-two 1-1 or a tied single map): the contract has no draw"]++
+		return
+	}
+	sa, sb, need := seriesScore(w1, w2) // a single map's map_wins are rounds
+	if len(rows) > 2*need-1 {
+		b.ds.Skipped["more map rows than the inferred format allows"]++
+		return
+	}
+	ev := "event:" + r0["event_id"]
+	b.event(ev, "HLTV event "+r0["event_id"], nil, day)
+	rk1, rk2 := 0, 0
+	var p1, p2 *int
+	if v, ok := atoi(r0["rank_1"]); ok && v > 0 {
+		rk1, p1 = v, ptr(v)
+	}
+	if v, ok := atoi(r0["rank_2"]); ok && v > 0 {
+		rk2, p2 = v, ptr(v)
+	}
+	b.team(ta, r0["team_1"], p1, day)
+	b.team(tb, r0["team_2"], p2, day)
+	allDefault := true
+	for i, rw := range rows {
+		name := MapName(rw["_map"])
+		if name == "" {
+			b.ds.Notes["Default (forfeited) map: no map result"]++
+			continue
+		}
+		allDefault = false
+		if m, ok := b.csgo2015Map(raw.MapResult{MatchID: id, MapNumber: i + 1, MapName: name, ChangedAt: day}, rw); ok {
+			b.ds.Maps = append(b.ds.Maps, m)
+		}
+	}
+	match := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
+		ScheduledAt: day, ChangedAt: day}
+	b.match(match, sa, sb, allDefault, Game{RankA: rk1, RankB: rk2})
+}
+
+// csgo2015Map completes a map result from its row: the score, and the
+// halves by side when they add up.
+func (b *builder) csgo2015Map(m raw.MapResult, rw map[string]string) (raw.MapResult, bool) {
+	var ok bool
+	if m.ScoreA, ok = atoi(rw["result_1"]); !ok {
+		b.ds.Skipped["map result: unreadable score"]++
+		return m, false
+	}
+	if m.ScoreB, ok = atoi(rw["result_2"]); !ok {
+		b.ds.Skipped["map result: unreadable score"]++
+		return m, false
+	}
+	if !possibleMap(m.ScoreA, m.ScoreB) {
+		b.ds.Skipped["map result: impossible or drawn map score"]++
+		return m, false
+	}
+	ct1, e1 := atoi(rw["ct_1"])
+	t1, e2 := atoi(rw["t_1"])
+	ct2, e3 := atoi(rw["ct_2"])
+	t2, e4 := atoi(rw["t_2"])
+	if !e1 || !e2 || !e3 || !e4 || (rw["starting_ct"] != "1" && rw["starting_ct"] != "2") {
+		b.ds.Notes["map result landed without halves or side: unreadable"]++
+		return m, true
+	}
+	if rw["starting_ct"] == "1" {
+		m.FirstHalfSideA = ptr("ct")
+		m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB = ptr(ct1), ptr(t2), ptr(t1), ptr(ct2)
+	} else {
+		m.FirstHalfSideA = ptr("t")
+		m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB = ptr(t1), ptr(ct2), ptr(ct1), ptr(t2)
+	}
+	oa, ob := m.ScoreA-ct1-t1, m.ScoreB-ct2-t2
+	if oa != 0 || ob != 0 {
+		m.OvertimeA, m.OvertimeB = ptr(oa), ptr(ob)
+	}
+	if oa < 0 || ob < 0 || !halvesAddUp(&m) {
+		b.ds.Notes["map result landed without halves: halves do not add up"]++
+		m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB, m.OvertimeA, m.OvertimeB = nil, nil, nil, nil, nil, nil
+	}
+	return m, true
 }

@@ -34,6 +34,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -191,6 +192,25 @@ func formatOf(need int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// atoi parses an integer; ok is false for anything else (empty included).
+func atoi(s string) (int, bool) {
+	v, err := strconv.Atoi(s)
+	return v, err == nil
+}
+
+// seriesScore reads a series score s1:s2 as maps won and the maps needed to
+// win it. A winner's score over 3 is a single map's rounds: the series is
+// 1:0 or 0:1, best of one.
+func seriesScore(s1, s2 int) (sa, sb, need int) {
+	if max(s1, s2) <= 3 {
+		return s1, s2, max(s1, s2)
+	}
+	if s1 > s2 {
+		return 1, 0, 1
+	}
+	return 0, 1, 1
+}
 
 // builder collects records with per-key latest values for teams and events.
 type builder struct {
