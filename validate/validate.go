@@ -122,6 +122,44 @@ func day(t time.Time) time.Time {
 
 // Run runs the harness on games (completed matches; forfeits are dropped).
 func Run(games []importer.Game, o Options) (*Report, error) {
+	o = o.withDefaults()
+	r, err := split(games, o.From)
+	if err != nil {
+		return nil, err
+	}
+	gs, nTune := r.Games, r.NTune
+	dates := agreementDates(r.First, r.Last, o.EveryMonths)
+	res, cfg := r.forecastModel(o, dates)
+	coin := make([]float64, len(gs))
+	for i := range coin {
+		coin[i] = 0.5
+	}
+	r.Forecasts[Coin] = coin
+	r.tuneElo(o)
+	if r.HasRanks {
+		r.RankA, r.RankB = FitRank(gs[:nTune])
+		pr := make([]float64, len(gs))
+		for i, g := range gs {
+			pr[i] = RankForecast(g, r.RankA, r.RankB)
+			if i >= nTune && (g.RankA <= 0 || g.RankB <= 0) {
+				r.NNoRank++
+			}
+		}
+		r.Forecasts[HLTVRank] = pr
+	}
+	r.score(o, cfg)
+	r.DeltaBrier, r.DeltaLow, r.DeltaHigh = pairedDelta(gs[nTune:], r.Forecasts[EOModel][nTune:], r.Forecasts[Elo][nTune:])
+	if r.HasRanks {
+		for ci, d := range dates {
+			if a, ok := agreement(gs, res.Ratings[ci], d, o.TopN); ok {
+				r.Agreement = append(r.Agreement, a)
+			}
+		}
+	}
+	return r, nil
+}
+
+func (o Options) withDefaults() Options {
 	if len(o.KGrid) == 0 {
 		o.KGrid = DefaultKGrid
 	}
@@ -137,6 +175,12 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 	if o.TopN <= 0 {
 		o.TopN = 30
 	}
+	return o
+}
+
+// split orders the played games by day and splits them at from (zero: the
+// first month after the first fifth) into the tuning and evaluation periods.
+func split(games []importer.Game, from time.Time) (*Report, error) {
 	r := &Report{Forecasts: map[string][]float64{}}
 	for _, g := range games {
 		if g.Forfeit {
@@ -157,7 +201,7 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 		return nil, fmt.Errorf("validate: no completed played match")
 	}
 	r.First, r.Last = gs[0].ScheduledAt, gs[len(gs)-1].ScheduledAt
-	r.From = o.From
+	r.From = from
 	if r.From.IsZero() {
 		t := gs[len(gs)/5].ScheduledAt
 		r.From = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
@@ -173,9 +217,13 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 			break
 		}
 	}
+	return r, nil
+}
 
-	// eo_model, with checkpoints for the rank agreement
-	dates := agreementDates(r.First, r.Last, o.EveryMonths)
+// forecastModel runs eo_model walk-forward over every game, with rating
+// checkpoints at dates (for the rank agreement).
+func (r *Report) forecastModel(o Options, dates []time.Time) (model.RunResult, model.ForecastConfig) {
+	gs := r.Games
 	mm := make([]model.Match, len(gs))
 	for i, g := range gs {
 		mm[i] = model.Match{ID: g.MatchID, TeamA: g.TeamA, TeamB: g.TeamB, ScheduledAt: g.ScheduledAt,
@@ -199,14 +247,13 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 		pm[i] = byID[g.MatchID]
 	}
 	r.Forecasts[EOModel] = pm
+	return res, cfg
+}
 
-	coin := make([]float64, len(gs))
-	for i := range coin {
-		coin[i] = 0.5
-	}
-	r.Forecasts[Coin] = coin
-
-	// Elo: tune on the tuning period only
+// tuneElo picks Elo's K and home term on the tuning period only, then
+// forecasts every game.
+func (r *Report) tuneElo(o Options) {
+	gs, nTune := r.Games, r.NTune
 	r.EloK, r.EloH = 24, 0
 	if nTune > 0 {
 		best := math.Inf(1)
@@ -220,21 +267,12 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 		}
 	}
 	r.Forecasts[Elo] = EloForecasts(gs, r.EloK, r.EloH)
+}
 
-	if r.HasRanks {
-		r.RankA, r.RankB = FitRank(gs[:nTune])
-		pr := make([]float64, len(gs))
-		for i, g := range gs {
-			pr[i] = RankForecast(g, r.RankA, r.RankB)
-			if i >= nTune && (g.RankA <= 0 || g.RankB <= 0) {
-				r.NNoRank++
-			}
-		}
-		r.Forecasts[HLTVRank] = pr
-	}
-
-	names := []string{EOModel, Elo, HLTVRank, Coin}
-	for _, n := range names {
+// score evaluates each forecast on the evaluation period.
+func (r *Report) score(o Options, cfg model.ForecastConfig) {
+	gs, nTune := r.Games, r.NTune
+	for _, n := range []string{EOModel, Elo, HLTVRank, Coin} {
 		p, ok := r.Forecasts[n]
 		if !ok {
 			continue
@@ -253,17 +291,6 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 		}
 		r.Scores = append(r.Scores, s)
 	}
-	r.DeltaBrier, r.DeltaLow, r.DeltaHigh = pairedDelta(gs[nTune:], pm[nTune:], r.Forecasts[Elo][nTune:])
-
-	// rank agreement
-	if r.HasRanks {
-		for ci, d := range dates {
-			if a, ok := agreement(gs, res.Ratings[ci], d, o.TopN); ok {
-				r.Agreement = append(r.Agreement, a)
-			}
-		}
-	}
-	return r, nil
 }
 
 func outcome(g importer.Game) float64 {
