@@ -138,8 +138,6 @@ const maxLines = 100
 // splitting are the long functions being split (issue 13), pruned as the
 // splits land.
 var splitting = map[string]bool{
-	"Clean":             true,
-	"Run":               true,
 	"buildTeamProfiles": true, "buildPlayerSummaries": true,
 }
 
