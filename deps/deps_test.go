@@ -135,12 +135,6 @@ func TestLibrariesReadNoEnvironment(t *testing.T) {
 // why it is longer ("long because").
 const maxLines = 100
 
-// splitting are the long functions being split (issue 13), pruned as the
-// splits land.
-var splitting = map[string]bool{
-	"buildTeamProfiles": true, "buildPlayerSummaries": true,
-}
-
 func TestFunctionLength(t *testing.T) {
 	for _, p := range listModule(t) {
 		for _, f := range parseFiles(t, p) {
@@ -150,7 +144,7 @@ func TestFunctionLength(t *testing.T) {
 					continue
 				}
 				n := f.fset.Position(fn.End()).Line - f.fset.Position(fn.Pos()).Line + 1
-				if n > maxLines && !strings.Contains(fn.Doc.Text(), "long because") && !splitting[fn.Name.Name] {
+				if n > maxLines && !strings.Contains(fn.Doc.Text(), "long because") {
 					t.Errorf("%s: %s runs %d lines (at most %d, or a comment saying why it is long)",
 						f.pos(fn.Pos()), fn.Name.Name, n, maxLines)
 				}

@@ -102,6 +102,8 @@ var OutputTables = []string{
 	"games", "tournaments", "teams", "team_names", "players", "matches", "match_events",
 	"map_results", "vetoes", "player_stats", "rounds", "depth_weapons", "depth_grenades",
 	"depth_hitgroups", "depth_duels", "depth_flashes", "lineups", "streams", "sandbox_sample",
+	"team_profiles", "team_map_profiles", // sql/derive/05_team_profiles.sql
+	"player_summaries", "player_map_summaries", // sql/derive/06_player_summaries.sql
 	"odds_lines", // sql/derive/00_odds.sql + sql/assemble/01_odds_lines.sql
 	// ratings and model (pipelines/model.go)
 	"rankings", "roster_history", "model_metrics", "model_forecasts",
@@ -120,6 +122,8 @@ var orderBy = map[string]string{
 	"depth_hitgroups": "match_id, map_number, player_id, hit_group", "depth_duels": "match_id, map_number, player_id, opponent_id",
 	"depth_flashes": "match_id, map_number, player_id", "lineups": "match_id, team_id",
 	"streams": "match_id, platform, channel", "sandbox_sample": "tournament_id, match_id",
+	"team_profiles": "team_id", "team_map_profiles": "team_id, map_name",
+	"player_summaries": "player_id", "player_map_summaries": "player_id, map_name",
 	// odds: grouped by match (outrights last, by tournament), each series oldest first
 	"odds_lines": "match_id NULLS LAST, tournament_id NULLS LAST, market_id, source, outcome_key, captured_at, id",
 	"live_ids":   "kind, upstream_id",

@@ -318,3 +318,66 @@ func TestSlugify(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotDocumentsEveryTable holds SNAPSHOT.md to what the pipeline
+// publishes: a section per exported table (and none for a table that is not
+// exported), listing exactly the table's columns.
+func TestSnapshotDocumentsEveryTable(t *testing.T) {
+	st, err := publish.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	landDir(t, st, "testdata/fixture", landedAt, nil)
+	got := dump(t, runPipeline(t, st))
+	b, err := os.ReadFile("../SNAPSHOT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := documentedColumns(string(b))
+	for name, text := range got {
+		header, _, _ := strings.Cut(text, "\n")
+		var cols []string
+		for _, f := range strings.Fields(header) {
+			c, _, _ := strings.Cut(f, ":")
+			cols = append(cols, c)
+		}
+		d, ok := doc[name]
+		if !ok {
+			t.Errorf("SNAPSHOT.md has no section for the published table %s", name)
+			continue
+		}
+		if strings.Join(d, ",") != strings.Join(cols, ",") {
+			t.Errorf("SNAPSHOT.md's %s lists columns\n  %v\nthe table has\n  %v", name, d, cols)
+		}
+	}
+	for name := range doc {
+		if _, ok := got[name]; !ok {
+			t.Errorf("SNAPSHOT.md documents %s, which the pipeline does not publish", name)
+		}
+	}
+}
+
+// documentedColumns reads the "## Tables" part of SNAPSHOT.md: each "###
+// <table>" section's column names, from the first cell of its table rows
+// ("| `a`, `b` | ..." names two).
+func documentedColumns(md string) map[string][]string {
+	_, tables, _ := strings.Cut(md, "\n## Tables\n")
+	tables, _, _ = strings.Cut(tables, "\n## ")
+	out := map[string][]string{}
+	var cur string
+	for _, line := range strings.Split(tables, "\n") {
+		if name, ok := strings.CutPrefix(line, "### "); ok {
+			cur = strings.TrimSpace(name)
+			out[cur] = nil
+			continue
+		}
+		if cur == "" || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cell, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, c := range strings.Split(cell, ",") {
+			out[cur] = append(out[cur], strings.Trim(strings.TrimSpace(c), "`"))
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"math"
 	"sort"
 	"time"
 )
@@ -582,4 +583,14 @@ func (v *View) liveMaps(mi int32) []MapResult {
 		out = append(out, x.row(id))
 	}
 	return out
+}
+
+// pct is num/den as a percentage with one decimal, nil when den is 0 (as
+// the pipeline's eo_pct).
+func pct(num, den int) *float64 {
+	if den == 0 {
+		return nil
+	}
+	v := math.Round(1000*float64(num)/float64(den)) / 10
+	return &v
 }

@@ -131,6 +131,10 @@ type tables struct {
 	rankings    []RankingRow
 	roster      []RosterRow
 	metrics     []ModelMetricsRow
+	teamProf    []TeamProfile
+	teamMaps    []TeamMapProfile
+	playerSum   []PlayerSummary
+	playerMaps  []PlayerMapSummary
 }
 
 // Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
@@ -170,6 +174,13 @@ func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 	read("rankings", func(p string) (err error) { t.rankings, err = readParquet[RankingRow](gctx, p); return })
 	read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](gctx, p); return })
 	read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](gctx, p); return })
+	read("team_profiles", func(p string) (err error) { t.teamProf, err = readParquet[TeamProfile](gctx, p); return })
+	read("team_map_profiles", func(p string) (err error) { t.teamMaps, err = readParquet[TeamMapProfile](gctx, p); return })
+	read("player_summaries", func(p string) (err error) { t.playerSum, err = readParquet[PlayerSummary](gctx, p); return })
+	read("player_map_summaries", func(p string) (err error) {
+		t.playerMaps, err = readParquet[PlayerMapSummary](gctx, p)
+		return
+	})
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrCorrupt) {
 			return nil, err
@@ -282,8 +293,8 @@ func build(m Meta, t *tables) *Snapshot {
 			s.upstreamOf[r.ID] = r.UpstreamID
 		}
 	}
-	s.teamProfiles = buildTeamProfiles(s, maps, t.rounds, t.vetoes)
-	s.playerSummaries = buildPlayerSummaries(s, t.stats, maps)
+	s.teamProfiles = renderTeamProfiles(t.teamProf, t.teamMaps)
+	s.playerSummaries = renderPlayerSummaries(t.playerSum, t.playerMaps)
 	s.odds = buildOdds(s, t.odds)
 	for i := range s.matches {
 		s.coverage.add(&s.matches[i], 1)
