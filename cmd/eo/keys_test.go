@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// eoCLI runs this binary as the eo command with args and returns its
+// standard output; a failing command fails the test.
+func eoCLI(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(append(os.Environ(), "EO_TEST_EXEC_MAIN=1"), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("eo %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return string(out)
+}
+
+// TestKeysRoundTrip drives `eo keys` as an operator would, beside a running
+// `eo serve` on the same work folder: an account and a key created by the
+// CLI are listed (only the key's display form), the key is served, and once
+// `eo keys revoke` has run the edge refuses it within its reload interval.
+func TestKeysRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts eo serve")
+	}
+	store := sharedWorld(t)
+	work := filepath.Join(t.TempDir(), "work")
+	env := []string{"EO_STORE=" + store, "EO_WORK=" + work}
+	acct := regexp.MustCompile(`^account (\S+) \(ci account\)`).FindStringSubmatch(eoCLI(t, env, "keys", "account", "create", "--name", "ci account"))
+	if acct == nil {
+		t.Fatal("eo keys account create printed no account id")
+	}
+	out := eoCLI(t, env, "keys", "create", "--account", acct[1], "--plan", "standard")
+	m := regexp.MustCompile(`^key (\S+) \(standard plan\)[^\n]*\n(eo_live_[0-9a-f]{48})\n$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("eo keys create printed %q", out)
+	}
+	keyID, key := m[1], m[2]
+	list := eoCLI(t, env, "keys", "list", "--account", acct[1])
+	if !strings.Contains(list, keyID) || strings.Contains(list, key) {
+		t.Fatalf("eo keys list must name the key by id and never print it:\n%s", list)
+	}
+
+	p := startEdgeIn(t, store, work, key, 0, "EO_KEY_RELOAD=100ms")
+	if code, body := p.get("/v1/cs2/matches?limit=1", key); code != 200 {
+		t.Fatalf("the new key: %d %s", code, body)
+	}
+	eoCLI(t, env, "keys", "revoke", "--key", keyID)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := p.get("/v1/cs2/matches?limit=1", key)
+		if code == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a revoked key still gets %d after 10 s (reload every 100ms)", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if list := eoCLI(t, env, "keys", "list", "--account", acct[1]); !strings.Contains(list, "revoked") {
+		t.Errorf("eo keys list does not show the revocation:\n%s", list)
+	}
+}
