@@ -17,18 +17,17 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 func TestProfilesGolden(t *testing.T) {
 	ts := newTestServer(t)
 	var b strings.Builder
+	var paths []string
 	for _, tm := range ts.Current().Teams() {
-		r := ts.get(t, "/v1/cs2/teams/"+tm.ID.String()+"/profile")
-		if r.status != 200 {
-			t.Fatalf("team %s profile: %d %s", tm.ID, r.status, r.body)
-		}
-		b.Write(r.body)
-		b.WriteByte('\n')
+		paths = append(paths, "/v1/cs2/teams/"+tm.ID.String()+"/profile")
 	}
 	for _, p := range ts.Current().Players() {
-		r := ts.get(t, "/v1/cs2/players/"+p.ID.String()+"/stats")
+		paths = append(paths, "/v1/cs2/players/"+p.ID.String()+"/stats")
+	}
+	for _, path := range paths {
+		r := ts.get(t, path)
 		if r.status != 200 {
-			t.Fatalf("player %s stats: %d %s", p.ID, r.status, r.body)
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
 		}
 		b.Write(r.body)
 		b.WriteByte('\n')

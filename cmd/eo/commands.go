@@ -69,6 +69,15 @@ func openStore(ctx context.Context, cfg Config, location string,
 	return open(ctx, location, cfg.S3)
 }
 
+// parseOpen parses a command's flags, then opens its logger and store.
+func (c *common) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) (*slog.Logger, publish.Store, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	st, err := c.openStore(ctx)
+	return c.logger(), st, err
+}
+
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
@@ -151,11 +160,7 @@ func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 	c.register(fs)
 	c.registerPipeline(fs)
 	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log := c.logger()
-	st, err := c.openStore(ctx)
+	log, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}
@@ -184,10 +189,7 @@ func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
 	c := common{cfg: cfg}
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := c.openStore(ctx)
+	_, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}
@@ -215,11 +217,7 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	c.register(fs)
 	c.registerPipeline(fs)
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log := c.logger()
-	st, err := c.openStore(ctx)
+	log, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}

@@ -23,14 +23,11 @@ func cmdUsage(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("usage export", flag.ContinueOnError)
 	c := common{cfg: cfg}
 	c.register(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	st, err := c.openStore(ctx)
+	log, st, err := c.parseOpen(ctx, fs, args[1:])
 	if err != nil {
 		return err
 	}
-	ctr, err := c.counters(ctx, c.logger())
+	ctr, err := c.counters(ctx, log)
 	if err != nil {
 		return err
 	}
