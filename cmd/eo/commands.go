@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -293,6 +294,10 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 			return err
 		}
 	}
+	// The background work (scheduled runs, the live replay and lander) has
+	// stopped when eo up returns: a run in progress finishes or aborts first.
+	var bg sync.WaitGroup
+	defer bg.Wait()
 	// The edge is built after the first run; runs it triggers later reload
 	// it as soon as they publish.
 	var srv atomic.Pointer[edge.Server]
@@ -319,15 +324,15 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	return serve(ctx, c, *addr, func(s *edge.Server, addr string) error {
 		srv.Store(s)
 		// Live path: replay matches on an in-process feed (cmd/eo/live.go).
-		if err := startLocalLive(ctx, log, st, c.work, s, ll); err != nil {
+		if err := startLocalLive(ctx, log, st, c.work, s, ll, &bg); err != nil {
 			return err
 		}
 		if *spec != "off" {
-			go func() {
+			bg.Go(func() {
 				if err := runner.Schedule(ctx, *spec); err != nil {
 					log.Error("in-process jobs stopped", "err", err)
 				}
-			}()
+			})
 			log.Info("in-process jobs scheduled", "schedule", *spec)
 		}
 		return printReadyKeys(rk, s, addr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +50,10 @@ type localLive struct {
 // first, then the next scheduled; rounds, maps, status and synthetic book
 // prices), and a lander that appends the events to the raw area so the
 // next pipeline run includes them. Book ids go to the feed and the raw
-// landing only. Everything stops with ctx.
-func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, ll localLive) error {
+// landing only. Everything stops with ctx; bg waits for it to have stopped
+// (the lander's last batch landed).
+func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, ll localLive,
+	bg *sync.WaitGroup) error {
 	if ll.slots <= 0 {
 		return nil
 	}
@@ -61,9 +64,11 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 	landing := "off"
 	if ll.landEvery > 0 {
 		lander := &live.Lander{Feed: feed, Store: st, TmpDir: work, Logger: log, Interval: ll.landEvery}
-		if _, err := lander.Start(ctx); err != nil {
+		done, err := lander.Start(ctx)
+		if err != nil {
 			return err
 		}
+		bg.Go(func() { <-done })
 		landing = ll.landEvery.String()
 	}
 	if ll.speed <= 0 {
@@ -74,11 +79,11 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 		Started: func(m live.ReplayMatch) {
 			log.Info("live replay: match starts", "upstream_id", m.UpstreamID, "status", m.Status, "best_of", m.BestOf)
 		}}
-	go func() {
+	bg.Go(func() {
 		if err := rp.Run(ctx); err != nil {
 			log.Warn("live replay stopped", "err", err)
 		}
-	}()
+	})
 	log.Info("live replay started", "slots", ll.slots, "round_every", rp.RoundEvery, "land_every", landing)
 	return nil
 }
