@@ -113,14 +113,7 @@ func benchKeys(b *testing.B) (string, string) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	acct, err := st.CreateAccount("bench", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, _, err := st.CreateKey(acct.ID, access.PlanInternal)
-	if err != nil {
-		b.Fatal(err)
-	}
+	key := newTestKey(b, st, access.PlanInternal)
 	return path, key
 }
 

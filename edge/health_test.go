@@ -50,8 +50,7 @@ func TestRedisFaultsFailFastAndShowInHealth(t *testing.T) {
 	clk := &fakeClock{t: fixtureNow}
 	keys := openTestKeys(t, clk)
 	ms := newMeteredServer(t, r, keys, nil, clk)
-	acct, _ := keys.CreateAccount("acme", 0)
-	key, _, _ := keys.CreateKey(acct.ID, access.PlanInternal)
+	key := newTestKey(t, keys, access.PlanInternal)
 	if r := ms.get(t, "/v1/cs2/coverage", key); r.status != 200 {
 		t.Fatalf("before the fault: %d %s", r.status, r.body)
 	}

@@ -77,6 +77,20 @@ func openTestKeys(t testing.TB, clk *fakeClock) *access.Store {
 	return k
 }
 
+// newTestKey creates an account with one key of plan and returns the key.
+func newTestKey(t testing.TB, keys *access.Store, plan string) string {
+	t.Helper()
+	acct, err := keys.CreateAccount("acme", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := keys.CreateKey(acct.ID, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 func openEmbedded(t testing.TB) access.Counters {
 	c, err := access.OpenEmbedded(filepath.Join(t.TempDir(), "c.db"), 20*time.Millisecond)
 	if err != nil {
@@ -145,8 +159,7 @@ func TestSandboxScope(t *testing.T) {
 	plans := access.DefaultPlans()
 	plans[access.PlanSandbox] = access.PlanLimits{Burst: 1000, Rate: 1000, LifetimeQuota: 1000}
 	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
-	acct, _ := keys.CreateAccount("sb", 0)
-	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
+	key := newTestKey(t, keys, access.PlanSandbox)
 	s := ms.snap()
 	tours, sample := s.Sample()
 	if len(tours) != 2 || len(sample) == 0 {
@@ -204,8 +217,7 @@ func TestSandboxQuotaHasNoRetryAfter(t *testing.T) {
 	plans := access.DefaultPlans()
 	plans[access.PlanSandbox] = access.PlanLimits{Burst: 20, Rate: 5, LifetimeQuota: 2}
 	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
-	acct, _ := keys.CreateAccount("sb", 0)
-	key, _, _ := keys.CreateKey(acct.ID, access.PlanSandbox)
+	key := newTestKey(t, keys, access.PlanSandbox)
 	// Outside the sample: 403 and not counted, while allowance remains.
 	if r := ms.get(t, "/v1/cs2/teams", key); r.status != 403 || r.code(t) != "sandbox_scope" {
 		t.Fatalf("out of sample with allowance left: %d %s", r.status, r.body)

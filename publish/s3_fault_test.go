@@ -11,22 +11,6 @@ import (
 	"github.com/eodata/eo/publish/miniotest"
 )
 
-// within runs fn and fails the test when it has not returned after limit:
-// the fault tests below assert that a call ends (with an error), where it
-// used to hang for many minutes.
-func within(t *testing.T, limit time.Duration, what string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(limit):
-		t.Fatalf("%s still blocked after %s: a hung store stalls the caller", what, limit)
-		return nil
-	}
-}
-
 // TestS3FrozenOrKilledServerFailsFast: with the MinIO process frozen
 // (SIGSTOP: connections are accepted, nothing answers) or killed, every
 // store call fails within its I/O timeout and attempts instead of blocking
@@ -67,7 +51,7 @@ func TestS3FrozenOrKilledServerFailsFast(t *testing.T) {
 		}
 		for name, fn := range calls {
 			// 2 attempts x 1 s I/O timeout plus backoff; a minute is a hang.
-			if err := within(t, time.Minute, fmt.Sprintf("%s with the server %s", name, fault), fn); err == nil {
+			if err := miniotest.Within(t, time.Minute, fmt.Sprintf("%s with the server %s", name, fault), fn); err == nil {
 				t.Fatalf("%s with the server %s succeeded", name, fault)
 			}
 		}
@@ -77,7 +61,7 @@ func TestS3FrozenOrKilledServerFailsFast(t *testing.T) {
 			t.Fatal(err)
 		}
 		var p Pointer
-		err := within(t, time.Minute, "ReadPointer after the fault", func() (err error) {
+		err := miniotest.Within(t, time.Minute, "ReadPointer after the fault", func() (err error) {
 			for i := 0; i < 30; i++ { // the relaunched server may take a moment
 				if p, err = ReadPointer(ctx, s); err == nil {
 					return nil

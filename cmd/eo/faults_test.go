@@ -297,7 +297,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 
 	// Frozen.
 	srv.Freeze()
-	if err := withinLimit(t, 2*time.Minute, "eo pipeline run with MinIO frozen", pipeline); err == nil {
+	if err := miniotest.Within(t, 2*time.Minute, "eo pipeline run with MinIO frozen", pipeline); err == nil {
 		t.Fatal("eo pipeline run with MinIO frozen succeeded")
 	}
 	if code, body := p.get("/v1/cs2/matches?limit=1", p.key); code != 200 {
@@ -339,21 +339,6 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, p2, `msg="snapshot loaded" snapshot=`+ptr.SnapshotID)
-}
-
-// withinLimit runs fn and fails the test when it has not returned after
-// limit (the call hangs).
-func withinLimit(t *testing.T, limit time.Duration, what string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(limit):
-		t.Fatalf("%s still blocked after %s", what, limit)
-		return nil
-	}
 }
 
 // waitFor waits up to 30 s for the edge's output to contain s.

@@ -231,3 +231,19 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Within runs fn and fails the test when it has not returned after limit: a
+// fault test asserts that a call to a frozen or killed server ends (with an
+// error) instead of hanging.
+func Within(t testing.TB, limit time.Duration, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("%s still blocked after %s: a hung store stalls the caller", what, limit)
+		return nil
+	}
+}
