@@ -339,43 +339,47 @@ type roundRow struct {
 func readRoundFiles(dir string) (map[string]roundRow, map[string][]string, error) {
 	rounds := map[string]roundRow{}
 	names := map[string][]string{}
-	if p := filepath.Join(dir, "combined_round_by_round_with_map_names_partial.csv"); fileExists(p) {
-		rows, err := readCSV(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, rw := range rows {
-			mm := matchURLID.FindStringSubmatch(rw["match_url"])
-			if mm == nil {
-				continue
+	err := eachMatchRow(filepath.Join(dir, "combined_round_by_round_with_map_names_partial.csv"), func(id string, rw map[string]string) {
+		rr := roundRow{team1: rw["team1_name"], team2: rw["team2_name"]}
+		for k := 1; k <= 3; k++ {
+			p := fmt.Sprintf("map%d_", k)
+			m := roundMap{side: strings.ToLower(rw[p+"team1_startside"]), winner: strings.ToLower(rw[p+"winner"])}
+			for n := 1; n <= 24; n++ {
+				m.winners = append(m.winners, strings.ToLower(rw[fmt.Sprintf("%sround%d_winner", p, n)]))
 			}
-			rr := roundRow{team1: rw["team1_name"], team2: rw["team2_name"]}
-			for k := 1; k <= 3; k++ {
-				p := fmt.Sprintf("map%d_", k)
-				m := roundMap{side: strings.ToLower(rw[p+"team1_startside"]), winner: strings.ToLower(rw[p+"winner"])}
-				for n := 1; n <= 24; n++ {
-					m.winners = append(m.winners, strings.ToLower(rw[fmt.Sprintf("%sround%d_winner", p, n)]))
-				}
-				rr.maps = append(rr.maps, m)
-				rr.names = append(rr.names, rw[p+"name"])
-			}
-			rounds[mm[1]] = rr
+			rr.maps = append(rr.maps, m)
+			rr.names = append(rr.names, rw[p+"name"])
 		}
+		rounds[id] = rr
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if p := filepath.Join(dir, "map_names.csv"); fileExists(p) {
-		rows, err := readCSV(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, rw := range rows {
-			mm := matchURLID.FindStringSubmatch(rw["match_url"])
-			if mm == nil {
-				continue
-			}
-			names[mm[1]] = []string{rw["map1_name"], rw["map2_name"], rw["map3_name"]}
-		}
+	err = eachMatchRow(filepath.Join(dir, "map_names.csv"), func(id string, rw map[string]string) {
+		names[id] = []string{rw["map1_name"], rw["map2_name"], rw["map3_name"]}
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return rounds, names, nil
+}
+
+// eachMatchRow calls fn with each row of the CSV file at path (if there is
+// one) that names a match by its HLTV match URL, with the match's id.
+func eachMatchRow(path string, fn func(id string, rw map[string]string)) error {
+	if !fileExists(path) {
+		return nil
+	}
+	rows, err := readCSV(path)
+	if err != nil {
+		return err
+	}
+	for _, rw := range rows {
+		if mm := matchURLID.FindStringSubmatch(rw["match_url"]); mm != nil {
+			fn(mm[1], rw)
+		}
+	}
+	return nil
 }
 
 func fileExists(p string) bool {

@@ -201,20 +201,13 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 // readMapLines reads the map-level rating lines of completed matches in
 // (from, to].
 func (r *run) readMapLines(ctx context.Context, from, to time.Time) ([]model.MapLine, error) {
-	rows, err := r.db.QueryContext(ctx, sqlModelReadMapLines, from, to)
+	lines, err := collect(ctx, r.db, sqlModelReadMapLines, []any{from, to}, func(l *model.MapLine) []any {
+		return []any{&l.PlayerID, &l.MatchID, &l.At, &l.Rating}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("model: read stat lines: %w", err)
 	}
-	defer rows.Close()
-	var lines []model.MapLine
-	for rows.Next() {
-		var l model.MapLine
-		if err := rows.Scan(&l.PlayerID, &l.MatchID, &l.At, &l.Rating); err != nil {
-			return nil, err
-		}
-		lines = append(lines, l)
-	}
-	return lines, rows.Err()
+	return lines, nil
 }
 
 // writeRosterHistory fills out_roster_history from the map-level stat lines
@@ -246,23 +239,17 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 		return err
 	}
 	// Renames: every name a team took after its first.
-	renames := map[string][]time.Time{}
-	nrows, err := db.QueryContext(ctx, sqlModelReadTeamRenames)
+	type rename struct {
+		team string
+		at   time.Time
+	}
+	rs, err := collect(ctx, db, sqlModelReadTeamRenames, nil, func(x *rename) []any { return []any{&x.team, &x.at} })
 	if err != nil {
 		return fmt.Errorf("model: read team names: %w", err)
 	}
-	for nrows.Next() {
-		var team string
-		var at time.Time
-		if err := nrows.Scan(&team, &at); err != nil {
-			nrows.Close()
-			return err
-		}
-		renames[team] = append(renames[team], at.UTC())
-	}
-	nrows.Close()
-	if err := nrows.Err(); err != nil {
-		return err
+	renames := map[string][]time.Time{}
+	for _, x := range rs {
+		renames[x.team] = append(renames[x.team], x.at.UTC())
 	}
 
 	type row struct {

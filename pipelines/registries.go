@@ -118,25 +118,12 @@ func (r *run) loadRegistries(ctx context.Context) (int64, error) {
 // mintIDs gives every tournament, team, player and match seen for the first
 // time its id.
 func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, error) {
-	rows, err := r.db.QueryContext(ctx, sqlRegNewKeys)
-	if err != nil {
-		return 0, err
-	}
 	type rec struct {
 		kind, key string
 		seq       int
 	}
-	var recs []rec
-	for rows.Next() {
-		var x rec
-		if err := rows.Scan(&x.kind, &x.key, &x.seq); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		recs = append(recs, x)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	recs, err := collect(ctx, r.db, sqlRegNewKeys, nil, func(x *rec) []any { return []any{&x.kind, &x.key, &x.seq} })
+	if err != nil {
 		return 0, err
 	}
 	if len(recs) == 0 {
@@ -165,26 +152,15 @@ func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, 
 // assignSlugs keeps the slug of every key whose name did not change and gives
 // new and renamed keys a fresh slug, unique within its kind.
 func (r *run) assignSlugs(ctx context.Context) (int64, error) {
-	rows, err := r.db.QueryContext(ctx, sqlRegSlugCandidates)
-	if err != nil {
-		return 0, err
-	}
 	type rec struct {
 		kind, key, name string
 		oldName, slug   sql.NullString
 		seen            time.Time
 	}
-	var recs []rec
-	for rows.Next() {
-		var x rec
-		if err := rows.Scan(&x.kind, &x.key, &x.name, &x.oldName, &x.slug, &x.seen); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		recs = append(recs, x)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	recs, err := collect(ctx, r.db, sqlRegSlugCandidates, nil, func(x *rec) []any {
+		return []any{&x.kind, &x.key, &x.name, &x.oldName, &x.slug, &x.seen}
+	})
+	if err != nil {
 		return 0, err
 	}
 	used := map[string]bool{}
@@ -222,4 +198,23 @@ func (r *run) assignSlugs(ctx context.Context) (int64, error) {
 		return []any{recs[i].kind, recs[i].key, recs[i].name, final[i]}
 	})
 	return int64(changed), err
+}
+
+// collect reads every row of a query into a T; scan names the fields a row
+// is scanned into.
+func collect[T any](ctx context.Context, db *sql.DB, query string, args []any, scan func(*T) []any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var x T
+		if err := rows.Scan(scan(&x)...); err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
 }
