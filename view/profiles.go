@@ -78,39 +78,42 @@ type PlayerSummary struct {
 	Maps          []PlayerMapSummary `json:"maps"`
 }
 
-// renderTeamProfiles renders each team's profile with its maps (by name).
+// renderTeamProfiles renders each team's profile with its maps.
 func renderTeamProfiles(rows []TeamProfile, maps []TeamMapProfile) map[ID][]byte {
-	byTeam := map[ID][]TeamMapProfile{}
-	for _, m := range maps {
-		byTeam[m.TeamID] = append(byTeam[m.TeamID], m)
-	}
+	byTeam := byOwner(maps, func(m TeamMapProfile) (ID, string) { return m.TeamID, m.MapName })
 	out := make(map[ID][]byte, len(rows))
 	for _, p := range rows {
-		p.Maps = byTeam[p.TeamID]
-		if p.Maps == nil {
-			p.Maps = []TeamMapProfile{}
-		}
-		slices.SortFunc(p.Maps, func(a, b TeamMapProfile) int { return strings.Compare(a.MapName, b.MapName) })
+		p.Maps = append([]TeamMapProfile{}, byTeam[p.TeamID]...)
 		out[p.TeamID] = mustJSON(p)
 	}
 	return out
 }
 
-// renderPlayerSummaries renders each player's summary with its maps (by
-// name).
+// renderPlayerSummaries renders each player's summary with its maps.
 func renderPlayerSummaries(rows []PlayerSummary, maps []PlayerMapSummary) map[ID][]byte {
-	byPlayer := map[ID][]PlayerMapSummary{}
-	for _, m := range maps {
-		byPlayer[m.PlayerID] = append(byPlayer[m.PlayerID], m)
-	}
+	byPlayer := byOwner(maps, func(m PlayerMapSummary) (ID, string) { return m.PlayerID, m.MapName })
 	out := make(map[ID][]byte, len(rows))
 	for _, p := range rows {
-		p.Maps = byPlayer[p.PlayerID]
-		if p.Maps == nil {
-			p.Maps = []PlayerMapSummary{}
-		}
-		slices.SortFunc(p.Maps, func(a, b PlayerMapSummary) int { return strings.Compare(a.MapName, b.MapName) })
+		p.Maps = append([]PlayerMapSummary{}, byPlayer[p.PlayerID]...)
 		out[p.PlayerID] = mustJSON(p)
+	}
+	return out
+}
+
+// byOwner groups per-map rows by the team or player they belong to, each
+// group ordered by map name.
+func byOwner[M any](rows []M, key func(M) (ID, string)) map[ID][]M {
+	out := map[ID][]M{}
+	for _, m := range rows {
+		id, _ := key(m)
+		out[id] = append(out[id], m)
+	}
+	for _, g := range out {
+		slices.SortFunc(g, func(a, b M) int {
+			_, na := key(a)
+			_, nb := key(b)
+			return strings.Compare(na, nb)
+		})
 	}
 	return out
 }
