@@ -100,20 +100,35 @@ func (s *syncBuffer) String() string {
 func startEdge(t *testing.T, store string, nofile int, env ...string) *edgeProc {
 	t.Helper()
 	work := filepath.Join(t.TempDir(), "work")
+	key := workKeys(t, work, access.PlanStandard)[0]
+	return startEdgeIn(t, store, work, key, nofile, env...)
+}
+
+// workKeys creates the work folder's key file with a key of each plan, each
+// on its own account, as `eo keys` would, and returns the keys.
+func workKeys(t *testing.T, work string, plans ...string) []string {
+	t.Helper()
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := access.Open(filepath.Join(work, "access.db"), nil)
+	st, err := access.Open(filepath.Join(work, "access.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := keys.CreateAccount("fault test", 0)
-	key, _, err := keys.CreateKey(acct.ID, access.PlanStandard)
-	if err != nil {
-		t.Fatal(err)
+	defer st.Close()
+	var keys []string
+	for _, plan := range plans {
+		acct, err := st.CreateAccount(plan+" test", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _, err := st.CreateKey(acct.ID, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
 	}
-	keys.Close()
-	return startEdgeIn(t, store, work, key, nofile, env...)
+	return keys
 }
 
 func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...string) *edgeProc {

@@ -34,25 +34,9 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 	}
 	dir := t.TempDir()
 	store, work := filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// Keys made before the edge starts (it reloads the key file anyway).
-	keys, err := access.Open(filepath.Join(work, "access.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, _ := keys.CreateAccount("up test", 0)
-	key, _, err := keys.CreateKey(acct.ID, access.PlanStandard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opAcct, _ := keys.CreateAccount("operator", 0)
-	opKey, _, err := keys.CreateKey(opAcct.ID, access.PlanInternal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys.Close()
+	keys := workKeys(t, work, access.PlanStandard, access.PlanInternal)
+	key, opKey := keys[0], keys[1]
 	plans := filepath.Join(dir, "plans.json")
 	os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644)
 	t.Setenv("EO_PLANS", plans)
