@@ -109,76 +109,87 @@ func ReadCS22026(path string) (*Dataset, error) {
 	}
 	b := newBuilder("cs2-2026")
 	for _, m := range in {
-		id := m.MatchID.String()
-		if id == "" || m.Date == 0 {
-			b.ds.Skipped["no match-id or date"]++
-			continue
-		}
-		at := time.UnixMilli(m.Date).UTC()
-		teamID := func(id *int64, name string) string {
-			if id != nil && *id > 0 {
-				return "hltv-team:" + strconv.FormatInt(*id, 10)
-			}
-			b.ds.Notes["team without an HLTV team id: identified by name"]++
-			return TeamIDByName(name)
-		}
-		ta, tb := teamID(m.Team1ID, m.Team1), teamID(m.Team2ID, m.Team2)
-		if ta == tb || strings.TrimSpace(m.Team1) == "" || strings.TrimSpace(m.Team2) == "" {
-			b.ds.Skipped["missing team or the same team on both sides"]++
-			continue
-		}
-		fm := formatRE.FindStringSubmatch(m.Format)
-		var format string
-		if fm != nil {
-			switch fm[1] {
-			case "1":
-				format = "bo1"
-			case "3":
-				format = "bo3"
-			case "5":
-				format = "bo5"
-			}
-		}
-		if format == "" {
-			b.ds.Skipped["format not best of 1, 3 or 5"]++
-			continue
-		}
-		if m.Team1Score == m.Team2Score {
-			b.ds.Skipped["drawn or unfinished series score"]++
-			continue
-		}
-		var lan *bool
-		switch lf := strings.ToLower(m.Format); {
-		case strings.Contains(lf, "(lan)"):
-			lan = ptr(true)
-		case strings.Contains(lf, "(online)"):
-			lan = ptr(false)
-		}
-		ev := EventIDByName(m.Event)
-		if Slug(m.Event) == "" {
-			b.ds.Skipped["no event name"]++
-			continue
-		}
-		b.event(ev, m.Event, lan, at)
-		b.team(ta, m.Team1, nil, at)
-		b.team(tb, m.Team2, nil, at)
-
-		b.cs2026Vetoes(m, id, ta, tb, at)
-		played := 0
-		for i, mp := range m.Maps {
-			if b.cs2026Map(mp, id, i+1, ta, tb, at) {
-				played++
-			}
-		}
-		forfeit := played == 0
-		if forfeit {
-			b.ds.Notes["match without a played map: completed as forfeit"]++
-		}
-		mt := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: format,
-			Stage: strings.TrimSpace(m.Stage), ScheduledAt: at, ChangedAt: at}
-		b.match(mt, m.Team1Score, m.Team2Score, forfeit, Game{})
+		b.cs2026Match(m)
 	}
 	return b.finish(), nil
+}
+
+// cs2026Match lands one match of results.json: its event, teams, vetoes,
+// played maps and the match itself, or counts why it is skipped.
+func (b *builder) cs2026Match(m cs2026Match) {
+	id := m.MatchID.String()
+	if id == "" || m.Date == 0 {
+		b.ds.Skipped["no match-id or date"]++
+		return
+	}
+	at := time.UnixMilli(m.Date).UTC()
+	ta, tb := b.cs2026TeamID(m.Team1ID, m.Team1), b.cs2026TeamID(m.Team2ID, m.Team2)
+	if ta == tb || strings.TrimSpace(m.Team1) == "" || strings.TrimSpace(m.Team2) == "" {
+		b.ds.Skipped["missing team or the same team on both sides"]++
+		return
+	}
+	format := cs2026Format(m.Format)
+	if format == "" {
+		b.ds.Skipped["format not best of 1, 3 or 5"]++
+		return
+	}
+	if m.Team1Score == m.Team2Score {
+		b.ds.Skipped["drawn or unfinished series score"]++
+		return
+	}
+	var lan *bool
+	switch lf := strings.ToLower(m.Format); {
+	case strings.Contains(lf, "(lan)"):
+		lan = ptr(true)
+	case strings.Contains(lf, "(online)"):
+		lan = ptr(false)
+	}
+	ev := EventIDByName(m.Event)
+	if Slug(m.Event) == "" {
+		b.ds.Skipped["no event name"]++
+		return
+	}
+	b.event(ev, m.Event, lan, at)
+	b.team(ta, m.Team1, nil, at)
+	b.team(tb, m.Team2, nil, at)
+
+	b.cs2026Vetoes(m, id, ta, tb, at)
+	played := 0
+	for i, mp := range m.Maps {
+		if b.cs2026Map(mp, id, i+1, ta, tb, at) {
+			played++
+		}
+	}
+	forfeit := played == 0
+	if forfeit {
+		b.ds.Notes["match without a played map: completed as forfeit"]++
+	}
+	mt := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: format,
+		Stage: strings.TrimSpace(m.Stage), ScheduledAt: at, ChangedAt: at}
+	b.match(mt, m.Team1Score, m.Team2Score, forfeit, Game{})
+}
+
+// cs2026TeamID is "hltv-team:<team-id>", or the name's id for a team the
+// file gives no HLTV team id.
+func (b *builder) cs2026TeamID(id *int64, name string) string {
+	if id != nil && *id > 0 {
+		return "hltv-team:" + strconv.FormatInt(*id, 10)
+	}
+	b.ds.Notes["team without an HLTV team id: identified by name"]++
+	return TeamIDByName(name)
+}
+
+// cs2026Format reads "Best of N (…)" as boN; "" unless N is 1, 3 or 5.
+func cs2026Format(s string) string {
+	fm := formatRE.FindStringSubmatch(s)
+	if fm == nil {
+		return ""
+	}
+	switch fm[1] {
+	case "1", "3", "5":
+		return "bo" + fm[1]
+	}
+	return ""
 }
 
 // parseVeto reads "1. regain removed Nuke", "3. regain picked Inferno" or
