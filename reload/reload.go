@@ -9,6 +9,7 @@ package reload
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,11 +46,15 @@ type Value[T any] struct {
 	mu   sync.Mutex
 }
 
-// Start loads the first value; its error is returned (fatal at start).
+// Start loads the first value; its error is returned (fatal at start), as
+// is a loader that gives no value.
 func Start[T any](ctx context.Context, load Loader[T]) (*Value[T], error) {
 	v := &Value[T]{load: load}
 	if _, err := v.Reload(ctx); err != nil {
 		return nil, err
+	}
+	if v.Get() == nil {
+		return nil, errors.New("reload: the first load gave no value")
 	}
 	return v, nil
 }

@@ -44,6 +44,13 @@ func TestFirstFailureIsFatal(t *testing.T) {
 	}
 }
 
+func TestFirstLoadMustGiveAValue(t *testing.T) {
+	none := func(context.Context, *int) (*int, error) { return nil, nil }
+	if v, err := Start(context.Background(), none); err == nil || v != nil {
+		t.Fatalf("Start over a loader giving nothing = %v, %v; want an error", v, err)
+	}
+}
+
 func TestLaterFailureKeepsLastGoodValue(t *testing.T) {
 	ctx := context.Background()
 	src := &source{version: 1}
