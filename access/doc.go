@@ -8,9 +8,12 @@
 //   - plans and metering (meter.go): per-plan rate limits (token buckets),
 //     monthly and lifetime quotas, and one usage event per metered request.
 //   - two counter backends behind Counters: the embedded one (embedded.go,
-//     bbolt in the work folder, one edge instance) and Redis (redis.go,
-//     several instances, with a circuit breaker so a Redis outage degrades
-//     metering instead of failing requests).
-//   - usage export (export.go, exporter.go): usage events exported from the
-//     backend to the store as Parquet for billing.
+//     in memory, written to bbolt in the work folder; one edge instance) and
+//     Redis (redis.go, shared by several instances, with a circuit breaker,
+//     breaker.go: during a Redis outage metered requests fail at once with
+//     503 instead of each waiting out its timeouts).
+//   - usage export (export.go, exporter.go, usage_codec.go): usage events
+//     exported from the backend to the store as Parquet for billing, and the
+//     /health checks and Prometheus metrics of the backend and the export
+//     (health.go).
 package access

@@ -1,6 +1,12 @@
-// Package publish moves objects to and from the snapshot store (a local
-// folder or S3-compatible storage) and publishes snapshots atomically: table
-// files, then a manifest, then a pointer.
+// Package publish owns the object store and the snapshots in it. The store
+// (the Store interface: raw batches, snapshots and usage exports all live in
+// it) has three implementations: a local folder, S3-compatible storage
+// through minio-go, and memory for tests; Open builds one from a location
+// and the options it is passed (it reads no environment). Snapshots are
+// published atomically (table files, then the manifest, then the pointer),
+// fetched with their checksums verified, listed as current, published or
+// orphan, and cleaned (those past retention, complete or partial, removed
+// manifest first).
 package publish
 
 import (

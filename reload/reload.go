@@ -1,10 +1,17 @@
-// Package reload keeps values that the service reloads while it runs (the
-// key file, the served snapshot, the usage export) on one pattern: the
-// first load happens at start and its failure is fatal (returned to the
-// caller, who refuses to start); later loads run on an interval until the
-// context ends, a failure is reported and the last good value kept, and a
-// new value is swapped in atomically, so a reader sees the old value or the
-// new one and never half of either.
+// Package reload is the one reload loop of the service and the reloaded
+// value it drives. Every runs a load on an interval until the context ends
+// and reports each failure without stopping: the key file (access.Keyring),
+// the edge's snapshot poll and the usage export all run on it. Value is a
+// value reloaded that way: the first load happens at start and its failure
+// is fatal (returned to the caller, who refuses to start); a later failure is
+// reported and the last good value kept; a load that finds its source
+// unchanged returns the value it had and nothing is swapped; a new value is
+// swapped in atomically, so a reader sees the old value or the new one and
+// never half of either. The keyring is a Value. The edge's served snapshot
+// follows the same rules but its swap is the view's (view.Current: live
+// batches swap it too, and a swap rebases their changes onto the new
+// snapshot), and its first load falls back to the local cache; the usage
+// export holds no value, only its retries.
 package reload
 
 import (
