@@ -33,7 +33,7 @@ func TestPagingAcrossChangedSwap(t *testing.T) {
 		grace, after time.Duration // after: clock advance between the swap and the next page
 	}{
 		{"within the default grace", 15 * time.Minute, 14 * time.Minute},
-		{"grace disabled", -1, 0},
+		{"grace disabled", NoCursorGrace, 0},
 		{"grace expired", 15 * time.Minute, 15*time.Minute + time.Second},
 	} {
 		grace := c.grace

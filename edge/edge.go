@@ -238,7 +238,9 @@ func (s *Server) swap(next *view.Snapshot) {
 	if gen != 0 {
 		// The timer holds the generation, not the view: a timer per swap
 		// that held its view would keep every snapshot of the last
-		// CursorGrace in memory (at a swap every 2 minutes, seven).
+		// CursorGrace in memory (at a swap every 2 minutes, seven). It only
+		// frees memory: whether a cursor is still within the grace is
+		// decided on the edge's clock (Options.Now) in viewFor.
 		time.AfterFunc(s.o.CursorGrace, func() {
 			if pp := s.prev.Load(); pp != nil && pp.gen == gen && s.prev.CompareAndSwap(pp, nil) {
 				returnFreeMemory() // give the replaced snapshot's pages back now
