@@ -1,7 +1,8 @@
 // Package pipelines runs the batch pipeline on DuckDB: it stages every landed
 // raw batch (quarantining bad lines with their reason), normalises the records
 // into the service's tables with stable ids and slugs, derives match state,
-// player ratings and the eo_market odds, runs the ratings and model step
+// player ratings, team profiles and player summaries and the eo_market odds,
+// runs the ratings and model step
 // (Glicko-2 rankings, roster history, the eo_model forecast and its gate, in
 // Go: model/), assembles odds_lines from both sources, and exports one Parquet
 // file per table for publish/.
