@@ -221,7 +221,7 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 
 // ExposedHeaders are the response headers a browser may read.
 var ExposedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit",
-	"X-Quota-Remaining", "X-Quota-Reset", "Retry-After"}
+	"X-Quota-Remaining", "X-Quota-Reset", "Retry-After", "ETag"}
 
 // corsMiddleware answers preflights (no key needed) for the configured
 // origins only.
@@ -234,7 +234,7 @@ func (s *Server) corsMiddleware() fiber.Handler {
 	return cors.New(cors.Config{
 		AllowOrigins:  origins,
 		AllowMethods:  "GET,POST,OPTIONS",
-		AllowHeaders:  "Authorization,Content-Type",
+		AllowHeaders:  "Authorization,Content-Type,If-None-Match",
 		ExposeHeaders: strings.Join(ExposedHeaders, ","),
 		MaxAge:        int((10 * time.Minute).Seconds()),
 	})

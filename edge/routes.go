@@ -99,6 +99,7 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 			c.Status(fiber.StatusInternalServerError)
 		}
 	}
+	finishWire(c) // edge/wire.go: ETag, 304, Cache-Control, compression
 	route := "unmatched"
 	if r := c.Route(); r != nil && r.Path != "/" {
 		route = r.Path

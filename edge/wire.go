@@ -1,0 +1,206 @@
+package edge
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// The wire: what every data response carries besides its JSON (edge/
+// openapi.yaml, "Caching and compression").
+//
+//   - ETag: a strong validator of the response's bytes (a hash of the
+//     uncompressed body, so two instances serving the same snapshot and live
+//     state give the same tag; a live change or a new snapshot changes it).
+//     A compressed representation has its own tag (the body's tag with the
+//     coding appended), as a strong validator must.
+//   - If-None-Match: a request naming the current tag (any coding's, weak or
+//     strong) gets 304 Not Modified without a body. It is metered like the
+//     200 it replaces: the lookup was done.
+//   - Cache-Control: private, max-age=0, must-revalidate — data changes with
+//     every live event, so a client keeps a response but revalidates it on
+//     each use (which costs a 304, not a body).
+//   - Content-Encoding: zstd, br or gzip, negotiated from Accept-Encoding
+//     (q-values honoured, q=0 refuses a coding; the server prefers zstd, then
+//     br, then gzip); bodies under compressMin bytes are sent as they are.
+//     Vary: Accept-Encoding on every such response.
+
+// compressMin is the smallest body worth compressing: below about a kilobyte
+// the framing and CPU cost more than the bytes saved.
+const compressMin = 1024
+
+// cachePolicy is the Cache-Control of data responses.
+const cachePolicy = "private, max-age=0, must-revalidate"
+
+// coding is a content coding the edge can send.
+type coding uint8
+
+const (
+	identity coding = iota
+	zstdCoding
+	brCoding
+	gzipCoding
+)
+
+// codings in the server's order of preference.
+var codings = [...]struct {
+	c      coding
+	name   string
+	suffix string // appended to the ETag of the compressed representation
+}{
+	{zstdCoding, "zstd", "-zst"},
+	{brCoding, "br", "-br"},
+	{gzipCoding, "gzip", "-gz"},
+}
+
+// negotiate picks the content coding for an Accept-Encoding header: the
+// acceptable coding (q > 0) with the highest q, the server's preference
+// breaking ties; identity when none is acceptable.
+func negotiate(accept []byte) coding {
+	if len(accept) == 0 {
+		return identity
+	}
+	var q [4]float64 // by coding; -1: not named
+	for i := range q {
+		q[i] = -1
+	}
+	star := -1.0
+	for _, part := range bytes.Split(accept, []byte(",")) {
+		name, params, _ := bytes.Cut(part, []byte(";"))
+		name = bytes.TrimSpace(name)
+		w := 1.0
+		for _, p := range bytes.Split(params, []byte(";")) {
+			k, v, ok := bytes.Cut(bytes.TrimSpace(p), []byte("="))
+			if ok && bytes.EqualFold(k, []byte("q")) {
+				f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0 // a malformed weight accepts nothing
+				}
+				w = f
+			}
+		}
+		if bytes.Equal(name, []byte("*")) {
+			star = w
+			continue
+		}
+		for _, c := range codings {
+			if bytes.EqualFold(name, []byte(c.name)) {
+				q[c.c] = w
+			}
+		}
+	}
+	best, bestQ := identity, 0.0
+	for _, c := range codings {
+		w := q[c.c]
+		if w < 0 {
+			w = star // not named: "*" speaks for it
+		}
+		if w > bestQ {
+			best, bestQ = c.c, w
+		}
+	}
+	return best
+}
+
+// wired reports whether a route's responses get the wire treatment: the data
+// routes under /v1/{game}, /docs and /openapi.yaml (not /health, /metrics
+// or the WebSocket handshake).
+func wired(c *fiber.Ctx) bool {
+	r := c.Route()
+	if r == nil {
+		return false
+	}
+	return strings.HasPrefix(r.Path, "/v1/:game") || r.Path == "/docs" || r.Path == "/openapi.yaml"
+}
+
+// finishWire applies the wire to a successful response of a wired route:
+// ETag and Cache-Control, 304 for a matching If-None-Match, then compression
+// with Vary.
+func finishWire(c *fiber.Ctx) {
+	m := c.Method()
+	if (m != fiber.MethodGet && m != fiber.MethodHead) || !wired(c) {
+		return
+	}
+	resp := c.Response()
+	resp.Header.Add(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	if resp.StatusCode() != fiber.StatusOK {
+		return
+	}
+	body := resp.Body()
+	cd := negotiate(c.Request().Header.Peek(fiber.HeaderAcceptEncoding))
+	if len(body) < compressMin {
+		cd = identity
+	}
+	var tag [32]byte
+	base := strconv.AppendUint(append(tag[:0], '"'), xxhash.Sum64(body), 36)
+	etag := append(base, codingSuffix(cd)...)
+	etag = append(etag, '"')
+	resp.Header.SetBytesV(fiber.HeaderETag, etag)
+	resp.Header.Set(fiber.HeaderCacheControl, cachePolicy)
+	if inm := c.Request().Header.Peek(fiber.HeaderIfNoneMatch); len(inm) > 0 && noneMatch(inm, base[1:]) {
+		resp.SetStatusCode(fiber.StatusNotModified)
+		resp.ResetBody()
+		resp.Header.Del(fiber.HeaderContentType)
+		return
+	}
+	if cd != identity {
+		compress(resp, cd, body)
+	}
+}
+
+// compress replaces the response body by its compressed form, built in a
+// pooled buffer and copied into the response's own (no allocation per
+// request in steady state; fasthttp pools the encoders).
+func compress(resp *fasthttp.Response, cd coding, body []byte) {
+	bp := bufs.Get().(*[]byte)
+	var b []byte
+	var name string
+	switch cd {
+	case zstdCoding:
+		name, b = "zstd", fasthttp.AppendZstdBytesLevel((*bp)[:0], body, fasthttp.CompressZstdBestSpeed)
+	case brCoding:
+		name, b = "br", fasthttp.AppendBrotliBytesLevel((*bp)[:0], body, fasthttp.CompressBrotliBestSpeed)
+	default:
+		name, b = "gzip", fasthttp.AppendGzipBytesLevel((*bp)[:0], body, fasthttp.CompressBestSpeed)
+	}
+	resp.SetBody(b)
+	resp.Header.Set(fiber.HeaderContentEncoding, name)
+	if cap(b) <= 4<<20 {
+		*bp = b[:0]
+		bufs.Put(bp)
+	}
+}
+
+func codingSuffix(cd coding) string {
+	for _, c := range codings {
+		if c.c == cd {
+			return c.suffix
+		}
+	}
+	return ""
+}
+
+// noneMatch reports whether an If-None-Match header names the response's
+// tag base (its hash), by weak comparison: W/ ignored, any coding's suffix
+// accepted, "*" matching any current representation.
+func noneMatch(header, base []byte) bool {
+	for _, t := range bytes.Split(header, []byte(",")) {
+		t = bytes.TrimSpace(t)
+		if bytes.Equal(t, []byte("*")) {
+			return true
+		}
+		t = bytes.TrimPrefix(t, []byte("W/"))
+		t = bytes.Trim(t, `"`)
+		for _, c := range codings {
+			t = bytes.TrimSuffix(t, []byte(c.suffix))
+		}
+		if bytes.Equal(t, base) {
+			return true
+		}
+	}
+	return false
+}

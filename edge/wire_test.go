@@ -1,0 +1,236 @@
+package edge
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/andybalholm/brotli"
+	"github.com/gofiber/fiber/v2"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/eodata/eo/access"
+)
+
+func TestNegotiate(t *testing.T) {
+	for _, c := range []struct {
+		accept string
+		want   coding
+	}{
+		{"", identity},
+		{"identity", identity},
+		{"deflate", identity}, // not offered
+		{"gzip", gzipCoding},
+		{"GZIP", gzipCoding},
+		{"gzip, deflate, br", brCoding},        // equal q: the server prefers br to gzip
+		{"gzip, br, zstd", zstdCoding},         // and zstd to br
+		{"br;q=0.5, gzip;q=0.8", gzipCoding},   // the client's weights first
+		{"zstd;q=0, br;q=0, gzip", gzipCoding}, // q=0 refuses a coding
+		{"*", zstdCoding},
+		{"*;q=0", identity},
+		{"gzip;q=0, *", zstdCoding},
+		{"zstd;q=0, *;q=0.5", brCoding},
+		{"br;q=abc", identity}, // a malformed weight accepts nothing
+		{"br;q=2", identity},
+	} {
+		if got := negotiate([]byte(c.accept)); got != c.want {
+			t.Errorf("Accept-Encoding %q: coding %d, want %d", c.accept, got, c.want)
+		}
+	}
+}
+
+// wireGet sends one GET with the given request headers, straight to the app
+// (a 304 has no error envelope, so not through ts.get's checks).
+func wireGet(t *testing.T, ts *testServer, path string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Header.Set("Authorization", "Bearer "+goodKey)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := ts.App().Test(req, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body
+}
+
+func decode(t *testing.T, enc string, b []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	switch enc {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(b))
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return b
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("%s body does not decode: %v", enc, err)
+	}
+	return out
+}
+
+// Every coding the client accepts decodes to the same JSON the identity
+// response carries, with Vary: Accept-Encoding and a tag of its own; a small
+// body is sent as it is.
+func TestCompressionNegotiation(t *testing.T) {
+	ts := newTestServer(t)
+	const list = "/v1/cs2/matches?limit=50"
+	plain, want := wireGet(t, ts, list)
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || len(want) < compressMin {
+		t.Fatalf("identity: %d %q, %d bytes", plain.StatusCode, plain.Header.Get("Content-Encoding"), len(want))
+	}
+	tags := map[string]string{"": plain.Header.Get("ETag")}
+	for _, enc := range []string{"gzip", "br", "zstd"} {
+		resp, body := wireGet(t, ts, list, "Accept-Encoding", enc)
+		if got := resp.Header.Get("Content-Encoding"); got != enc {
+			t.Fatalf("Accept-Encoding %s: Content-Encoding %q", enc, got)
+		}
+		if !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+			t.Errorf("%s: Vary %q", enc, resp.Header.Get("Vary"))
+		}
+		if len(body) >= len(want) {
+			t.Errorf("%s: %d bytes for %d of JSON", enc, len(body), len(want))
+		}
+		if got := decode(t, enc, body); !bytes.Equal(got, want) {
+			t.Fatalf("%s body decodes to other bytes than the identity response", enc)
+		}
+		tags[enc] = resp.Header.Get("ETag")
+	}
+	seen := map[string]bool{}
+	for enc, tag := range tags {
+		if tag == "" || seen[tag] {
+			t.Fatalf("%q representation: ETag %q missing or shared with another coding (%v)", enc, tag, tags)
+		}
+		seen[tag] = true
+	}
+	id := ts.Current().Matches()[0].ID.String()
+	resp, body := wireGet(t, ts, "/v1/cs2/matches/"+id+"/streams", "Accept-Encoding", "gzip")
+	if resp.StatusCode != 200 || len(body) >= compressMin || resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("small body: %d, %d bytes, Content-Encoding %q", resp.StatusCode, len(body), resp.Header.Get("Content-Encoding"))
+	}
+	if !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+		t.Errorf("small body: Vary %q", resp.Header.Get("Vary"))
+	}
+}
+
+// A strong ETag and Cache-Control on every data response; If-None-Match
+// naming the current tag (weakly, or the tag of another coding) gives 304
+// with no body; another tag gives the 200. Health is not cached.
+func TestETagAndNotModified(t *testing.T) {
+	ts := newTestServer(t)
+	const path = "/v1/cs2/teams?limit=20"
+	resp, body := wireGet(t, ts, path)
+	tag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || !strings.HasPrefix(tag, `"`) || !strings.HasSuffix(tag, `"`) || len(tag) < 4 {
+		t.Fatalf("200 with ETag %q", tag)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != cachePolicy {
+		t.Errorf("Cache-Control %q, want %q", cc, cachePolicy)
+	}
+	again, body2 := wireGet(t, ts, path)
+	if again.Header.Get("ETag") != tag || !bytes.Equal(body, body2) {
+		t.Fatal("the same resource at the same instant has another tag or body")
+	}
+	gz, _ := wireGet(t, ts, path, "Accept-Encoding", "gzip")
+	for _, inm := range []string{tag, "W/" + tag, `"nope", ` + tag, gz.Header.Get("ETag"), "*"} {
+		r, b := wireGet(t, ts, path, "If-None-Match", inm)
+		if r.StatusCode != 304 || len(b) != 0 || r.Header.Get("ETag") != tag {
+			t.Errorf("If-None-Match %s: %d, %d bytes, ETag %q; want 304, none, %s", inm, r.StatusCode, len(b), r.Header.Get("ETag"), tag)
+		}
+	}
+	if r, b := wireGet(t, ts, path, "If-None-Match", `"other"`); r.StatusCode != 200 || !bytes.Equal(b, body) {
+		t.Errorf("a stale tag: %d, want the 200", r.StatusCode)
+	}
+	if other, _ := wireGet(t, ts, "/v1/cs2/teams?limit=21"); other.Header.Get("ETag") == tag {
+		t.Error("two different responses share a tag")
+	}
+	if h, _ := wireGet(t, ts, "/health"); h.Header.Get("ETag") != "" {
+		t.Error("/health carries an ETag")
+	}
+	if e, _ := wireGet(t, ts, "/v1/cs2/matches/not-an-id"); e.StatusCode < 400 || e.Header.Get("ETag") != "" {
+		t.Errorf("an error: %d with ETag %q", e.StatusCode, e.Header.Get("ETag"))
+	}
+}
+
+// A 304 is metered like the 200 it replaces (the contract says so).
+func TestNotModifiedIsMetered(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	keys := openTestKeys(t, clk)
+	ms := newMeteredServer(t, openEmbedded(t), keys, nil, clk)
+	key := newTestKey(t, keys, access.PlanStandard)
+	get := func(inm string) *http.Response {
+		req := httptest.NewRequest(http.MethodGet, "/v1/cs2/teams?limit=5", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := ms.App().Test(req, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	first := get("")
+	second := get(first.Header.Get("ETag"))
+	if second.StatusCode != 304 {
+		t.Fatalf("revalidation: %d", second.StatusCode)
+	}
+	q1, q2 := first.Header.Get("X-Quota-Remaining"), second.Header.Get("X-Quota-Remaining")
+	if q1 == "" || q1 == q2 {
+		t.Errorf("X-Quota-Remaining %q then %q: the 304 was not counted", q1, q2)
+	}
+}
+
+// BenchmarkWire: one request through the edge (fixture, unmetered) per
+// content coding, for a 50-row match list and a 1,000-row odds page; the
+// wire_bytes metric is the body sent. revalidate is an If-None-Match hit
+// (304, no body).
+func BenchmarkWire(b *testing.B) {
+	ts := newTestServer(b)
+	for _, uri := range []string{"/v1/cs2/matches?limit=50", "/v1/cs2/odds?limit=1000"} {
+		im := newInMemory(ts.App(), uri, goodKey)
+		tag := string(im.do().Header.Peek(fiber.HeaderETag))
+		for _, enc := range []string{"identity", "gzip", "br", "zstd", "revalidate"} {
+			b.Run(strings.TrimPrefix(uri, "/v1/cs2/")+"/"+enc, func(b *testing.B) {
+				im.ctx.Request.Header.Del(fiber.HeaderIfNoneMatch)
+				im.ctx.Request.Header.Set(fiber.HeaderAcceptEncoding, enc)
+				if enc == "revalidate" {
+					im.ctx.Request.Header.Del(fiber.HeaderAcceptEncoding)
+					im.ctx.Request.Header.Set(fiber.HeaderIfNoneMatch, tag)
+				}
+				n := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					r := im.do()
+					if r.StatusCode() != fiber.StatusOK && r.StatusCode() != fiber.StatusNotModified {
+						b.Fatalf("status %d", r.StatusCode())
+					}
+					n = len(r.Body())
+				}
+				b.ReportMetric(float64(n), "wire_bytes")
+			})
+		}
+	}
+}
