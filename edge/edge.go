@@ -235,6 +235,12 @@ func (s *Server) swap(next *view.Snapshot) {
 	})
 	s.metrics.snapshotLoaded(next)
 	s.state.served(next.ID)
+	if miss := next.MissingTables(); len(miss) > 0 {
+		// Published by an older pipeline: served, with these resources
+		// empty, until a newer run publishes them.
+		s.log.Warn("snapshot lacks tables this build serves; their resources are empty until a newer pipeline run publishes them",
+			"snapshot", next.ID, "pipeline_version", next.Meta.PipelineVersion, "missing_tables", miss)
+	}
 	if gen != 0 {
 		// The timer holds the generation, not the view: a timer per swap
 		// that held its view would keep every snapshot of the last

@@ -89,7 +89,19 @@ type Snapshot struct {
 	// (the live_ids table).
 	upstream   map[string]ID
 	upstreamOf map[ID]string
+
+	// missing are the tables this build reads that the snapshot does not
+	// hold (MissingTables).
+	missing []string
 }
+
+// MissingTables lists, in name order, the tables this build reads that the
+// snapshot's manifest does not list: it was published by a pipeline that
+// did not write them yet (team_profiles and the other profile tables came
+// after the first snapshots). Their resources serve empty (a profile with
+// zero counts, no rankings) until a newer pipeline run publishes them; the
+// edge logs a warning naming them.
+func (s *Snapshot) MissingTables() []string { return s.missing }
 
 // liveIDRow is a row of live_ids.parquet.
 type liveIDRow struct {
@@ -146,11 +158,14 @@ func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 		has[t] = true
 	}
 	var t tables
+	var missing []string
 	g, gctx := errgroup.WithContext(ctx)
 	read := func(name string, fn func(path string) error) {
-		if has[name] {
-			g.Go(func() error { return fn(filepath.Join(dir, name+".parquet")) })
+		if !has[name] {
+			missing = append(missing, name)
+			return
 		}
+		g.Go(func() error { return fn(filepath.Join(dir, name+".parquet")) })
 	}
 	read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](gctx, p); return })
 	read("players", func(p string) (err error) { t.players, err = readParquet[Player](gctx, p); return })
@@ -194,7 +209,13 @@ func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, ErrCorrupt)
 		}
 	}
-	return buildSafely(m, &t)
+	s, err := buildSafely(m, &t)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(missing)
+	s.missing = missing
+	return s, nil
 }
 
 // ErrCorrupt marks a snapshot that cannot be read or indexed: its files are
@@ -225,45 +246,7 @@ func build(m Meta, t *tables) *Snapshot {
 	s.indexTournaments()
 	s.indexMatches()
 
-	s.matchData = make(map[ID]*matchData, len(s.matches))
-	md := func(id ID) *matchData {
-		d := s.matchData[id]
-		if d == nil {
-			d = &matchData{}
-			s.matchData[id] = d
-		}
-		return d
-	}
-	maps := t.maps
-	groupRender(maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a })
-	for i := range maps {
-		if d := md(maps[i].MatchID); maps[i].MapNumber > d.lastMap {
-			d.lastMap = maps[i].MapNumber
-		}
-	}
-	groupRender(t.vetoes, func(r *Veto) ID { return r.MatchID }, func(id ID, a Array) { md(id).vetoes = a })
-	groupRender(t.stats, func(r *StatLine) ID { return r.MatchID }, func(id ID, a Array) { md(id).stats = a })
-	groupRender(t.rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a Array) { md(id).rounds = pack(a.JSON, a.N) })
-	groupRender(t.lineups, func(r *Lineup) ID { return r.MatchID }, func(id ID, a Array) { md(id).lineups = a })
-	groupRender(t.events, func(r *MatchEvent) ID { return r.MatchID }, func(id ID, a Array) { md(id).history = a })
-	groupRender(t.streams, func(r *Stream) ID { return r.MatchID }, func(id ID, a Array) { md(id).streams = a })
-	depth := map[ID]*depthParts{}
-	dp := func(id ID) *depthParts {
-		d := depth[id]
-		if d == nil {
-			d = &depthParts{}
-			depth[id] = d
-		}
-		return d
-	}
-	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.JSON })
-	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.JSON })
-	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.JSON })
-	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.JSON })
-	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.JSON })
-	for id, d := range depth {
-		md(id).depth = pack(d.render(), 0)
-	}
+	s.renderMatchData(t)
 	s.lastEvent = make([]int64, len(s.matches))
 	for i := range t.events {
 		if mi, ok := s.matchByID[t.events[i].MatchID]; ok {
@@ -271,7 +254,7 @@ func build(m Meta, t *tables) *Snapshot {
 		}
 	}
 	s.liveMapRows = map[ID][]MapResult{}
-	for _, r := range maps {
+	for _, r := range t.maps {
 		if mi, ok := s.matchByID[r.MatchID]; ok && s.matches[mi].Status == "live" {
 			r.MapName = strings.Clone(r.MapName) // do not pin the reader's buffers
 			if r.FirstHalfSideA != nil {
@@ -302,6 +285,49 @@ func build(m Meta, t *tables) *Snapshot {
 	s.coverageJSON = renderCoverage(s.coverage, s.modelGatePassed())
 	s.LoadedAt = time.Now().UTC()
 	return s
+}
+
+// renderMatchData renders each match's sub-resources (maps, vetoes, stats,
+// rounds, lineups, history, streams, depth) from rows grouped by match.
+func (s *Snapshot) renderMatchData(t *tables) {
+	s.matchData = make(map[ID]*matchData, len(s.matches))
+	md := func(id ID) *matchData {
+		d := s.matchData[id]
+		if d == nil {
+			d = &matchData{}
+			s.matchData[id] = d
+		}
+		return d
+	}
+	groupRender(t.maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a })
+	for i := range t.maps {
+		if d := md(t.maps[i].MatchID); t.maps[i].MapNumber > d.lastMap {
+			d.lastMap = t.maps[i].MapNumber
+		}
+	}
+	groupRender(t.vetoes, func(r *Veto) ID { return r.MatchID }, func(id ID, a Array) { md(id).vetoes = a })
+	groupRender(t.stats, func(r *StatLine) ID { return r.MatchID }, func(id ID, a Array) { md(id).stats = a })
+	groupRender(t.rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a Array) { md(id).rounds = pack(a.JSON, a.N) })
+	groupRender(t.lineups, func(r *Lineup) ID { return r.MatchID }, func(id ID, a Array) { md(id).lineups = a })
+	groupRender(t.events, func(r *MatchEvent) ID { return r.MatchID }, func(id ID, a Array) { md(id).history = a })
+	groupRender(t.streams, func(r *Stream) ID { return r.MatchID }, func(id ID, a Array) { md(id).streams = a })
+	depth := map[ID]*depthParts{}
+	dp := func(id ID) *depthParts {
+		d := depth[id]
+		if d == nil {
+			d = &depthParts{}
+			depth[id] = d
+		}
+		return d
+	}
+	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.JSON })
+	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.JSON })
+	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.JSON })
+	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.JSON })
+	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.JSON })
+	for id, d := range depth {
+		md(id).depth = pack(d.render(), 0)
+	}
 }
 
 // byIDAndSlug is a resource addressable by id or slug: its rows' positions
