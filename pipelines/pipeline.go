@@ -134,7 +134,10 @@ var orderBy = map[string]string{
 }
 
 // Run executes the whole pipeline once and leaves the Parquet files in
-// WorkDir/out. It does not publish.
+// WorkDir/out. It does not publish. The Report names the batches the run
+// read (Batches) and those it skipped (SkippedBatches): a caller recording
+// what a snapshot was built from uses these, not a listing of its own, which
+// a batch landing in between would make wrong.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -144,27 +147,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		Quarantined: map[string]map[string]int{}}
 	r := &run{o: o, rep: &rep, start: start}
 
-	batches, skipped, err := raw.ScanBatches(ctx, o.Store)
+	batches, skipped, err := r.listBatches(ctx)
 	if err != nil {
 		return rep, err
-	}
-	for _, b := range skipped {
-		// Reported on every run until the batch is readable (batches are
-		// immutable: by a build that reads it) or removed by an operator.
-		o.Logger.Warn("raw batch skipped: its _batch.json cannot be trusted; none of its files is read",
-			"run", rep.RunID, "batch", b.BatchID, "reason", b.Reason, "detail", b.Detail)
-	}
-	rep.SkippedBatches = skipped
-	if len(batches) == 0 {
-		if len(skipped) > 0 {
-			// Publishing nothing would replace a snapshot with an empty one.
-			return rep, fmt.Errorf("%w that this build can read: %d skipped (%s: %s)", ErrNoBatches,
-				len(skipped), skipped[0].BatchID, skipped[0].Reason)
-		}
-		return rep, ErrNoBatches
-	}
-	for _, b := range batches {
-		rep.Batches = append(rep.Batches, b.BatchID)
 	}
 	dirs, err := raw.Materialize(ctx, o.Store, batches, filepath.Join(o.WorkDir, "raw-cache"))
 	if err != nil {
@@ -186,16 +171,57 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer db.Close()
 	r.db = db
 	r.batches, r.dirs = batches, dirs
+	if err := r.runSteps(ctx, r.steps(skipped, outDir)); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return rep, nil
+}
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) (int64, error)
-	}{
-		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, batches, skipped, dirs) }},
+// listBatches lists the landed batches once for the whole run and records
+// them in the report: the ones the run reads and the ones it skips.
+func (r *run) listBatches(ctx context.Context) ([]raw.BatchManifest, []raw.SkippedBatch, error) {
+	batches, skipped, err := raw.ScanBatches(ctx, r.o.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range skipped {
+		// Reported on every run until the batch is readable (batches are
+		// immutable: by a build that reads it) or removed by an operator.
+		r.o.Logger.Warn("raw batch skipped: its _batch.json cannot be trusted; none of its files is read",
+			"run", r.rep.RunID, "batch", b.BatchID, "reason", b.Reason, "detail", b.Detail)
+	}
+	r.rep.SkippedBatches = skipped
+	if len(batches) == 0 {
+		if len(skipped) > 0 {
+			// Publishing nothing would replace a snapshot with an empty one.
+			return nil, nil, fmt.Errorf("%w that this build can read: %d skipped (%s: %s)", ErrNoBatches,
+				len(skipped), skipped[0].BatchID, skipped[0].Reason)
+		}
+		return nil, nil, ErrNoBatches
+	}
+	for _, b := range batches {
+		r.rep.Batches = append(r.rep.Batches, b.BatchID)
+	}
+	return batches, skipped, nil
+}
+
+// step is one entry of the pipeline's ordered step list.
+type step struct {
+	name string
+	fn   func(context.Context) (int64, error)
+}
+
+// steps is the pipeline, in order. The ratings and model step (Go) sits
+// between the derive files, whose tables it reads, and the assemble files,
+// which read its output.
+func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
+	return []step{
+		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, r.batches, skipped, r.dirs) }},
 		{"type and validate", r.validate},
 		{"check references", r.check},
 		{"load registries", r.loadRegistries},
-		{"mint ids", func(ctx context.Context) (int64, error) { return r.mintIDs(ctx, batches) }},
+		{"mint ids", func(ctx context.Context) (int64, error) { return r.mintIDs(ctx, r.batches) }},
 		{"assign slugs", r.assignSlugs},
 		{"normalise", func(ctx context.Context) (int64, error) {
 			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
@@ -206,23 +232,27 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
 	}
+}
+
+// runSteps runs the steps in order, logging each one's rows and time; it
+// stops at the first error or when ctx ends.
+func (r *run) runSteps(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
 		t0 := time.Now()
 		n, err := s.fn(ctx)
 		if err != nil {
-			return rep, fmt.Errorf("pipelines: %s: %w", s.name, err)
+			return fmt.Errorf("pipelines: %s: %w", s.name, err)
 		}
-		o.Logger.Info("pipeline step", "run", rep.RunID, "step", s.name, "rows", n,
-			"step_elapsed", time.Since(t0).Round(time.Millisecond), "elapsed", time.Since(start).Round(time.Millisecond))
-		if o.Progress != nil {
-			o.Progress(s.name, n, time.Since(start))
+		r.o.Logger.Info("pipeline step", "run", r.rep.RunID, "step", s.name, "rows", n,
+			"step_elapsed", time.Since(t0).Round(time.Millisecond), "elapsed", time.Since(r.start).Round(time.Millisecond))
+		if r.o.Progress != nil {
+			r.o.Progress(s.name, n, time.Since(r.start))
 		}
 	}
-	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	return rep, nil
+	return nil
 }
 
 type run struct {
@@ -652,6 +682,7 @@ func (r *run) execSteps(ctx context.Context, folder string) error {
 		if err := r.execStatements(ctx, s.Name, s.SQL); err != nil {
 			return err
 		}
+		// "derive file" for the assemble files too: BENCHMARKS.md greps it.
 		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
 	}
 	return nil

@@ -145,7 +145,7 @@ func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	_, err = r.db.ExecContext(ctx, `INSERT INTO id_map SELECT kind, ukey, CAST(id AS UUID), first_seen FROM new_ids`)
+	_, err = r.db.ExecContext(ctx, sqlRegSaveNewIds)
 	return int64(len(recs)), err
 }
 

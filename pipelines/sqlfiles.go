@@ -23,6 +23,7 @@ var (
 	sqlRegNewIdsTable           = eosql.MustFile("registries/new_ids_table.sql")
 	sqlRegNewKeys               = eosql.MustFile("registries/new_keys.sql")
 	sqlRegQuarantineBodiesTable = eosql.MustFile("registries/quarantine_bodies_table.sql")
+	sqlRegSaveNewIds            = eosql.MustFile("registries/save_new_ids.sql")
 	sqlRegSlugCandidates        = eosql.MustFile("registries/slug_candidates.sql")
 	sqlRegSlugMapTable          = eosql.MustFile("registries/slug_map_table.sql")
 )

@@ -5,10 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
 	_ "github.com/marcboeker/go-duckdb/v2"
+
+	eosql "github.com/eodata/eo/sql"
 )
 
 func TestExecStatementsSplitsAndNamesTheFailingStatement(t *testing.T) {
@@ -39,5 +42,29 @@ INSERT INTO b VALUES (';'); -- a string literal with a semicolon, not at the lin
 	}
 	if err := r.execStatements(context.Background(), "t.sql", "-- only a comment;\n"); err != nil {
 		t.Fatalf("a comment-only script: %v", err)
+	}
+}
+
+// Every statement file under sql/model and sql/registries is read by name in
+// sqlfiles.go: a file left behind by a rename (or never wired in) fails here,
+// as a name without a file fails MustFile when the package starts.
+func TestEveryStatementFileIsRead(t *testing.T) {
+	src, err := os.ReadFile("sqlfiles.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, folder := range []string{"model", "registries"} {
+		steps, err := eosql.Steps(folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(steps) == 0 {
+			t.Fatalf("sql/%s holds no statement", folder)
+		}
+		for _, s := range steps {
+			if !strings.Contains(string(src), `eosql.MustFile("`+s.Name+`")`) {
+				t.Errorf("sql/%s is not read by sqlfiles.go", s.Name)
+			}
+		}
 	}
 }
