@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/gofiber/fiber/v2"
@@ -135,8 +136,14 @@ func finishWire(c *fiber.Ctx) {
 	if len(body) < compressMin {
 		cd = identity
 	}
+	static, _ := c.Locals(staticKey).(*staticBody)
 	var tag [32]byte
-	base := strconv.AppendUint(append(tag[:0], '"'), xxhash.Sum64(body), 36)
+	var base []byte
+	if static != nil {
+		base = append(tag[:0], static.base...)
+	} else {
+		base = strconv.AppendUint(append(tag[:0], '"'), xxhash.Sum64(body), 36)
+	}
 	etag := append(base, codingSuffix(cd)...)
 	etag = append(etag, '"')
 	resp.Header.SetBytesV(fiber.HeaderETag, etag)
@@ -147,9 +154,57 @@ func finishWire(c *fiber.Ctx) {
 		resp.Header.Del(fiber.HeaderContentType)
 		return
 	}
-	if cd != identity {
+	switch {
+	case cd == identity:
+	case static != nil:
+		resp.SetBodyRaw(static.encoded(cd)) // shared, never written to
+		resp.Header.Set(fiber.HeaderContentEncoding, codingName(cd))
+	default:
 		compress(resp, cd, body)
 	}
+}
+
+func codingName(cd coding) string {
+	for _, c := range codings {
+		if c.c == cd {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// staticKey is the fiber.Ctx local naming a response's staticBody.
+const staticKey = "wire_static"
+
+// staticBody is a body that never changes while the process runs (the
+// contract, the docs page): its tag is computed once, and each coding's
+// compressed form once, on first use, at a high level (gzip and zstd best,
+// brotli's default: its best takes seconds on the 2.7 MB docs page). Per
+// request, that page would cost milliseconds of CPU a hit, on a route that
+// needs no key.
+type staticBody struct {
+	body []byte
+	base string // `"` + hash, as finishWire's tag base
+	once [len(codings) + 1]sync.Once
+	enc  [len(codings) + 1][]byte
+}
+
+func newStaticBody(b []byte) *staticBody {
+	return &staticBody{body: b, base: `"` + strconv.FormatUint(xxhash.Sum64(b), 36)}
+}
+
+func (sb *staticBody) encoded(cd coding) []byte {
+	sb.once[cd].Do(func() {
+		switch cd {
+		case zstdCoding:
+			sb.enc[cd] = fasthttp.AppendZstdBytesLevel(nil, sb.body, fasthttp.CompressZstdBestCompression)
+		case brCoding:
+			sb.enc[cd] = fasthttp.AppendBrotliBytesLevel(nil, sb.body, fasthttp.CompressBrotliDefaultCompression)
+		case gzipCoding:
+			sb.enc[cd] = fasthttp.AppendGzipBytesLevel(nil, sb.body, fasthttp.CompressBestCompression)
+		}
+	})
+	return sb.enc[cd]
 }
 
 // compress replaces the response body by its compressed form, built in a

@@ -204,16 +204,17 @@ func TestNotModifiedIsMetered(t *testing.T) {
 }
 
 // BenchmarkWire: one request through the edge (fixture, unmetered) per
-// content coding, for a 50-row match list and a 1,000-row odds page; the
+// content coding, for a 50-row match list, a 1,000-row odds page and the
+// docs page (compressed once, served from memory); the
 // wire_bytes metric is the body sent. revalidate is an If-None-Match hit
 // (304, no body).
 func BenchmarkWire(b *testing.B) {
 	ts := newTestServer(b)
-	for _, uri := range []string{"/v1/cs2/matches?limit=50", "/v1/cs2/odds?limit=1000"} {
+	for _, uri := range []string{"/v1/cs2/matches?limit=50", "/v1/cs2/odds?limit=1000", "/docs"} {
 		im := newInMemory(ts.App(), uri, goodKey)
 		tag := string(im.do().Header.Peek(fiber.HeaderETag))
 		for _, enc := range []string{"identity", "gzip", "br", "zstd", "revalidate"} {
-			b.Run(strings.TrimPrefix(uri, "/v1/cs2/")+"/"+enc, func(b *testing.B) {
+			b.Run(strings.TrimPrefix(strings.TrimPrefix(uri, "/v1/cs2"), "/")+"/"+enc, func(b *testing.B) {
 				im.ctx.Request.Header.Del(fiber.HeaderIfNoneMatch)
 				im.ctx.Request.Header.Set(fiber.HeaderAcceptEncoding, enc)
 				if enc == "revalidate" {
@@ -231,6 +232,33 @@ func BenchmarkWire(b *testing.B) {
 				}
 				b.ReportMetric(float64(n), "wire_bytes")
 			})
+		}
+	}
+}
+
+// The docs page and the contract are compressed once (best level) and served
+// from memory: every coding decodes to the embedded bytes, the tag is the
+// same on each request, and revalidation works as on data responses.
+func TestStaticBodiesCompressedOnce(t *testing.T) {
+	ts := newTestServer(t)
+	for path, want := range map[string][]byte{"/docs": docsHTML, "/openapi.yaml": openapiYAML} {
+		first, _ := wireGet(t, ts, path)
+		tag := first.Header.Get("ETag")
+		for _, enc := range []string{"gzip", "br", "zstd"} {
+			r1, b1 := wireGet(t, ts, path, "Accept-Encoding", enc)
+			r2, b2 := wireGet(t, ts, path, "Accept-Encoding", enc)
+			if r1.Header.Get("Content-Encoding") != enc || !bytes.Equal(b1, b2) || r1.Header.Get("ETag") != r2.Header.Get("ETag") {
+				t.Fatalf("%s %s: encoding %q, stable bytes %v", path, enc, r1.Header.Get("Content-Encoding"), bytes.Equal(b1, b2))
+			}
+			if got := decode(t, enc, b1); !bytes.Equal(got, want) {
+				t.Fatalf("%s %s: does not decode to the embedded bytes", path, enc)
+			}
+			if len(b1) >= len(want)/2 {
+				t.Errorf("%s %s: %d bytes of %d", path, enc, len(b1), len(want))
+			}
+		}
+		if r, b := wireGet(t, ts, path, "If-None-Match", tag); r.StatusCode != 304 || len(b) != 0 {
+			t.Errorf("%s revalidation: %d", path, r.StatusCode)
 		}
 	}
 }
