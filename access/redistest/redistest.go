@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -93,8 +94,15 @@ func (s *Server) stop() {
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Freeze stops the process (SIGSTOP): connections are accepted by the
-// kernel but nothing is answered, as with a hung server.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+// kernel but nothing is answered, as with a hung server. It returns once
+// every thread has stopped.
+func (s *Server) Freeze() {
+	s.t.Helper()
+	s.signal(syscall.SIGSTOP)
+	if err := proctest.WaitStopped(s.Pid(), 10*time.Second); err != nil {
+		s.t.Fatal(err)
+	}
+}
 
 // Resume continues a frozen process (SIGCONT).
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -165,8 +166,20 @@ func (s *Server) Kill() {
 }
 
 // Freeze stops the process (SIGSTOP): it keeps its port, accepts TCP
-// connections into the backlog and never answers.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+// connections into the backlog and never answers. It returns once every
+// thread has stopped (a request in flight on another core may still be
+// answered until then).
+func (s *Server) Freeze() {
+	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		if err := proctest.WaitStopped(cmd.Process.Pid, 10*time.Second); err != nil {
+			panic(err)
+		}
+	}
+}
 
 // Thaw resumes a frozen process (SIGCONT).
 func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }

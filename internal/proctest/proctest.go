@@ -1,0 +1,59 @@
+// Package proctest holds what the fault tests' server helpers (MinIO,
+// redis-server) share about the processes they control.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// WaitStopped returns once every thread of process pid is stopped (or the
+// process is gone), or an error after limit. SIGSTOP is delivered
+// asynchronously: a thread running on another core can finish the request
+// it is serving after kill(2) returns, so a test that freezes a server and
+// at once expects its calls to hang must wait for the stop to take hold.
+func WaitStopped(pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		running, err := runningThreads(pid)
+		if err == nil && running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("proctest: process %d not stopped after %v (%d threads running, %v)", pid, limit, running, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runningThreads counts the threads of pid whose state is neither stopped
+// (T, t) nor dead (Z, X). A process that is gone has none.
+func runningThreads(pid int) (int, error) {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended between the glob and the read
+		}
+		// "tid (comm) S ...": comm may hold spaces and parentheses, so
+		// the state is the first field after the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			return 0, fmt.Errorf("proctest: unreadable %s", f)
+		}
+		switch s[i+2] {
+		case 'T', 't', 'Z', 'X':
+		default:
+			n++
+		}
+	}
+	return n, nil
+}
