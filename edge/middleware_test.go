@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // meteredServer is a test edge with real keys and a real counters backend.
@@ -22,21 +22,9 @@ type meteredServer struct {
 	*testServer
 	keys  *access.Store
 	ctr   access.Counters
-	logs  *syncBuffer
+	logs  *proctest.Buffer
 	clock *fakeClock
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 type fakeClock struct {
 	mu sync.Mutex
@@ -49,7 +37,7 @@ func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 func newMeteredServer(t testing.TB, ctr access.Counters, keys *access.Store, plans map[string]access.PlanLimits, clk *fakeClock) *meteredServer {
 	t.Helper()
 	st := fixtureStore(t)
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	if plans == nil {
 		plans = access.DefaultPlans()
 	}

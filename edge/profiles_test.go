@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/publish"
 )
 
@@ -93,7 +94,7 @@ func TestProfilesOfAnOlderSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	ts.log = slog.New(slog.NewTextHandler(logs, nil))
 	if err := ts.Load(context.Background()); err != nil {
 		t.Fatalf("loading a snapshot without the profile tables: %v", err)

@@ -86,14 +86,8 @@ func openOut(t *testing.T, rep pipelines.Report) *sql.DB {
 	return db
 }
 
-func count(t *testing.T, db *sql.DB, q string) int {
-	t.Helper()
-	var n int
-	if err := db.QueryRow(q).Scan(&n); err != nil {
-		t.Fatalf("%v\n%s", err, q)
-	}
-	return n
-}
+// count is the integer result of a one-row, one-column query.
+func count(t *testing.T, db *sql.DB, q string) int { t.Helper(); return one[int](t, db, q) }
 
 func TestOddsProperties(t *testing.T) {
 	rep := oddsWorld(t)

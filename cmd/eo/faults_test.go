@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/publish/miniotest"
@@ -73,25 +73,8 @@ type edgeProc struct {
 	addr   string
 	key    string
 	work   string
-	out    *syncBuffer
+	out    *proctest.Buffer
 	exited chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startEdge runs `eo serve` on store in a child process whose open-file
@@ -153,7 +136,7 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	cmd.Env = append(os.Environ(), "EO_TEST_EXEC_MAIN=1", "EO_PLANS="+plans, "EO_USAGE_EXPORT_INTERVAL=1h")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
-	p := &edgeProc{cmd: cmd, addr: addr, key: key, work: work, out: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &edgeProc{cmd: cmd, addr: addr, key: key, work: work, out: &proctest.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

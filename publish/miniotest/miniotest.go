@@ -5,7 +5,6 @@
 package miniotest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -40,7 +39,7 @@ type Server struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan error
-	log      *lockedBuffer
+	log      *proctest.Buffer
 }
 
 // Find returns the minio binary on PATH, in a GOPATH/bin or in $HOME/go/bin
@@ -107,7 +106,7 @@ func (s *Server) launch() error {
 	// Dies with the test binary, even one killed by a test timeout (no
 	// cleanup runs then).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	s.log = &lockedBuffer{}
+	s.log = &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
@@ -226,23 +225,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Within runs fn and fails the test when it has not returned after limit: a
