@@ -198,7 +198,7 @@ func newMeter(t *testing.T, c Counters, clk *clock, keys *Store, plans map[strin
 }
 
 func header(d Decision, name string) string {
-	for _, h := range d.Headers {
+	for _, h := range d.Headers() {
 		if h[0] == name {
 			return h[1]
 		}
@@ -234,7 +234,7 @@ func TestMeterStandardMonthAndBucket(t *testing.T) {
 			t.Fatalf("empty bucket: %+v", d)
 		}
 		if header(d, "X-Quota-Remaining") != "2" || header(d, "X-Quota-Reset") != "2026-02-01T00:00:00Z" {
-			t.Fatalf("a rate-limited request must not draw quota: %+v", d.Headers)
+			t.Fatalf("a rate-limited request must not draw quota: %+v", d.Headers())
 		}
 		clk.Add(10 * time.Second)
 		for i := 0; i < 2; i++ {
@@ -287,7 +287,7 @@ func TestMeterTrial(t *testing.T) {
 			t.Fatalf("endpoint ceiling: %+v", d)
 		}
 		if header(d, "X-Quota-Limit") != "3" || header(d, "X-Quota-Reset") != acct.TrialEnds.Format(time.RFC3339) {
-			t.Fatalf("trial headers: %v", d.Headers)
+			t.Fatalf("trial headers: %v", d.Headers())
 		}
 		for i := 0; i < 2; i++ {
 			if d, _ := m.Check(ctx(), p, "GET /b", true); d.Code != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -139,12 +140,26 @@ type AccountLookup interface {
 	GetAccount(id string) (Account, error)
 }
 
-// Meter applies the plans' limits to requests.
+// Meter applies the plans' limits to requests. Use it by pointer: it keeps
+// a cache of each key's counter names.
 type Meter struct {
 	C        Counters
 	Plans    map[string]PlanLimits
 	Accounts AccountLookup
 	Now      func() time.Time
+
+	mu    sync.RWMutex
+	names map[string]*keyNames // KeyID → the strings its requests are metered under
+}
+
+// keyNames are the names a standard or internal key's requests are metered
+// under, built once per key and month instead of per request.
+type keyNames struct {
+	account string
+	bucket  string
+	month   time.Time // start of the month the quota counter is for
+	quota   []Counter // one: the account's counter of that month (read-only)
+	reset   string    // X-Quota-Reset: the start of the next month
 }
 
 // Decision is the metering outcome of one request.
@@ -155,7 +170,56 @@ type Decision struct {
 	Code       string
 	Message    string
 	RetryAfter int // seconds; 0 = no Retry-After
-	Headers    [][2]string
+
+	// The rate-limit headers (when HasRate) and the quota headers (when
+	// HasQuota), as numbers: AppendHeader renders them without allocating.
+	HasRate        bool
+	RateLimit      float64
+	RateRemaining  int64
+	HasQuota       bool
+	QuotaLimit     int64
+	QuotaRemaining int64
+	QuotaReset     string
+}
+
+// DecisionHeaders are the response headers a Decision may carry, in the
+// order of Decision.AppendHeader's index.
+var DecisionHeaders = [...]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit",
+	"X-Quota-Remaining", "X-Quota-Reset"}
+
+// AppendHeader appends the value of header DecisionHeaders[i] to dst, or
+// reports false when the decision does not carry it. The caller owns dst,
+// so rendering the headers allocates nothing.
+func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
+	switch {
+	case i < 2 && !d.HasRate, i >= 2 && !d.HasQuota:
+		return dst, false
+	}
+	switch i {
+	case 0:
+		return strconv.AppendFloat(dst, d.RateLimit, 'f', -1, 64), true
+	case 1:
+		return strconv.AppendInt(dst, d.RateRemaining, 10), true
+	case 2:
+		return strconv.AppendInt(dst, d.QuotaLimit, 10), true
+	case 3:
+		return strconv.AppendInt(dst, d.QuotaRemaining, 10), true
+	case 4:
+		return append(dst, d.QuotaReset...), true
+	}
+	return dst, false
+}
+
+// Headers returns the decision's headers as name, value pairs (tests,
+// logs; the edge uses AppendHeader).
+func (d *Decision) Headers() [][2]string {
+	var out [][2]string
+	for i, name := range DecisionHeaders {
+		if v, ok := d.AppendHeader(nil, i); ok {
+			out = append(out, [2]string{name, string(v)})
+		}
+	}
+	return out
 }
 
 // NeverResets is the X-Quota-Reset value of a sandbox key, whose allowance
@@ -169,12 +233,19 @@ func startOfNextMonth(t time.Time) time.Time {
 
 // quotaPlan is the quota shape of one request.
 type quotaPlan struct {
+	bucket   string
 	counters []Counter
 	reset    string
 	limit    int64 // X-Quota-Limit
 	codes    []string
-	retry    []int // Retry-After seconds per counter (0 = none)
+	retryAt  time.Time // Retry-After of a refusal (zero: none)
 }
+
+var (
+	sandboxCodes = []string{"sandbox_quota_exceeded"}
+	trialCodes   = []string{"trial_quota_exceeded", "trial_endpoint_quota_exceeded"}
+	monthCodes   = []string{"quota_exceeded"}
+)
 
 func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, quotaPlan, *Decision) {
 	pl, ok := m.Plans[p.Plan]
@@ -184,9 +255,9 @@ func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, q
 	var q quotaPlan
 	switch p.Plan {
 	case PlanSandbox:
+		q.bucket = "b:" + p.KeyID
 		q.counters = []Counter{{Key: "q:sandbox:" + p.KeyID, Limit: pl.LifetimeQuota}}
-		q.codes = []string{"sandbox_quota_exceeded"}
-		q.retry = []int{0}
+		q.codes = sandboxCodes
 		q.reset = NeverResets
 		q.limit = pl.LifetimeQuota
 	case PlanTrial:
@@ -202,24 +273,52 @@ func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, q
 			end = *acct.TrialEnds
 		}
 		exp := end.Add(24 * time.Hour)
+		q.bucket = "b:" + p.KeyID
 		q.counters = []Counter{
 			{Key: "q:trial:" + p.AccountID, Limit: pl.TrialTotal, ExpireAt: exp},
 			{Key: "q:trialep:" + p.AccountID + ":" + endpoint, Limit: pl.TrialPerEndpoint, ExpireAt: exp},
 		}
-		q.codes = []string{"trial_quota_exceeded", "trial_endpoint_quota_exceeded"}
-		q.retry = []int{0, 0}
+		q.codes = trialCodes
 		q.reset = end.UTC().Format(time.RFC3339)
 		q.limit = pl.TrialPerEndpoint
 	default:
-		next := startOfNextMonth(now)
-		q.counters = []Counter{{Key: "q:month:" + p.AccountID + ":" + now.UTC().Format("2006-01"),
-			Limit: pl.MonthlyQuota, ExpireAt: next.Add(24 * time.Hour)}}
-		q.codes = []string{"quota_exceeded"}
-		q.retry = []int{int(math.Ceil(next.Sub(now).Seconds()))}
-		q.reset = next.Format(time.RFC3339)
+		kn := m.monthNames(p, pl, now)
+		q.bucket, q.counters, q.reset = kn.bucket, kn.quota, kn.reset
+		q.codes = monthCodes
+		q.retryAt = kn.quota[0].ExpireAt.Add(-24 * time.Hour) // the start of next month
 		q.limit = pl.MonthlyQuota
 	}
 	return pl, q, nil
+}
+
+// monthNames returns the cached names of a monthly-quota key for now's
+// month (built on the key's first request of a month, or when its account
+// or limit changed).
+func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames {
+	m.mu.RLock()
+	kn := m.names[p.KeyID]
+	m.mu.RUnlock()
+	if kn != nil && kn.account == p.AccountID && kn.quota[0].Limit == pl.MonthlyQuota &&
+		!now.Before(kn.month) && now.Before(kn.quota[0].ExpireAt.Add(-24*time.Hour)) {
+		return kn
+	}
+	next := startOfNextMonth(now)
+	y, mo, _ := now.UTC().Date()
+	kn = &keyNames{
+		account: p.AccountID,
+		bucket:  "b:" + p.KeyID,
+		month:   time.Date(y, mo, 1, 0, 0, 0, 0, time.UTC),
+		quota: []Counter{{Key: "q:month:" + p.AccountID + ":" + now.UTC().Format("2006-01"),
+			Limit: pl.MonthlyQuota, ExpireAt: next.Add(24 * time.Hour)}},
+		reset: next.Format(time.RFC3339),
+	}
+	m.mu.Lock()
+	if m.names == nil {
+		m.names = map[string]*keyNames{}
+	}
+	m.names[p.KeyID] = kn
+	m.mu.Unlock()
+	return kn
 }
 
 // remaining is X-Quota-Remaining: requests left in the window (for a trial,
@@ -251,14 +350,11 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		return *stop, nil
 	}
 	d := Decision{}
-	tok, res, err := m.draw(ctx, "b:"+p.KeyID, pl, now, q.counters, drawQuota)
+	tok, res, err := m.draw(ctx, q.bucket, pl, now, q.counters, drawQuota)
 	if err != nil {
 		return d, err
 	}
-	d.Headers = append(d.Headers,
-		[2]string{"X-RateLimit-Limit", strconv.FormatFloat(pl.Burst, 'f', -1, 64)},
-		[2]string{"X-RateLimit-Remaining", strconv.FormatInt(int64(math.Floor(tok.Remaining)), 10)})
-	vals := res.Values
+	d.HasRate, d.RateLimit, d.RateRemaining = true, pl.Burst, int64(math.Floor(tok.Remaining))
 	switch {
 	case !tok.OK:
 		d.Code, d.Message = "rate_limited", "rate limit exceeded; retry after the Retry-After delay"
@@ -269,12 +365,11 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 	case drawQuota && !res.OK:
 		d.Code = q.codes[res.Failed]
 		d.Message = quotaMessage(d.Code)
-		d.RetryAfter = q.retry[res.Failed]
+		if !q.retryAt.IsZero() {
+			d.RetryAfter = int(math.Ceil(q.retryAt.Sub(now).Seconds()))
+		}
 	}
-	d.Headers = append(d.Headers,
-		[2]string{"X-Quota-Limit", strconv.FormatInt(q.limit, 10)},
-		[2]string{"X-Quota-Remaining", strconv.FormatInt(remaining(q.counters, vals), 10)},
-		[2]string{"X-Quota-Reset", q.reset})
+	d.HasQuota, d.QuotaLimit, d.QuotaRemaining, d.QuotaReset = true, q.limit, remaining(q.counters, res.Values), q.reset
 	return d, nil
 }
 
@@ -303,10 +398,8 @@ func (m *Meter) SandboxExhausted(ctx context.Context, p Principal) (Decision, bo
 	if remaining(q.counters, vals) > 0 {
 		return Decision{}, false, nil
 	}
-	return Decision{Code: q.codes[0], Message: quotaMessage(q.codes[0]), Headers: [][2]string{
-		{"X-Quota-Limit", strconv.FormatInt(q.limit, 10)},
-		{"X-Quota-Remaining", "0"},
-		{"X-Quota-Reset", q.reset}}}, true, nil
+	return Decision{Code: q.codes[0], Message: quotaMessage(q.codes[0]),
+		HasQuota: true, QuotaLimit: q.limit, QuotaRemaining: 0, QuotaReset: q.reset}, true, nil
 }
 
 // TokenAndQuota is implemented by a Counters backend that takes the bucket

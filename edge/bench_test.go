@@ -105,7 +105,7 @@ func BenchmarkMeterRecord(b *testing.B) {
 // benchKeys creates an access database with one internal-plan key and
 // returns its path and the key (the database is closed, as `eo keys`
 // leaves it).
-func benchKeys(b *testing.B) (string, string) {
+func benchKeys(b testing.TB) (string, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "access.db")
 	st, err := access.Open(path, nil)
@@ -118,7 +118,7 @@ func benchKeys(b *testing.B) (string, string) {
 }
 
 // benchKeyring is what eo serve authenticates with: the keys in memory.
-func benchKeyring(b *testing.B) (*access.Keyring, string) {
+func benchKeyring(b testing.TB) (*access.Keyring, string) {
 	b.Helper()
 	path, key := benchKeys(b)
 	kr, err := access.OpenKeyring(path, nil)
@@ -180,6 +180,7 @@ func newInMemory(app *fiber.App, uri, key string) *inMemory {
 
 func (im *inMemory) do() *fasthttp.Response {
 	im.ctx.Response.Reset()
+	im.ctx.ResetUserValues() // as the server does between requests
 	im.h(&im.ctx)
 	return &im.ctx.Response
 }

@@ -1,104 +1,256 @@
 package edge
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"hash"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/eodata/eo/view"
 )
 
 // cursor is the position after the last row of a page: the row's sort value
-// and id, the sort spec it was minted under, and the snapshot it was read
-// from. On the wire it is
-// base64url(JSON) "." base64url(HMAC-SHA256 truncated to 16 bytes), so an
-// edited cursor is detected. Because it holds values, not offsets, paging
+// and id, the sort spec it was minted under, the resource it pages and the
+// snapshot it was read from. Because it holds values, not offsets, paging
 // continues correctly across a snapshot swap (keyset pagination).
+//
+// On the wire it is base64url(body) "." base64url(HMAC-SHA256(body)
+// truncated to 16 bytes), so an edited cursor is detected. The body is
+// binary (cursorV2, minted since the hot path stopped allocating):
+//
+//	0x02 | kind | sort | snap | flags | [str] | [num] | id (16 bytes)
+//
+// strings as a uvarint length and the bytes, flags bit 0 null, bit 1 a
+// string value follows, bit 2 a number (zig-zag varint) follows. Bodies that
+// start with '{' are the JSON of earlier versions and still decode (the spec:
+// cursors issued before sort support keep working).
 type cursor struct {
 	Sort string       `json:"o,omitempty"` // empty: minted before sort support, means the default order
 	Val  view.SortVal `json:"v"`
 	ID   view.ID      `json:"-"`
-	IDS  string       `json:"i"`
+	IDS  string       `json:"i"` // JSON cursors only
 	Kind string       `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
 	// Snap is the snapshot the page was served from: the next page comes
 	// from the same one while the edge still holds it (Options.CursorGrace).
 	Snap string `json:"s,omitempty"`
 }
 
-// cursorSnapshotID reads the snapshot id of a cursor without verifying it:
-// it only chooses which loaded snapshot serves the request, and the handler
-// verifies the cursor before using it.
-func cursorSnapshotID(s string) string {
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 || dot > 1024 {
-		return ""
+const (
+	cursorV2      = 0x02
+	cursorNull    = 1 << 0
+	cursorHasStr  = 1 << 1
+	cursorHasNum  = 1 << 2
+	maxCursorBody = 1024 // decoded; longer is not a cursor this edge minted
+)
+
+// appendBinary appends the cursorV2 body.
+func (c *cursor) appendBinary(b []byte) []byte {
+	b = append(b, cursorV2)
+	b = appendStr(b, c.Kind)
+	b = appendStr(b, c.Sort)
+	b = appendStr(b, c.Snap)
+	var flags byte
+	if c.Val.Null {
+		flags |= cursorNull
 	}
-	body, err := base64.RawURLEncoding.DecodeString(s[:dot])
-	if err != nil {
-		return ""
+	if c.Val.Str != "" {
+		flags |= cursorHasStr
 	}
-	var c struct {
-		Snap string `json:"s"`
+	if c.Val.Num != 0 {
+		flags |= cursorHasNum
 	}
-	if json.Unmarshal(body, &c) != nil {
-		return ""
+	b = append(b, flags)
+	if c.Val.Str != "" {
+		b = appendStr(b, c.Val.Str)
 	}
-	return c.Snap
+	if c.Val.Num != 0 {
+		b = binary.AppendVarint(b, c.Val.Num)
+	}
+	return append(b, c.ID[:]...)
 }
 
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// binaryFields is a decoded cursorV2 body; its byte slices point into the
+// body, so comparing them with the request's kind and sort allocates nothing.
+type binaryFields struct {
+	kind, sort, snap, str []byte
+	null                  bool
+	num                   int64
+	id                    view.ID
+}
+
+func parseBinary(b []byte) (f binaryFields, ok bool) {
+	if len(b) == 0 || b[0] != cursorV2 {
+		return f, false
+	}
+	b = b[1:]
+	for _, dst := range []*[]byte{&f.kind, &f.sort, &f.snap} {
+		if *dst, b, ok = readStr(b); !ok {
+			return f, false
+		}
+	}
+	if len(b) == 0 {
+		return f, false
+	}
+	flags := b[0]
+	b = b[1:]
+	f.null = flags&cursorNull != 0
+	if flags&cursorHasStr != 0 {
+		if f.str, b, ok = readStr(b); !ok {
+			return f, false
+		}
+	}
+	if flags&cursorHasNum != 0 {
+		n, k := binary.Varint(b)
+		if k <= 0 {
+			return f, false
+		}
+		f.num, b = n, b[k:]
+	}
+	if len(b) != len(f.id) {
+		return f, false
+	}
+	copy(f.id[:], b)
+	return f, true
+}
+
+func readStr(b []byte) (s, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+// cursorCodec mints and verifies cursors under the edge's secret.
 type cursorCodec struct {
-	key  []byte
-	macs *sync.Pool // of keyed HMAC-SHA256 states: keying one costs two block hashes
+	bufs *sync.Pool // of *cursorBuf: a keyed HMAC state (keying costs two block hashes) and scratch space
+}
+
+// cursorBuf is the scratch space of one encode or decode.
+type cursorBuf struct {
+	mac  hash.Hash
+	body []byte
+	sig  []byte
+	sum  [sha256.Size]byte
 }
 
 func newCursorCodec(key []byte) cursorCodec {
-	return cursorCodec{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+	return cursorCodec{bufs: &sync.Pool{New: func() any {
+		return &cursorBuf{mac: hmac.New(sha256.New, key), body: make([]byte, 0, 256), sig: make([]byte, 0, 32)}
+	}}}
 }
 
-func (cc cursorCodec) mac(b []byte) []byte {
-	m := cc.macs.Get().(hash.Hash)
-	m.Reset()
-	m.Write(b)
-	sum := m.Sum(make([]byte, 0, sha256.Size))
-	cc.macs.Put(m)
-	return sum[:16]
+func (cb *cursorBuf) tag(body []byte) []byte {
+	cb.mac.Reset()
+	cb.mac.Write(body)
+	return cb.mac.Sum(cb.sum[:0])[:16]
 }
 
-func (cc cursorCodec) encode(c cursor) string {
-	c.IDS = c.ID.String()
-	body, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cc.mac(body))
+// appendEncoded appends c's wire form to dst.
+func (cc cursorCodec) appendEncoded(dst []byte, c *cursor) []byte {
+	cb := cc.bufs.Get().(*cursorBuf)
+	cb.body = c.appendBinary(cb.body[:0])
+	dst = base64.RawURLEncoding.AppendEncode(dst, cb.body)
+	dst = append(dst, '.')
+	dst = base64.RawURLEncoding.AppendEncode(dst, cb.tag(cb.body))
+	cc.bufs.Put(cb)
+	return dst
+}
+
+// encode is appendEncoded as a string (tests).
+func (cc cursorCodec) encode(c cursor) string { return string(cc.appendEncoded(nil, &c)) }
+
+// open verifies s and hands its body to fn (the body is scratch space,
+// valid only during fn). It reports false for a malformed or forged cursor.
+func (cc cursorCodec) open(s string, fn func(body []byte) bool) bool {
+	dot := strings.IndexByte(s, '.')
+	if dot < 0 || base64.RawURLEncoding.DecodedLen(dot) > maxCursorBody {
+		return false
+	}
+	cb := cc.bufs.Get().(*cursorBuf)
+	defer cc.bufs.Put(cb)
+	var err1, err2 error
+	cb.body, err1 = base64.RawURLEncoding.AppendDecode(cb.body[:0], unsafeBytes(s[:dot]))
+	cb.sig, err2 = base64.RawURLEncoding.AppendDecode(cb.sig[:0], unsafeBytes(s[dot+1:]))
+	if err1 != nil || err2 != nil || !hmac.Equal(cb.sig, cb.tag(cb.body)) {
+		return false
+	}
+	return fn(cb.body)
+}
+
+// snapshotOf reports whether cursor s was minted on snapshot id (verified:
+// it chooses which loaded snapshot serves the request).
+func (cc cursorCodec) snapshotOf(s, id string) bool {
+	return cc.open(s, func(body []byte) bool {
+		if f, ok := parseBinary(body); ok {
+			return string(f.snap) == id
+		}
+		var c struct {
+			Snap string `json:"s"`
+		}
+		return json.Unmarshal(body, &c) == nil && c.Snap == id
+	})
 }
 
 // decode verifies and parses a cursor for a resource kind and sort spec.
-func (cc cursorCodec) decode(s, kind, spec, defSpec string) (*cursor, bool) {
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 {
-		return nil, false
-	}
-	body, err1 := base64.RawURLEncoding.DecodeString(s[:dot])
-	sig, err2 := base64.RawURLEncoding.DecodeString(s[dot+1:])
-	if err1 != nil || err2 != nil || !hmac.Equal(sig, cc.mac(body)) {
-		return nil, false
-	}
-	var c cursor
-	if err := json.Unmarshal(body, &c); err != nil || c.Kind != kind {
-		return nil, false
+func (cc cursorCodec) decode(s, kind, spec, defSpec string) (c cursor, ok bool) {
+	ok = cc.open(s, func(body []byte) bool {
+		if bytes.HasPrefix(body, []byte("{")) {
+			return decodeJSON(body, &c)
+		}
+		f, ok := parseBinary(body)
+		if !ok || string(f.kind) != kind {
+			return false
+		}
+		switch {
+		case len(f.sort) == 0:
+			c.Sort = defSpec
+		case string(f.sort) == spec:
+			c.Sort = spec
+		default:
+			return false // minted under another sort
+		}
+		c.Kind, c.ID = kind, f.id
+		c.Val = view.SortVal{Null: f.null, Num: f.num}
+		if len(f.str) > 0 {
+			c.Val.Str = string(f.str)
+		}
+		return true
+	})
+	if !ok || c.Kind != kind {
+		return cursor{}, false
 	}
 	if c.Sort == "" {
 		c.Sort = defSpec
 	}
 	if c.Sort != spec {
-		return nil, false
+		return cursor{}, false
+	}
+	return c, true
+}
+
+// decodeJSON reads a cursor minted before cursorV2.
+func decodeJSON(body []byte, c *cursor) bool {
+	if json.Unmarshal(body, c) != nil {
+		return false
 	}
 	id, ok := view.ParseID(c.IDS)
-	if !ok {
-		return nil, false
-	}
 	c.ID = id
-	return &c, true
+	return ok
 }
+
+// unsafeBytes views s as bytes without copying, for functions that only
+// read their argument (base64 decoding): a cursor is up to a few hundred
+// bytes, and []byte(s) above 32 bytes is a heap copy per request.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

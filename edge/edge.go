@@ -10,7 +10,6 @@ package edge
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,15 +199,14 @@ func (s *Server) Current() *view.Snapshot {
 	return nil
 }
 
-// viewFor returns the view a request reads: for a cursor minted on the
+// viewFor returns the view a request with a cursor reads: for a cursor minted on the
 // replaced snapshot while its grace lasts, that snapshot's last view (the
 // walk keeps the rows it started on); else the current view.
-func (s *Server) viewFor(snapshotID string) *view.View {
+func (s *Server) viewFor(cursor string) *view.View {
 	cur := s.view.Load()
-	if snapshotID != "" && (cur == nil || cur.ID() != snapshotID) {
-		if pp := s.prev.Load(); pp != nil && pp.v.ID() == snapshotID && s.o.Now().Before(pp.until) {
-			return pp.v
-		}
+	if pp := s.prev.Load(); pp != nil && (cur == nil || cur.ID() != pp.v.ID()) &&
+		s.o.Now().Before(pp.until) && s.cursors.snapshotOf(cursor, pp.v.ID()) {
+		return pp.v
 	}
 	return cur
 }
@@ -465,20 +463,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		return s.app.ShutdownWithContext(sctx)
 	}
-}
-
-// newRequestID returns a random 16-byte hex id.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func requestID(c *fiber.Ctx) string {
-	if v, ok := c.Locals("request_id").(string); ok {
-		return v
-	}
-	return ""
 }
 
 // recoverPanic turns a panic into the internal_error envelope.

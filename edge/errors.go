@@ -77,14 +77,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if ae.Status >= 500 {
 		s.log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", ae.Error())
 	}
-	id := requestID(c)
-	if id == "" {
-		// Errors fasthttp raises before any middleware (431 headers too
-		// large, 413 body too large, 408 read timeout) get an id too.
-		id = newRequestID()
-		c.Locals("request_id", id)
-		c.Set("X-Request-Id", id)
-	}
+	// Errors fasthttp raises before any middleware (431 headers too large,
+	// 413 body too large, 408 read timeout) get an id here.
+	id := requestState(c).id
 	var body errorBody
 	body.Error.Code = ae.Code
 	body.Error.Message = ae.Message

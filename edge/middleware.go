@@ -88,15 +88,15 @@ func (s *Server) authenticate(endpoint string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		c.Locals("principal", p)
+		requestState(c).principal = p
 		err = c.Next()
 		if s.o.Meter != nil {
 			status := c.Response().StatusCode()
-			var ae *APIError
-			if errors.As(err, &ae) {
-				status = ae.Status
-			} else if err != nil {
+			if err != nil {
 				status = fiber.StatusInternalServerError
+				if ae := (*APIError)(nil); errors.As(err, &ae) {
+					status = ae.Status
+				}
 			}
 			ev := access.UsageEvent{Time: s.o.Now().UTC(), KeyID: p.KeyID, AccountID: p.AccountID,
 				Endpoint: endpoint, Status: status, RequestID: requestID(c)}
@@ -124,11 +124,6 @@ func (s *Server) operatorOnly(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func principalOf(c *fiber.Ctx) access.Principal {
-	p, _ := c.Locals("principal").(access.Principal)
-	return p
-}
-
 // meterMiddleware draws a bucket token and (unless tokenOnly) one unit of
 // quota, sets the rate-limit and quota headers, and refuses with the spec's
 // 429 codes. Precedence is documented on access.Meter.Check.
@@ -149,9 +144,7 @@ func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler 
 			}
 			return ae
 		}
-		for _, h := range d.Headers {
-			c.Set(h[0], h[1])
-		}
+		setDecisionHeaders(c, &d)
 		switch d.Code {
 		case "":
 			return c.Next()
@@ -207,9 +200,7 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 			if s.o.Meter != nil {
 				d, exhausted, err := s.o.Meter.SandboxExhausted(c.UserContext(), principalOf(c))
 				if err == nil && exhausted {
-					for _, h := range d.Headers {
-						c.Set(h[0], h[1])
-					}
+					setDecisionHeaders(c, &d)
 					return &APIError{Status: fiber.StatusTooManyRequests, Code: d.Code, Message: d.Message}
 				}
 			}
@@ -238,4 +229,16 @@ func (s *Server) corsMiddleware() fiber.Handler {
 		ExposeHeaders: strings.Join(ExposedHeaders, ","),
 		MaxAge:        int((10 * time.Minute).Seconds()),
 	})
+}
+
+// setDecisionHeaders writes a metering decision's rate-limit and quota
+// headers.
+func setDecisionHeaders(c *fiber.Ctx, d *access.Decision) {
+	h := &c.Response().Header
+	var buf [32]byte
+	for i, name := range access.DecisionHeaders {
+		if v, ok := d.AppendHeader(buf[:0], i); ok {
+			h.SetBytesV(name, v)
+		}
+	}
 }

@@ -20,7 +20,7 @@ func (s *Server) listOdds(c *fiber.Ctx) error {
 	limit := parseLimit(c, limOdds)
 	v := viewOf(c)
 	if match == nil {
-		return sendList(c, v.OddsBulk(source, limit, s.o.Now()), "")
+		return sendList(c, v.OddsBulk(source, limit, s.o.Now()), nil)
 	}
 	after, err := s.decodeCursor(c, "odds", view.OddsSpec, view.OddsSpec)
 	if err != nil {

@@ -14,7 +14,7 @@ func sendPacked(r *fasthttp.Response, p view.Packed, empty string, asArray bool)
 	r.AppendBodyString(`{"data":`)
 	r.AppendBody(buf)
 	if asArray {
-		appendMeta(r, p.Len(), "")
+		appendMeta(r, p.Len(), nil)
 	} else {
 		r.AppendBodyString("}")
 	}

@@ -189,7 +189,7 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, viewOf(c).Rankings(typ, c.Query("region"), c.Query("role"), spec, parseLimit(c, limRankings)), "")
+	return sendList(c, viewOf(c).Rankings(typ, c.Query("region"), c.Query("role"), spec, parseLimit(c, limRankings)), nil)
 }
 
 func (s *Server) coverage(c *fiber.Ctx) error { return sendJSON(c, viewOf(c).Coverage()) }

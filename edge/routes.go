@@ -72,9 +72,7 @@ func (s *Server) routes() {
 // response comes from the same instant) and records metrics.
 func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	start := time.Now()
-	id := newRequestID()
-	c.Locals("request_id", id)
-	c.Set("X-Request-Id", id)
+	st := requestState(c) // the request id, in the header and in error bodies
 	if smuggled(c) {
 		// RFC 9112 §6.1: a request with both framings may be a smuggling
 		// attempt; reject it and close the connection, so bytes after its
@@ -86,13 +84,11 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	}
 	var v *view.View
 	if cv := c.Query("cursor"); cv != "" {
-		v = s.viewFor(cursorSnapshotID(cv))
+		v = s.viewFor(cv)
 	} else {
 		v = s.view.Load()
 	}
-	if v != nil {
-		c.Locals("view", v)
-	}
+	st.view = v
 	err := c.Next()
 	if err != nil {
 		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
@@ -140,12 +136,6 @@ func smuggled(c *fiber.Ctx) bool {
 
 func hasHeaderName(line []byte, name string) bool {
 	return len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name))
-}
-
-// viewOf is the view the request reads (requestMiddleware).
-func viewOf(c *fiber.Ctx) *view.View {
-	v, _ := c.Locals("view").(*view.View)
-	return v
 }
 
 // parseLimit reads limit: missing, non-numeric or below 1 gives the default;
@@ -201,21 +191,21 @@ func sendSingle(c *fiber.Ctx, obj []byte) error {
 }
 
 // appendMeta writes the list envelope's tail: count and next cursor.
-func appendMeta(r *fasthttp.Response, count int, next string) {
+func appendMeta(r *fasthttp.Response, count int, next []byte) {
 	var num [20]byte
 	r.AppendBodyString(`,"meta":{"count":`)
 	r.AppendBody(strconv.AppendInt(num[:0], int64(count), 10))
-	if next == "" {
+	if next == nil {
 		r.AppendBodyString(`,"next_cursor":null}}`)
 		return
 	}
 	r.AppendBodyString(`,"next_cursor":"`)
-	r.AppendBodyString(next)
+	r.AppendBody(next)
 	r.AppendBodyString(`"}}`)
 }
 
 // sendList writes the list envelope from pre-rendered rows.
-func sendList(c *fiber.Ctx, rows [][]byte, next string) error {
+func sendList(c *fiber.Ctx, rows [][]byte, next []byte) error {
 	r := jsonBody(c)
 	r.AppendBodyString(`{"data":[`)
 	for i, row := range rows {
@@ -238,18 +228,23 @@ func sendArray(c *fiber.Ctx, a view.Array) error {
 	} else {
 		r.AppendBody(a.JSON)
 	}
-	appendMeta(r, a.N, "")
+	appendMeta(r, a.N, nil)
 	return nil
 }
 
 // sendPage writes a page of a paginated list, with the cursor of its last
 // row when more remain.
 func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
-	next := ""
-	if p.More {
-		next = s.cursors.encode(cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID()})
+	defer p.Release()
+	if !p.More {
+		return sendList(c, p.Rows, nil)
 	}
-	return sendList(c, p.Rows, next)
+	bp := bufs.Get().(*[]byte)
+	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID()})
+	err := sendList(c, p.Rows, next)
+	*bp = next[:0]
+	bufs.Put(bp)
+	return err
 }
 
 // sendFound writes {"data": obj}, or a 404 of what when ok is false.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+	"github.com/zeebo/xxh3"
 )
 
 // The wire: what every data response carries besides its JSON (edge/
@@ -142,7 +142,7 @@ func finishWire(c *fiber.Ctx) {
 	if static != nil {
 		base = append(tag[:0], static.base...)
 	} else {
-		base = strconv.AppendUint(append(tag[:0], '"'), xxhash.Sum64(body), 36)
+		base = strconv.AppendUint(append(tag[:0], '"'), xxh3.Hash(body), 36)
 	}
 	etag := append(base, codingSuffix(cd)...)
 	etag = append(etag, '"')
@@ -190,7 +190,7 @@ type staticBody struct {
 }
 
 func newStaticBody(b []byte) *staticBody {
-	return &staticBody{body: b, base: `"` + strconv.FormatUint(xxhash.Sum64(b), 36)}
+	return &staticBody{body: b, base: `"` + strconv.FormatUint(xxh3.Hash(b), 36)}
 }
 
 func (sb *staticBody) encoded(cd coding) []byte {

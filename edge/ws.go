@@ -26,7 +26,7 @@ import (
 // the /v1/{game} chain: authentication, game, sandbox scope (sandbox keys get
 // 403 sandbox_scope) and metering (a bucket token, no quota).
 func (s *Server) mintWSTicket(c *fiber.Ctx) error {
-	p, _ := c.Locals("principal").(access.Principal)
+	p := principalOf(c)
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err

@@ -66,8 +66,8 @@ type merged struct {
 	i, j int
 }
 
-func newMerged(a, b *order, after *Key) *merged {
-	w := &merged{a: a, b: b}
+func newMerged(a, b *order, after *Key) merged {
+	w := merged{a: a, b: b}
 	if after != nil {
 		if a != nil {
 			w.i = a.after(after.Val, after.ID)
@@ -144,7 +144,7 @@ func (v *View) MatchPage(f MatchFilter, after *Key, limit int) Page {
 		// so the walk starts inside it, and stop once it passes its start.
 		w.skipBelow(f.Until.UnixMicro())
 	}
-	p := Page{Spec: MatchSorts.Def}
+	p := newPage(MatchSorts.Def)
 	for {
 		o, pos, ok := w.next()
 		if !ok {
@@ -472,7 +472,7 @@ func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
 		lo = live.hist
 	}
 	w := newMerged(x.byMatch[match], lo, after)
-	p := Page{Spec: OddsSpec}
+	p := newPage(OddsSpec)
 	for {
 		o, pos, ok := w.next()
 		if !ok {

@@ -167,27 +167,6 @@ func buildOrders(n int, ss SortSet, idOf func(int) ID, valOf func(key string, i 
 	return out
 }
 
-// pageOf walks an order from a cursor position and returns up to limit rows
-// that pass keep, and whether more remain.
-func (o *order) pageOf(after *Key, limit int, keep func(int32) bool) (rows []int32, last int, more bool) {
-	start := 0
-	if after != nil {
-		start = o.after(after.Val, after.ID)
-	}
-	last = -1
-	for i := start; i < len(o.idx); i++ {
-		if keep != nil && !keep(o.idx[i]) {
-			continue
-		}
-		if len(rows) == limit {
-			return rows, last, true
-		}
-		rows = append(rows, o.idx[i])
-		last = i
-	}
-	return rows, last, false
-}
-
 var TeamSorts = SortSet{Keys: []string{"name", "slug", "region", "country_code", "own_rank", "external_rank"}, Def: "name"}
 var PlayerSorts = SortSet{Keys: []string{"name", "slug", "country_code", "role"}, Def: "name"}
 var TournamentSorts = SortSet{Keys: []string{"starts_at"}, Def: "-starts_at"}

@@ -239,12 +239,38 @@ func (v *View) InSampleTournament(idOrSlug string) bool {
 // ---- paging
 
 // Page is one page of pre-rendered rows: More says rows remain after the
-// last, whose key (Last) and order (Spec) a cursor carries.
+// last, whose key (Last) and order (Spec) a cursor carries. Its Rows come
+// from a pool: Release gives them back once the response is written.
 type Page struct {
 	Rows [][]byte
 	More bool
 	Last Key
 	Spec string
+	buf  *[][]byte // the pooled slice Rows was taken from
+}
+
+// rowBufs recycles the row slices of pages (Page.Release), so serving a
+// page allocates nothing.
+var rowBufs = sync.Pool{New: func() any { s := make([][]byte, 0, 128); return &s }}
+
+// newPage starts an empty page whose row slice comes from the pool.
+func newPage(spec string) Page {
+	bp := rowBufs.Get().(*[][]byte)
+	return Page{Rows: (*bp)[:0], Spec: spec, buf: bp}
+}
+
+// Release returns the page's row slice to the pool; p.Rows must not be
+// used after. A page never released is collected like any other value.
+func (p *Page) Release() {
+	if p.buf == nil {
+		return
+	}
+	if cap(p.Rows) <= 4096 {
+		clear(p.Rows) // the rows point into a snapshot: don't keep it alive
+		*p.buf = p.Rows[:0]
+		rowBufs.Put(p.buf)
+	}
+	p.Rows, p.buf = nil, nil
 }
 
 // pageOf walks an order from a cursor's key and renders up to limit rows
@@ -253,14 +279,22 @@ func pageOf(o *order, after *Key, limit int, keep func(int32) bool, render func(
 	if o == nil {
 		return Page{}
 	}
-	idx, last, more := o.pageOf(after, limit, keep)
-	rows := make([][]byte, len(idx))
-	for i, x := range idx {
-		rows[i] = render(x)
+	p := newPage(o.spec)
+	start := 0
+	if after != nil {
+		start = o.after(after.Val, after.ID)
 	}
-	p := Page{Rows: rows, More: more, Spec: o.spec}
-	if more {
-		p.Last = Key{Val: o.vals[last], ID: o.ids[last]}
+	last := -1
+	for i := start; i < len(o.idx); i++ {
+		if keep != nil && !keep(o.idx[i]) {
+			continue
+		}
+		if len(p.Rows) == limit {
+			p.More, p.Last = true, Key{Val: o.vals[last], ID: o.ids[last]}
+			break
+		}
+		p.Rows = append(p.Rows, render(o.idx[i]))
+		last = i
 	}
 	return p
 }
