@@ -247,17 +247,22 @@ func (e *Embedded) Flush() error {
 		u := tx.Bucket(bucketUsage)
 		// Keys only grow: full pages, not bbolt's default half-full split.
 		u.FillPercent = 1
-		// One buffer for the batch: bbolt keeps the slices until commit.
-		buf := make([]byte, 0, len(events)*112)
-		for _, ev := range events {
-			seq, err := u.NextSequence()
-			if err != nil {
-				return err
-			}
+		if len(events) == 0 {
+			return nil
+		}
+		first := u.Sequence() + 1
+		if err := u.SetSequence(u.Sequence() + uint64(len(events))); err != nil {
+			return err
+		}
+		// One buffer for the batch: bbolt keeps the slices until commit
+		// (a reallocation leaves the earlier ones where they were).
+		buf := make([]byte, 0, len(events)*100+len(events)/usageChunkMax*16+16)
+		var rec []byte
+		for i := 0; i < len(events); i += usageChunkMax {
 			start := len(buf)
-			buf = binary.BigEndian.AppendUint64(buf, seq)
+			buf = binary.BigEndian.AppendUint64(buf, first+uint64(i))
 			mid := len(buf)
-			buf = appendEvent(buf, ev)
+			buf, rec = appendChunk(buf, rec, events[i:min(i+usageChunkMax, len(events))])
 			if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
 				return err
 			}
@@ -417,23 +422,59 @@ func (e *Embedded) ReadUsageRange(_ context.Context, after, upto string, max int
 	last := after
 	err = e.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketUsage).Cursor()
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], from)
-		for key, v := c.Seek(k[:]); key != nil && len(out) < max; key, v = c.Next() {
-			seq := binary.BigEndian.Uint64(key)
-			if seq > end {
+		for key, v := seekChunk(c, from); key != nil && len(out) < max; key, v = c.Next() {
+			first := binary.BigEndian.Uint64(key)
+			if first > end {
 				break
 			}
-			ev, err := decodeEvent(v)
-			if err != nil {
-				return fmt.Errorf("access: usage event %d: %w", seq, err)
+			r, err := newChunkReader(first, v)
+			for err == nil && len(out) < max {
+				var (
+					seq uint64
+					rec []byte
+					ok  bool
+				)
+				if seq, rec, ok, err = r.next(); !ok || seq > end {
+					break
+				}
+				if seq < from {
+					continue
+				}
+				var ev UsageEvent
+				if ev, err = decodeEvent(rec); err == nil {
+					out = append(out, ev)
+					last = strconv.FormatUint(seq, 10)
+				}
 			}
-			out = append(out, ev)
-			last = strconv.FormatUint(seq, 10)
+			if err != nil {
+				return fmt.Errorf("access: usage events from %d: %w", first, err)
+			}
 		}
 		return nil
 	})
 	return out, last, err
+}
+
+// seekChunk positions c on the stored value that holds event seq (or, when
+// none does, the first one after it) and returns it.
+func seekChunk(c *bolt.Cursor, seq uint64) ([]byte, []byte) {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	key, v := c.Seek(k[:])
+	if key != nil && binary.BigEndian.Uint64(key) == seq {
+		return key, v
+	}
+	// The value before may be a chunk that runs past seq.
+	var pk, pv []byte
+	if key == nil {
+		pk, pv = c.Last()
+	} else {
+		pk, pv = c.Prev()
+	}
+	if pk != nil && binary.BigEndian.Uint64(pk)+chunkLen(pv) > seq {
+		return pk, pv
+	}
+	return c.Seek(k[:])
 }
 
 func parseSeq(pos string) (uint64, error) {
@@ -448,8 +489,9 @@ func parseSeq(pos string) (uint64, error) {
 }
 
 // pruneChunk bounds one prune transaction (its size in memory and how long
-// it holds the writer lock against flushes).
-const pruneChunk = 50000
+// it holds the writer lock against flushes), in stored values: chunks of up
+// to usageChunkMax events, or single events written before chunks.
+const pruneChunk = 2000
 
 // PruneUsage implements Counters: deletes the events at or before upto.
 func (e *Embedded) PruneUsage(_ context.Context, upto string) (int64, error) {
@@ -461,20 +503,61 @@ func (e *Embedded) PruneUsage(_ context.Context, upto string) (int64, error) {
 	for {
 		e.flushMu.Lock()
 		n := 0
+		chunks := 0
 		err := e.db.Update(func(tx *bolt.Tx) error {
+			n, chunks = 0, 0
 			u := tx.Bucket(bucketUsage)
 			var keys [][]byte
+			var cut []byte // a chunk that runs past end: its events after end are kept
+			var cutFirst uint64
 			c := u.Cursor()
-			for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= end && len(keys) < pruneChunk; k, _ = c.Next() {
+			for k, v := c.First(); k != nil && len(keys) < pruneChunk; k, v = c.Next() {
+				first := binary.BigEndian.Uint64(k)
+				if first > end {
+					break
+				}
 				keys = append(keys, append([]byte(nil), k...))
+				cnt := chunkLen(v)
+				if first+cnt-1 <= end {
+					n += int(cnt)
+					continue
+				}
+				cutFirst, cut = first, append([]byte(nil), v...)
+				break
 			}
 			for _, k := range keys {
 				if err := u.Delete(k); err != nil {
 					return err
 				}
 			}
-			n = len(keys)
-			return nil
+			chunks = len(keys)
+			if cut == nil {
+				return nil
+			}
+			// Keep the events after end, re-keyed at end+1.
+			r, err := newChunkReader(cutFirst, cut)
+			var kept []UsageEvent
+			for err == nil {
+				seq, rec, ok, rerr := r.next()
+				if err = rerr; !ok || err != nil {
+					break
+				}
+				if seq <= end {
+					n++
+					continue
+				}
+				var ev UsageEvent
+				if ev, err = decodeEvent(rec); err == nil {
+					kept = append(kept, ev)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("usage events from %d: %w", cutFirst, err)
+			}
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], end+1)
+			val, _ := appendChunk(nil, nil, kept)
+			return u.Put(k[:], val)
 		})
 		if err == nil {
 			e.mu.Lock()
@@ -486,7 +569,7 @@ func (e *Embedded) PruneUsage(_ context.Context, upto string) (int64, error) {
 		if err != nil {
 			return total, fmt.Errorf("access: prune usage events: %w", err)
 		}
-		if n < pruneChunk {
+		if chunks < pruneChunk {
 			return total, nil
 		}
 	}

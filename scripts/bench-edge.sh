@@ -11,7 +11,8 @@
 #                                               # `eo generate --matches 100000` + `eo pipeline run`
 #   ONLY_100K=1 WORLD_100K=/path scripts/bench-edge.sh   # phase 5 only
 #   EO_BIN=/path/to/eo scripts/bench-edge.sh    # measure that binary, skip the build
-#   WRK_ARGS="-t2 -c32 -d10s" WARMUP=2s ROUNDS=3 LOG_DIR=/tmp/edge-logs scripts/bench-edge.sh
+#   CONNS="32 64" DURATION=10s WARMUP=2s ROUNDS=3 LOG_DIR=/tmp/edge-logs scripts/bench-edge.sh
+#   LIVE_SLOTS=8 LIVE_SPEED=10 scripts/bench-edge.sh   # the replay of the "replay" rows
 #   (each edge/bare pair is measured ROUNDS times, alternating; the best round of each side is reported)
 #
 # Needs wrk (apt-get install -y wrk), curl, jq, and redis-server for the Redis
@@ -20,10 +21,13 @@
 # Phases, all in one run so the figures share the machine's state:
 #   1. generate + pipeline a world of MATCHES matches in a temporary store;
 #      create an account and an internal-plan key.
-#   2. start `eo serve` (embedded bbolt counters); record the snapshot load
-#      time it logs and VmRSS once it answers /health.
-#   3. per target: fetch the body once, start `eo bench-bare` with it, then
-#      wrk the edge and the bare handler back to back.
+#   2. start `eo up` without the live replay (embedded bbolt counters);
+#      record the snapshot load time it logs and VmRSS once it answers /health.
+#   3. per target (list, detail, odds bulk and per match, rankings, teams,
+#      players) and per wrk connection count (CONNS, default "32 64"): fetch
+#      the body, start `eo bench-bare` with it, then wrk the edge and the bare
+#      handler back to back, ROUNDS alternating rounds. Then the same with
+#      `eo up` playing the live replay (LIVE_SLOTS matches at LIVE_SPEED x).
 #   4. metering on /v1/cs2/matches?limit=50: edge with embedded counters, edge
 #      with Redis counters (EO_REDIS_URL, a redis-server started here), edge
 #      with --no-metering, bare.
@@ -65,29 +69,50 @@ W=$TMPROOT/world
 world "$W" "$MATCHES"
 KEY=$(mint_key "$W")
 
-# 2. the edge, embedded counters
-serve "$W" "$LOGS/serve-embedded.log"
-IFS='|' read -r LOAD_MAIN RSS_MAIN HEAP_MAIN <<<"$(load_stats "$LOGS/serve-embedded.log" "$SERVE_PID")"
-log "snapshot of $MATCHES matches loaded in $LOAD_MAIN, VmRSS $RSS_MAIN MiB"
-
-# 3. the targets
+# 2-3. per mode (no replay, then the live replay playing LIVE_SLOTS matches
+# at LIVE_SPEED x): start `eo up` on the world (embedded counters), record
+# the load of the quiet one, then per target and per connection count fetch
+# the body, start `eo bench-bare` with it and wrk both sides.
 LIST="/v1/cs2/matches?limit=50"
-fetch "$SERVE_URL/v1/cs2/matches?status=completed&limit=1" "$TMPROOT/completed.json"
-MATCH_ID=$(jq -r '.data[0].id' "$TMPROOT/completed.json")
-DETAIL="/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
-ODDS="/v1/cs2/odds"
-TARGETS=("$LIST" "$DETAIL" "$ODDS")
-i=0
-for t in "${TARGETS[@]}"; do
-	i=$((i + 1))
-	body=$TMPROOT/body-$i.json
-	fetch "$SERVE_URL$t" "$body"
-	bare "$body"
-	log "target $t ($(wc -c <"$body") bytes)"
-	IFS='|' read -r e_rps e_p99 e_bad b_rps b_p99 b_bad <<<"$(paired "$i" "$SERVE_URL$t" "$BARE_URL$t")"
-	stop "$BARE_PID"
-	ROWS+=("| \`GET $t\` | $(wc -c <"$body") | $e_rps | $b_rps | **$(ratio "$e_rps" "$b_rps")** | $e_p99 | $b_p99 | $e_bad |")
+for mode in quiet replay; do
+	slots=0
+	[[ $mode == replay ]] && slots=$LIVE_SLOTS
+	up "$W" "$LOGS/up-$mode.log" "$slots"
+	if [[ $mode == quiet ]]; then
+		IFS='|' read -r LOAD_MAIN RSS_MAIN HEAP_MAIN <<<"$(load_stats "$LOGS/up-$mode.log" "$SERVE_PID")"
+		log "snapshot of $MATCHES matches loaded in $LOAD_MAIN, VmRSS $RSS_MAIN MiB"
+		fetch "$SERVE_URL/v1/cs2/matches?status=completed&limit=1" "$TMPROOT/completed.json"
+		MATCH_ID=$(jq -r '.data[0].id' "$TMPROOT/completed.json")
+		TARGETS=("$LIST" "/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
+			"/v1/cs2/odds" "/v1/cs2/odds?match=$MATCH_ID" "/v1/cs2/rankings?limit=50"
+			"/v1/cs2/teams?limit=50" "/v1/cs2/players?limit=50")
+	else
+		sleep 5 # the slots' first matches start after one to three rounds
+		e0=$(events)
+		t0=$SECONDS
+	fi
+	i=0
+	for t in "${TARGETS[@]}"; do
+		i=$((i + 1))
+		body=$TMPROOT/body-$mode-$i.json
+		fetch "$SERVE_URL$t" "$body"
+		bare "$body"
+		for conns in $CONNS; do
+			WRK_ARGS="-t2 -c$conns -d$DURATION"
+			log "$mode: target $t ($(wc -c <"$body") bytes), -c$conns"
+			IFS='|' read -r e_rps e_p99 e_bad b_rps b_p99 b_bad <<<"$(paired "$mode-$i-c$conns" "$SERVE_URL$t" "$BARE_URL$t")"
+			ROWS+=("| \`GET $t\` | $mode | $conns | $(wc -c <"$body") | $e_rps | $b_rps | **$(ratio "$e_rps" "$b_rps")** | $e_p99 | $b_p99 | $(ratio2 "$e_p99" "$b_p99") | $e_bad |")
+		done
+		stop "$BARE_PID"
+	done
+	if [[ $mode == replay ]]; then
+		e1=$(events)
+		EVS=$(awk -v n="$(( ${e1%.*} - ${e0%.*} ))" -v s="$((SECONDS - t0))" 'BEGIN { printf "%.0f", n / s }')
+	fi
+	stop "$SERVE_PID"
 done
+WRK_ARGS="-t2 -c32 -d$DURATION"
+serve "$W" "$LOGS/serve-embedded.log"
 
 # 4. metering: embedded vs Redis vs bare, on the list
 IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-embedded "$SERVE_URL$LIST")"
@@ -116,7 +141,7 @@ SERVE_FLAGS=--no-metering serve "$W" "$LOGS/serve-unmetered.log"
 IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-off "$SERVE_URL$LIST")"
 MROWS+=("| edge, no metering (\`eo serve --no-metering\`: keys checked, no limits or usage records) | $m_rps | $m_p99 | $m_bad |")
 stop "$SERVE_PID"
-bare "$TMPROOT/body-1.json"
+bare "$TMPROOT/body-quiet-1.json"
 IFS='|' read -r m_rps m_p99 m_bad <<<"$(bench meter-bare "$BARE_URL$LIST")"
 MROWS+=("| no metering: bare Fiber handler, same bytes | $m_rps | $m_p99 | $m_bad |")
 stop "$BARE_PID"
@@ -143,10 +168,12 @@ if [[ "${SKIP_100K:-}" != 1 ]]; then
 fi
 
 echo
-echo "### Edge vs bare Fiber ($MATCHES matches; wrk $WRK_ARGS; best of $ROUNDS alternating rounds; $cpus CPUs)"
+echo "### Edge vs bare Fiber ($MATCHES matches; wrk -t2 -d$DURATION; best of $ROUNDS alternating rounds; $cpus CPUs)"
 echo
-echo "| target | body bytes | edge req/s | bare req/s | edge / bare | edge p99 ms | bare p99 ms | edge non-2xx |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "Edge: \`eo up\` with embedded metering (internal-plan key). replay: $LIVE_SLOTS matches at ${LIVE_SPEED}x, the view applying ${EVS:-?} live events a second during those runs."
+echo
+echo "| target | mode | conns | body bytes | edge req/s | bare req/s | edge / bare | edge p99 ms | bare p99 ms | p99 edge / bare | edge non-2xx |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 ((${#ROWS[@]})) && printf '%s\n' "${ROWS[@]}"
 echo
 echo "### Metering on \`GET $LIST\` (one run)"

@@ -8,6 +8,12 @@ SEED=${SEED:-42}
 WRK_ARGS=${WRK_ARGS:--t2 -c32 -d10s}
 WARMUP=${WARMUP:-2s}
 ROUNDS=${ROUNDS:-3}
+# The live replay (bench-live.sh, bench-edge.sh): matches played at once, speed.
+LIVE_SLOTS=${LIVE_SLOTS:-8}
+LIVE_SPEED=${LIVE_SPEED:-10}
+# bench-edge.sh: wrk connection counts and the length of each run.
+CONNS=${CONNS:-32 64}
+DURATION=${DURATION:-10s}
 # Usage export (every 5 min by default) would land inside a measurement.
 export EO_USAGE_EXPORT_INTERVAL=${EO_USAGE_EXPORT_INTERVAL:-24h}
 unset EO_REDIS_URL EO_PLANS EO_STORE EO_WORK
@@ -151,3 +157,23 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f %%", 100 * a / b }'; }
 # fetch URL FILE: the body of one authenticated GET (fails on a non-200).
 fetch() { curl -fsS -H "Authorization: Bearer $KEY" -o "$2" "$1"; }
 
+# up DIR LOG SLOTS: start `eo up` on DIR's world with SLOTS replay slots;
+# sets SERVE_PID and SERVE_URL.
+up() {
+	local dir=$1 logf=$2 slots=$3 port
+	port=$(free_port)
+	"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
+		--live-matches "$slots" --live-speed "$LIVE_SPEED" >"$logf" 2>&1 &
+	SERVE_PID=$!
+	PIDS+=("$SERVE_PID")
+	SERVE_URL="http://127.0.0.1:$port"
+	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
+}
+
+# events: live events the served view has applied (operator metrics).
+events() {
+	curl -fsS -H "Authorization: Bearer $KEY" "$SERVE_URL/metrics" | awk '$1 == "eo_live_events_total" { print $2 }'
+}
+
+# ratio2 A B: A / B as "1.4x" (p99 of the edge against the bare handler's).
+ratio2() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }

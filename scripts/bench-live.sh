@@ -21,26 +21,6 @@ cd "$(dirname "$0")/.."
 BENCH_NAME=bench-live
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-LIVE_SLOTS=${LIVE_SLOTS:-8}
-LIVE_SPEED=${LIVE_SPEED:-10}
-
-# up DIR LOG SLOTS: start `eo up` on DIR's world with SLOTS replay slots;
-# sets SERVE_PID and SERVE_URL.
-up() {
-	local dir=$1 logf=$2 slots=$3 port
-	port=$(free_port)
-	"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
-		--live-matches "$slots" --live-speed "$LIVE_SPEED" >"$logf" 2>&1 &
-	SERVE_PID=$!
-	PIDS+=("$SERVE_PID")
-	SERVE_URL="http://127.0.0.1:$port"
-	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
-}
-
-# events: live events the served view has applied (operator metrics).
-events() {
-	curl -fsS -H "Authorization: Bearer $KEY" "$SERVE_URL/metrics" | awk '$1 == "eo_live_events_total" { print $2 }'
-}
 
 better() { ((${1%%|*} > ${2%%|*})) && echo "$1" || echo "$2"; }
 
