@@ -33,11 +33,16 @@ type Embedded struct {
 	log      *slog.Logger
 	source   UsageSource
 
-	mu       sync.Mutex
+	mu       sync.Mutex // buckets and counters
 	buckets  map[string]*bucket
 	counters map[string]counter
 	dirty    map[string]bool
-	pending  []UsageEvent
+
+	// umu guards the usage events, apart from mu: Record does not wait
+	// for a request's bucket and quota check, nor they for it.
+	umu     sync.Mutex
+	pending []UsageEvent
+	spare   []UsageEvent // the previous flush's slice, cleared, for the next pending
 	// retained is the events written to the usage bucket and not pruned.
 	retained int64
 	cap      int64
@@ -80,6 +85,10 @@ const NoCap = -1
 // (while the counters file or Redis cannot be written); beyond it events are
 // dropped (and counted) rather than growing memory without limit.
 const maxPendingUsage = 1 << 20
+
+// maxSpareUsage bounds the slice a flush keeps for the next events (65,536
+// events, about 7 MB): a larger one, left by a backlog, is let go.
+const maxSpareUsage = 1 << 16
 
 var (
 	bucketCounters = []byte("counters")
@@ -213,9 +222,16 @@ func (e *Embedded) loop() {
 func (e *Embedded) Flush() error {
 	e.flushMu.Lock()
 	defer e.flushMu.Unlock()
+	e.umu.Lock()
+	events := e.pending
+	e.pending, e.spare = e.spare[:0], nil
+	e.umu.Unlock()
 	e.mu.Lock()
-	if len(e.dirty) == 0 && len(e.pending) == 0 {
+	if len(e.dirty) == 0 && len(events) == 0 {
 		e.mu.Unlock()
+		e.umu.Lock()
+		e.pending = append(events, e.pending...) // the empty slice, kept
+		e.umu.Unlock()
 		return nil
 	}
 	vals := make(map[string][]byte, len(e.dirty))
@@ -227,9 +243,7 @@ func (e *Embedded) Flush() error {
 		}
 		vals[k], _ = json.Marshal(c)
 	}
-	events := e.pending
 	e.dirty = map[string]bool{}
-	e.pending = nil
 	e.mu.Unlock()
 	err := e.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCounters)
@@ -257,29 +271,36 @@ func (e *Embedded) Flush() error {
 		// One buffer for the batch: bbolt keeps the slices until commit
 		// (a reallocation leaves the earlier ones where they were).
 		buf := make([]byte, 0, len(events)*100+len(events)/usageChunkMax*16+16)
-		var rec []byte
 		for i := 0; i < len(events); i += usageChunkMax {
 			start := len(buf)
 			buf = binary.BigEndian.AppendUint64(buf, first+uint64(i))
 			mid := len(buf)
-			buf, rec = appendChunk(buf, rec, events[i:min(i+usageChunkMax, len(events))])
+			buf = appendChunk(buf, events[i:min(i+usageChunkMax, len(events))])
 			if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	e.mu.Lock()
 	if err != nil {
+		e.mu.Lock()
 		for k := range vals {
 			e.dirty[k] = true
 		}
+		e.mu.Unlock()
+	}
+	e.umu.Lock()
+	if err != nil {
 		e.pending = append(events, e.pending...)
 	} else {
 		e.retained += int64(len(events))
+		if cap(events) <= maxSpareUsage {
+			clear(events) // the strings of written events are not kept alive
+			e.spare = events[:0]
+		}
 	}
 	waiting := len(e.pending)
-	e.mu.Unlock()
+	e.umu.Unlock()
 	if changed := e.health.set(err); err != nil {
 		if changed || e.failLog.ok() {
 			e.log.Error("counters: writing counters.db failed; counting goes on in memory and the writes wait for the next flush",
@@ -297,8 +318,8 @@ func (e *Embedded) Health() Health { return e.health.get() }
 
 // UsageStats implements StatsReporter.
 func (e *Embedded) UsageStats() UsageStats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.umu.Lock()
+	defer e.umu.Unlock()
 	return UsageStats{Retained: e.retained + int64(len(e.pending)), Cap: e.cap, Dropped: e.dropped}
 }
 
@@ -306,12 +327,33 @@ func (e *Embedded) UsageStats() UsageStats {
 func (e *Embedded) TakeToken(_ context.Context, key string, burst, rate float64, now time.Time) (TokenResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.takeTokenLocked(key, burst, rate, now), nil
+}
+
+func (e *Embedded) takeTokenLocked(key string, burst, rate float64, now time.Time) TokenResult {
 	b := e.buckets[key]
 	if b == nil {
 		b = &bucket{tokens: burst, last: now}
 		e.buckets[key] = b
 	}
-	return takeToken(&b.tokens, &b.last, burst, rate, now), nil
+	return takeToken(&b.tokens, &b.last, burst, rate, now)
+}
+
+// TakeAndConsume implements TokenAndQuota: the bucket token and the quota
+// draw (or, when nothing is drawn, the quota read) of one request under one
+// lock instead of two.
+func (e *Embedded) TakeAndConsume(_ context.Context, bucket string, burst, rate float64, now time.Time, cs []Counter, draw bool) (TokenResult, ConsumeResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tok := e.takeTokenLocked(bucket, burst, rate, now)
+	if tok.OK && draw {
+		return tok, e.consumeLocked(now, cs), nil
+	}
+	vals := make([]int64, len(cs))
+	for i, c := range cs {
+		vals[i] = e.value(c.Key, now)
+	}
+	return tok, ConsumeResult{Values: vals}, nil
 }
 
 // takeToken refills a bucket to now and takes one token if it can.
@@ -345,6 +387,10 @@ func (e *Embedded) value(key string, now time.Time) int64 {
 func (e *Embedded) Consume(_ context.Context, now time.Time, cs []Counter) (ConsumeResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.consumeLocked(now, cs), nil
+}
+
+func (e *Embedded) consumeLocked(now time.Time, cs []Counter) ConsumeResult {
 	res := ConsumeResult{OK: true, Failed: -1, Values: make([]int64, len(cs))}
 	for i, c := range cs {
 		res.Values[i] = e.value(c.Key, now)
@@ -353,14 +399,14 @@ func (e *Embedded) Consume(_ context.Context, now time.Time, cs []Counter) (Cons
 		}
 	}
 	if !res.OK {
-		return res, nil
+		return res
 	}
 	for i, c := range cs {
 		res.Values[i]++
 		e.counters[c.Key] = counter{V: res.Values[i], Exp: c.ExpireAt}
 		e.dirty[c.Key] = true
 	}
-	return res, nil
+	return res
 }
 
 // Get implements Counters.
@@ -376,12 +422,12 @@ func (e *Embedded) Get(_ context.Context, now time.Time, keys []string) ([]int64
 
 // Record implements Counters: the event is written with the next flush.
 func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
-	e.mu.Lock()
+	e.umu.Lock()
 	n := int64(len(e.pending))
 	if len(e.pending) >= maxPendingUsage || e.cap > 0 && e.retained+n >= e.cap {
 		e.dropped++
 		dropped, retained := e.dropped, e.retained+n
-		e.mu.Unlock()
+		e.umu.Unlock()
 		if e.dropLog.ok() {
 			e.log.Error("usage events dropped: the retained-event cap is reached (is the usage export failing?)",
 				"dropped_total", dropped, "retained", retained, "cap", e.cap, "waiting_in_memory", n)
@@ -389,7 +435,7 @@ func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
 		return ErrUsageFull
 	}
 	e.pending = append(e.pending, ev)
-	e.mu.Unlock()
+	e.umu.Unlock()
 	return nil
 }
 
@@ -556,13 +602,13 @@ func (e *Embedded) PruneUsage(_ context.Context, upto string) (int64, error) {
 			}
 			var k [8]byte
 			binary.BigEndian.PutUint64(k[:], end+1)
-			val, _ := appendChunk(nil, nil, kept)
+			val := appendChunk(nil, kept)
 			return u.Put(k[:], val)
 		})
 		if err == nil {
-			e.mu.Lock()
+			e.umu.Lock()
 			e.retained -= int64(n)
-			e.mu.Unlock()
+			e.umu.Unlock()
 		}
 		e.flushMu.Unlock()
 		total += int64(n)

@@ -145,7 +145,7 @@ func readField(b []byte) (string, []byte, error) {
 // chunk's first event), instead of one key per event: a B+tree insert per
 // event was a tenth of a metered edge's CPU under load. A chunk value is
 //
-//	usageChunkV2 | uvarint count | count x (uvarint length | event record)
+//	usageChunkV2 | uvarint count | count x event record (V1, self-delimiting)
 //
 // Positions stay per event (first key + index). Values of one event (V1 or
 // JSON, written before) are read as chunks of one.
@@ -154,16 +154,53 @@ const (
 	usageChunkMax = 512
 )
 
-// appendChunk appends the chunk value of evs to dst; rec is scratch space.
-func appendChunk(dst, rec []byte, evs []UsageEvent) ([]byte, []byte) {
+// appendChunk appends the chunk value of evs to dst.
+func appendChunk(dst []byte, evs []UsageEvent) []byte {
 	dst = append(dst, usageChunkV2)
 	dst = binary.AppendUvarint(dst, uint64(len(evs)))
 	for _, ev := range evs {
-		rec = appendEvent(rec[:0], ev)
-		dst = binary.AppendUvarint(dst, uint64(len(rec)))
-		dst = append(dst, rec...)
+		dst = appendEvent(dst, ev)
 	}
-	return dst, rec
+	return dst
+}
+
+// eventLen is the length of the V1 record at the start of b, found by
+// walking its fields without decoding them.
+func eventLen(b []byte) (int, error) {
+	if len(b) == 0 || b[0] != usageCodecV1 {
+		return 0, errBadEvent
+	}
+	i := 1
+	for range 2 { // time, status
+		_, n := binary.Uvarint(b[i:])
+		if n <= 0 {
+			return 0, errBadEvent
+		}
+		i += n
+	}
+	for range 4 { // key_id, account_id, endpoint, request_id
+		if i >= len(b) {
+			return 0, errBadEvent
+		}
+		tag := b[i]
+		i++
+		switch tag {
+		case tagUUID:
+			i += 16
+		case tagHex, tagRaw:
+			l, n := binary.Uvarint(b[i:])
+			if n <= 0 || l > uint64(len(b)) {
+				return 0, errBadEvent
+			}
+			i += n + int(l)
+		default:
+			return 0, errBadEvent
+		}
+		if i > len(b) {
+			return 0, errBadEvent
+		}
+	}
+	return i, nil
 }
 
 // chunkLen is how many events a stored value holds (0: unreadable).
@@ -206,11 +243,11 @@ func (r *chunkReader) next() (seq uint64, rec []byte, ok bool, err error) {
 	if r.one {
 		rec, r.v = r.v, nil
 	} else {
-		l, k := binary.Uvarint(r.v)
-		if k <= 0 || uint64(len(r.v)-k) < l {
-			return 0, nil, false, errBadEvent
+		n, err := eventLen(r.v)
+		if err != nil {
+			return 0, nil, false, err
 		}
-		rec, r.v = r.v[k:k+int(l)], r.v[k+int(l):]
+		rec, r.v = r.v[:n], r.v[n:]
 	}
 	seq = r.seq
 	r.seq++

@@ -489,6 +489,16 @@ func TestUsageCodec(t *testing.T) {
 		if err != nil || got != ev {
 			t.Fatalf("round trip:\n got %+v %v\nwant %+v", got, err, ev)
 		}
+		// Records follow each other in a chunk: eventLen finds where
+		// one ends, and no truncated record passes for a whole one.
+		if n, err := eventLen(append(b, 1, 2, 3)); err != nil || n != len(b) {
+			t.Fatalf("eventLen = %d, %v; want %d", n, err, len(b))
+		}
+		for i := range len(b) {
+			if n, err := eventLen(b[:i]); err == nil {
+				t.Fatalf("eventLen of a %d-byte prefix of a %d-byte record = %d", i, len(b), n)
+			}
+		}
 	}
 	ev := UsageEvent{Time: time.Now().UTC(), KeyID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
 		AccountID: "0196a1b2-c3d4-7e5f-8a9b-000000000001", Endpoint: "GET /v1/{game}/matches", Status: 200,
