@@ -116,6 +116,8 @@ type Server struct {
 	// (nil: none); swaps counts the swaps that pinned one.
 	prev  atomic.Pointer[pinnedView]
 	swaps atomic.Uint64
+	// pages is the page cache of the served view (edge/pagecache.go).
+	pages atomic.Pointer[pageCache]
 }
 
 // pinnedView is the last view of a replaced snapshot: it still serves the

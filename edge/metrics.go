@@ -27,6 +27,9 @@ type metrics struct {
 	rejected  prometheus.Counter
 	// acceptErrs counts failed accepts (edge/conns.go).
 	acceptErrs atomic.Uint64
+	// pageCacheHits and pageCacheMisses count the list requests served
+	// from the view's page cache and those assembled (edge/pagecache.go).
+	pageCacheHits, pageCacheMisses atomic.Uint64
 	// counters and observers cache the vectors' children per route (and
 	// code): after the first request of a route a request looks them up in
 	// a sync.Map (lock-free for keys it holds) instead of hashing labels
@@ -67,6 +70,13 @@ func newMetrics() *metrics {
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_snapshot_rejected_total", Help: "Snapshots rejected as corrupt although their checksums matched (not served, removed from the local cache).",
 	})
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_page_cache_hits_total", Help: "List requests answered from the served view's page cache (edge/pagecache.go).",
+		}, func() float64 { return float64(m.pageCacheHits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_page_cache_misses_total", Help: "Cacheable list requests assembled from the view (the first of their page on a view).",
+		}, func() float64 { return float64(m.pageCacheMisses.Load()) }))
 	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

@@ -22,6 +22,10 @@ type reqState struct {
 	id        string // idHex (requestState), shared rather than copied
 	view      *view.View
 	principal access.Principal
+	// tag is the body's hash when already known (a cached page), so
+	// finishWire does not hash it again.
+	tag    uint64
+	tagged bool
 }
 
 // stateKey is the Locals key of the request's reqState.

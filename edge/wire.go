@@ -142,7 +142,13 @@ func finishWire(c *fiber.Ctx) {
 	if static != nil {
 		base = append(tag[:0], static.base...)
 	} else {
-		base = strconv.AppendUint(append(tag[:0], '"'), xxh3.Hash(body), 36)
+		h := uint64(0)
+		if st := requestState(c); st.tagged {
+			h = st.tag
+		} else {
+			h = xxh3.Hash(body)
+		}
+		base = strconv.AppendUint(append(tag[:0], '"'), h, 36)
 	}
 	etag := append(base, codingSuffix(cd)...)
 	etag = append(etag, '"')

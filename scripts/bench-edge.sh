@@ -26,8 +26,10 @@
 #   3. per target (list, detail, odds bulk and per match, rankings, teams,
 #      players) and per wrk connection count (CONNS, default "32 64"): fetch
 #      the body, start `eo bench-bare` with it, then wrk the edge and the bare
-#      handler back to back, ROUNDS alternating rounds. Then the same with
-#      `eo up` playing the live replay (LIVE_SLOTS matches at LIVE_SPEED x).
+#      handler back to back, ROUNDS alternating rounds; then the list with a
+#      distinct URI every request (scripts/wrk-unique.lua), which the page
+#      cache cannot answer. Then the same with `eo up` playing the live
+#      replay (LIVE_SLOTS matches at LIVE_SPEED x).
 #   4. metering on /v1/cs2/matches?limit=50: edge with embedded counters, edge
 #      with Redis counters (EO_REDIS_URL, a redis-server started here), edge
 #      with --no-metering, bare.
@@ -105,6 +107,16 @@ for mode in quiet replay; do
 		done
 		stop "$BARE_PID"
 	done
+	# The list with every request a page-cache miss (a distinct URI each).
+	body=$TMPROOT/body-$mode-1.json
+	bare "$body"
+	for conns in $CONNS; do
+		WRK_ARGS="-t2 -c$conns -d$DURATION"
+		log "$mode: $LIST, every request a page-cache miss, -c$conns"
+		IFS='|' read -r e_rps e_p99 e_bad b_rps b_p99 b_bad <<<"$(WRK_SCRIPT=scripts/wrk-unique.lua paired "$mode-miss-c$conns" "$SERVE_URL$LIST" "$BARE_URL$LIST")"
+		ROWS+=("| \`GET $LIST\`, each request a cache miss | $mode | $conns | $(wc -c <"$body") | $e_rps | $b_rps | **$(ratio "$e_rps" "$b_rps")** | $e_p99 | $b_p99 | $(ratio2 "$e_p99" "$b_p99") | $e_bad |")
+	done
+	stop "$BARE_PID"
 	if [[ $mode == replay ]]; then
 		e1=$(events)
 		EVS=$(awk -v n="$(( ${e1%.*} - ${e0%.*} ))" -v s="$((SECONDS - t0))" 'BEGIN { printf "%.0f", n / s }')

@@ -137,8 +137,9 @@ bare() {
 bench() {
 	local name=$1 url=$2 out=$LOGS/wrk-$1.txt
 	wrk -t2 -c32 -d"$WARMUP" -H "Authorization: Bearer $KEY" "$url" >/dev/null
+	# WRK_SCRIPT: a wrk Lua script for the measured run (warm-up without).
 	# shellcheck disable=SC2086
-	wrk $WRK_ARGS --latency -H "Authorization: Bearer $KEY" "$url" >"$out"
+	wrk $WRK_ARGS ${WRK_SCRIPT:+-s "$WRK_SCRIPT"} --latency -H "Authorization: Bearer $KEY" "$url" >"$out"
 	awk '
 		function ms(v) {
 			if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
