@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 // middleware chain in memory, allocates at most the request's state (one
 // object) unmetered, and besides it at most the counter values the Counters
 // interface returns when metered with the embedded backend (key lookup,
-// bucket, quota, headers, usage event, cursor and page assembly: nothing).
-// Counts, not timings: BenchmarkListMatches has the times.
+// bucket, quota, headers, usage event, cursor and page assembly: nothing),
+// whether the page comes from the page cache or is assembled (the cache
+// turned off). Counts, not timings:
+// BenchmarkListMatches has the times.
 func TestHotPathAllocs(t *testing.T) {
 	const uri = "/v1/cs2/matches?limit=5"
 	ts := newTestServer(t)
@@ -43,7 +46,11 @@ func TestHotPathAllocs(t *testing.T) {
 	}{
 		{"unmetered", newInMemory(ts.App(), uri, goodKey), 1},
 		{"metered", newInMemory(metered.App(), uri, key), 2},
+		{"unmetered, assembled", newInMemory(ts.App(), uri, goodKey), 1},
+		{"metered, assembled", newInMemory(metered.App(), uri, key), 2},
 	} {
+		ts.noPageCache = strings.HasSuffix(tc.name, "assembled")
+		metered.noPageCache = ts.noPageCache
 		r := tc.im.do()
 		if r.StatusCode() != fiber.StatusOK || !jsonHasNextCursor(r.Body()) {
 			t.Fatalf("%s: %d %s", tc.name, r.StatusCode(), r.Body())

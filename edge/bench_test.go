@@ -187,7 +187,8 @@ func (im *inMemory) do() *fasthttp.Response {
 
 // BenchmarkListMatches: GET /v1/cs2/matches?limit=50 through the handler in
 // memory. edge: the fixture server (test authenticator, no metering: the
-// handler + middleware cost); edge-metered: the same with access.Keyring
+// handler + middleware cost; the page from the page cache after the second
+// request); edge-assembled: the same with the page assembled every time; edge-metered: the same with access.Keyring
 // authentication and the embedded Meter (internal plan), as eo serve runs;
 // edge-metered-redis: the same with the Redis backend (a local redis-server);
 // bare: a Fiber app with the edge's config and one handler returning the
@@ -229,11 +230,16 @@ func BenchmarkListMatches(b *testing.B) {
 		return c.Send(body)
 	})
 	bare := newInMemory(bareApp, uri, goodKey)
+	// The page assembled on every request (no page cache), as for a client
+	// paging with cursors.
+	assembled := newTestServer(b)
+	assembled.noPageCache = true
+	edgeAssembled := newInMemory(assembled.App(), uri, goodKey)
 
 	for _, bc := range []struct {
 		name string
 		im   *inMemory
-	}{{"edge", edge}, {"edge-metered", meteredReq}, {"edge-metered-redis", meteredRedis}, {"bare", bare}} {
+	}{{"edge", edge}, {"edge-assembled", edgeAssembled}, {"edge-metered", meteredReq}, {"edge-metered-redis", meteredRedis}, {"bare", bare}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))

@@ -116,8 +116,10 @@ type Server struct {
 	// (nil: none); swaps counts the swaps that pinned one.
 	prev  atomic.Pointer[pinnedView]
 	swaps atomic.Uint64
-	// pages is the page cache of the served view (edge/pagecache.go).
-	pages atomic.Pointer[pageCache]
+	// pages is the page cache of the served view (edge/pagecache.go);
+	// noPageCache turns it off (tests of the assembly path).
+	pages       atomic.Pointer[pageCache]
+	noPageCache bool
 }
 
 // pinnedView is the last view of a replaced snapshot: it still serves the

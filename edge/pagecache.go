@@ -28,7 +28,11 @@ import (
 //
 // The cache is direct-mapped (a slot per URI hash, the last page stored
 // wins): bounded at pageCacheSlots bodies of at most pageCacheMaxBody
-// bytes per view, lock-free to read and without allocation on a hit.
+// bytes per view, lock-free to read and without allocation on a hit. A page
+// is stored the second time its URI is asked on the view, not the first:
+// a client paging through with cursors asks each URI once, and copying
+// every one of those pages into the cache would cost it a 40 KB
+// allocation per request for nothing.
 const (
 	pageCacheSlots   = 256
 	pageCacheMaxBody = 64 << 10
@@ -37,6 +41,7 @@ const (
 type pageCache struct {
 	v     *view.View
 	slots [pageCacheSlots]atomic.Pointer[cachedPage]
+	seen  [pageCacheSlots]atomic.Uint64 // hash of the last URI asked per slot (admission)
 }
 
 type cachedPage struct {
@@ -65,18 +70,20 @@ func (s *Server) pageCacheFor(v *view.View) *pageCache {
 	return nil
 }
 
-// cachedPages serves h's 200 responses through the view's page cache;
+// cachedPages serves next's 200 responses through the view's page cache;
 // cacheable (nil: always) tells whether a request's body depends on its view
 // and URI alone.
-func (s *Server) cachedPages(h fiber.Handler, cacheable func(*fiber.Ctx) bool) fiber.Handler {
+func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		st := requestState(c)
 		pc := s.pageCacheFor(st.view)
-		if pc == nil || (cacheable != nil && !cacheable(c)) {
-			return h(c)
+		if pc == nil || s.noPageCache || (cacheable != nil && !cacheable(c)) {
+			return next(c)
 		}
 		uri := c.Request().URI().RequestURI()
-		slot := &pc.slots[xxh3.Hash(uri)%pageCacheSlots]
+		h := xxh3.Hash(uri)
+		i := h % pageCacheSlots
+		slot := &pc.slots[i]
 		if e := slot.Load(); e != nil && e.uri == string(uri) {
 			s.metrics.pageCacheHits.Add(1)
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -85,12 +92,15 @@ func (s *Server) cachedPages(h fiber.Handler, cacheable func(*fiber.Ctx) bool) f
 			return nil
 		}
 		s.metrics.pageCacheMisses.Add(1)
-		if err := h(c); err != nil {
+		if err := next(c); err != nil {
 			return err
 		}
 		r := c.Response()
 		if r.StatusCode() != fiber.StatusOK || len(r.Body()) > pageCacheMaxBody {
 			return nil
+		}
+		if pc.seen[i].Swap(h) != h {
+			return nil // first time on this view: remembered, not stored
 		}
 		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body())}
 		e.tag = xxh3.Hash(e.body)

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/zeebo/xxh3"
 )
 
-// TestPageCache: a list page asked again on the same view is served from
-// the cache (same bytes, same ETag, counted as a hit); another query is a
-// miss; a live change makes a new view whose pages are assembled afresh,
+// TestPageCache: a list page asked a third time on the same view is
+// served from the cache (same bytes, same ETag, counted as a hit; the
+// second request stores it, the first only remembers its URI); another
+// query is a miss; a live change makes a new view whose pages are assembled afresh,
 // so the next request after the WebSocket update shows the change; pages
 // of a clock-dependent route are not cached.
 func TestPageCache(t *testing.T) {
@@ -24,17 +26,21 @@ func TestPageCache(t *testing.T) {
 	const list = "/v1/cs2/matches?status=scheduled&limit=200"
 	h0, m0 := hits(), misses()
 	a := ls.get(t, list)
+	if pc := ls.pages.Load(); pc == nil || pc.slots[xxh3.HashString(list)%pageCacheSlots].Load() != nil {
+		t.Fatal("a page was stored the first time it was asked")
+	}
+	ls.get(t, list)
 	b := ls.get(t, list)
 	if a.status != 200 || !bytes.Equal(a.body, b.body) || a.header.Get("ETag") == "" || a.header.Get("ETag") != b.header.Get("ETag") {
 		t.Fatalf("repeated page: %d, same body %v, ETag %q / %q", a.status, bytes.Equal(a.body, b.body), a.header.Get("ETag"), b.header.Get("ETag"))
 	}
-	if hits()-h0 != 1 || misses()-m0 != 1 {
-		t.Fatalf("hits +%d misses +%d, want +1 +1", hits()-h0, misses()-m0)
+	if hits()-h0 != 1 || misses()-m0 != 2 {
+		t.Fatalf("hits +%d misses +%d, want +1 +2", hits()-h0, misses()-m0)
 	}
 	if !bytes.Contains(a.body, []byte(m.ID.String())) {
 		t.Fatalf("match %s not on the scheduled page", m.ID)
 	}
-	if r := ls.get(t, "/v1/cs2/matches?status=scheduled&limit=199"); r.status != 200 || misses()-m0 != 2 {
+	if r := ls.get(t, "/v1/cs2/matches?status=scheduled&limit=199"); r.status != 200 || misses()-m0 != 3 {
 		t.Fatalf("another query: %d, misses +%d", r.status, misses()-m0)
 	}
 	// The bulk odds snapshot depends on the clock: never cached.
