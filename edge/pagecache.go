@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"strings"
 	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,20 +11,23 @@ import (
 	"github.com/eodata/eo/view"
 )
 
-// The page cache keeps the bodies of the list routes' pages for the view
+// The page cache keeps the response bodies of the read routes for the view
 // being served: a client polling a page (the live matches, a team's
-// fixtures, the first page of the rankings) gets the bytes assembled by the
-// first request of that page on this view, with their ETag, instead of
-// having its rows copied and its cursor signed again.
+// fixtures, the first page of the rankings, a match's detail) gets the
+// bytes assembled for an earlier request of that URI on this view, with
+// their ETag, instead of having its rows copied, its cursor signed or its
+// rounds decompressed again.
 //
 // Correctness rests on two things. A View is immutable and every live
 // change or snapshot swap yields a new one, so a cache belongs to one view
 // and is dropped with it: a cached page can never be older than the view
 // the request reads (REST and WebSocket still agree at every instant). And
 // only routes whose body is a function of the view and the request URI
-// alone are cached (not /tournaments or the bulk /odds, which depend on the
-// clock; sandbox keys are refused or served the same bytes, never other
-// ones). Requests served from a replaced view during a cursor's grace are
+// alone are cached: the lists of matches, teams, players and rankings, the
+// match, team and player resources and their sub-resources, /odds?match=;
+// not /tournaments, the bulk /odds or a match with include=tournament,
+// whose bodies depend on the clock (a tournament's status). Sandbox keys
+// are refused or served the same bytes, never other ones. Requests served from a replaced view during a cursor's grace are
 // not cached.
 //
 // The cache is direct-mapped (a slot per URI hash, the last page stored
@@ -109,6 +113,10 @@ func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool
 		return nil
 	}
 }
+
+// noTournament reports a match request without include=tournament (the
+// tournament's status depends on the clock).
+func noTournament(c *fiber.Ctx) bool { return !strings.Contains(c.Query("include"), "tournament") }
 
 // withMatch reports a request with ?match= (the paged history of /odds; the
 // bulk snapshot without it depends on the clock).

@@ -43,12 +43,21 @@ func TestPageCache(t *testing.T) {
 	if r := ls.get(t, "/v1/cs2/matches?status=scheduled&limit=199"); r.status != 200 || misses()-m0 != 3 {
 		t.Fatalf("another query: %d, misses +%d", r.status, misses()-m0)
 	}
-	// The bulk odds snapshot depends on the clock: never cached.
+	// The bulk odds snapshot and a match with its tournament depend on
+	// the clock: never cached. The match without it is.
 	h1, m1 := hits(), misses()
-	ls.get(t, "/v1/cs2/odds")
-	ls.get(t, "/v1/cs2/odds")
+	for range 3 {
+		ls.get(t, "/v1/cs2/odds")
+		ls.get(t, "/v1/cs2/matches/"+m.ID.String()+"?include=teams,tournament")
+	}
 	if hits() != h1 || misses() != m1 {
-		t.Fatalf("bulk odds went through the page cache")
+		t.Fatalf("a clock-dependent route went through the page cache")
+	}
+	for range 3 {
+		ls.get(t, "/v1/cs2/matches/"+m.ID.String()+"?include=teams")
+	}
+	if hits() != h1+1 || misses() != m1+2 {
+		t.Fatalf("match detail: hits +%d misses +%d, want +1 +2", hits()-h1, misses()-m1)
 	}
 
 	// A live change: once the WebSocket update is out, REST shows it.
