@@ -85,7 +85,8 @@ for mode in quiet replay; do
 		log "snapshot of $MATCHES matches loaded in $LOAD_MAIN, VmRSS $RSS_MAIN MiB"
 		fetch "$SERVE_URL/v1/cs2/matches?status=completed&limit=1" "$TMPROOT/completed.json"
 		MATCH_ID=$(jq -r '.data[0].id' "$TMPROOT/completed.json")
-		TARGETS=("$LIST" "/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
+		TARGETS=("$LIST" "/v1/cs2/matches/$MATCH_ID?include=teams,maps,stats,odds"
+			"/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
 			"/v1/cs2/odds" "/v1/cs2/odds?match=$MATCH_ID" "/v1/cs2/rankings?limit=50"
 			"/v1/cs2/teams?limit=50" "/v1/cs2/players?limit=50")
 	else
