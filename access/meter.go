@@ -158,6 +158,7 @@ type keyNames struct {
 	account string
 	bucket  string
 	month   time.Time // start of the month the quota counter is for
+	next    time.Time // start of the next month (the counter's window ends)
 	quota   []Counter // one: the account's counter of that month (read-only)
 	reset   string    // X-Quota-Reset: the start of the next month
 }
@@ -285,7 +286,7 @@ func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, q
 		kn := m.monthNames(p, pl, now)
 		q.bucket, q.counters, q.reset = kn.bucket, kn.quota, kn.reset
 		q.codes = monthCodes
-		q.retryAt = kn.quota[0].ExpireAt.Add(-24 * time.Hour) // the start of next month
+		q.retryAt = kn.next
 		q.limit = pl.MonthlyQuota
 	}
 	return pl, q, nil
@@ -299,7 +300,7 @@ func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames 
 	kn := m.names[p.KeyID]
 	m.mu.RUnlock()
 	if kn != nil && kn.account == p.AccountID && kn.quota[0].Limit == pl.MonthlyQuota &&
-		!now.Before(kn.month) && now.Before(kn.quota[0].ExpireAt.Add(-24*time.Hour)) {
+		!now.Before(kn.month) && now.Before(kn.next) {
 		return kn
 	}
 	next := startOfNextMonth(now)
@@ -308,6 +309,7 @@ func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames 
 		account: p.AccountID,
 		bucket:  "b:" + p.KeyID,
 		month:   time.Date(y, mo, 1, 0, 0, 0, 0, time.UTC),
+		next:    next,
 		quota: []Counter{{Key: "q:month:" + p.AccountID + ":" + now.UTC().Format("2006-01"),
 			Limit: pl.MonthlyQuota, ExpireAt: next.Add(24 * time.Hour)}},
 		reset: next.Format(time.RFC3339),
