@@ -109,16 +109,19 @@ func (s *Server) matchSub(sub string) fiber.Handler {
 			return err
 		}
 		v := viewOf(c)
+		list := func(p view.Packed) error {
+			sendPacked(jsonBody(c), p, "[]", true)
+			return nil
+		}
 		switch sub {
 		case "maps":
 			return sendArray(c, v.MatchMaps(id))
 		case "stats":
-			return sendArray(c, v.MatchStats(id))
+			return list(v.MatchStats(id))
 		case "vetoes":
-			return sendArray(c, v.MatchVetoes(id))
+			return list(v.MatchVetoes(id))
 		case "rounds":
-			sendPacked(jsonBody(c), v.MatchRounds(id), "[]", true)
-			return nil
+			return list(v.MatchRounds(id))
 		}
 		if !v.HasMatch(id) {
 			return notFound("match")
@@ -128,11 +131,11 @@ func (s *Server) matchSub(sub string) fiber.Handler {
 			sendPacked(jsonBody(c), v.MatchDepth(id), view.EmptyDepth, false)
 			return nil
 		case "lineups":
-			return sendArray(c, v.MatchLineups(id))
+			return list(v.MatchLineups(id))
 		case "history":
-			return sendArray(c, v.MatchHistory(id))
+			return list(v.MatchHistory(id))
 		default:
-			return sendArray(c, v.MatchStreams(id))
+			return list(v.MatchStreams(id))
 		}
 	}
 }

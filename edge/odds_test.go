@@ -234,7 +234,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 	// The fixture has settled markets: they must not be in the snapshot.
 	settled, open := 0, 0
 	var lines [][]byte
-	snap.OddsLinesJSON(func(b []byte) { lines = append(lines, b) })
+	snap.OddsLinesJSON(func(b []byte) { lines = append(lines, bytes.Clone(b)) })
 	for _, b := range lines {
 		var l struct {
 			IsWinner *bool   `json:"is_winner"`

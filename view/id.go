@@ -12,20 +12,39 @@ type ID [16]byte
 // String renders the canonical 36-character form.
 func (id ID) String() string {
 	var b [36]byte
-	hex.Encode(b[0:8], id[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], id[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], id[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], id[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], id[10:])
-	return string(b[:])
+	return string(appendIDText(b[:0], id))
 }
 
-// MarshalJSON renders the id as a JSON string.
-func (id ID) MarshalJSON() ([]byte, error) { return []byte(`"` + id.String() + `"`), nil }
+// appendIDJSON appends the id as a JSON string.
+func appendIDJSON(b []byte, id ID) []byte {
+	b = append(b, '"')
+	return append(appendIDText(b, id), '"')
+}
+
+// appendIDText appends the canonical 36-character form.
+func appendIDText(b []byte, id ID) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], id[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], id[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], id[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], id[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], id[10:])
+	return append(b, s[:]...)
+}
+
+// MarshalText renders the canonical form: encoding/json writes it as a
+// string (a MarshalJSON would cost a second allocation and a validation
+// pass over its output, for each of the millions of ids a snapshot load
+// renders).
+func (id ID) MarshalText() ([]byte, error) {
+	b := make([]byte, 36)
+	appendIDText(b[:0], id)
+	return b, nil
+}
 
 // UnmarshalJSON reads the canonical form (clients and tests decode rows).
 func (id *ID) UnmarshalJSON(b []byte) error {

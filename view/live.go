@@ -341,7 +341,7 @@ func (a *applier) overlay(v *View, mi int32) bool {
 		}
 		for i := range ov.heads {
 			if h := &ov.heads[i]; h.market == k.market && h.outcome == k.outcome && h.source == "eo_market" {
-				rows = append(rows, h.json)
+				rows = append(rows, s.odds.headBytes(h))
 			}
 		}
 	}
@@ -653,7 +653,7 @@ func mergeHeads(base []seriesHead, lines []*liveLine) []seriesHead {
 			}
 		}
 		h := seriesHead{market: l.MarketID, outcome: l.Outcome, source: "eo_market", kind: l.Market,
-			mapNum: l.MapNumber, line: ptrOr(l.Line, 0), open: l.Price, at: l.at, id: l.ID, json: l.json}
+			mapNum: l.MapNumber, line: ptrOr(l.Line, 0), open: l.Price, at: l.at, id: l.ID, json: l.json, row: -1}
 		if i < 0 {
 			out = append(out, h)
 			continue
@@ -710,7 +710,7 @@ func (d *delta) openLines(s *Snapshot) *bulkList {
 		for i := range ov.heads {
 			h := &ov.heads[i]
 			if !h.settled {
-				add = append(add, liveRow{Key{numVal(h.at), h.id}, h.json, h.source})
+				add = append(add, liveRow{Key{numVal(h.at), h.id}, x.headBytes(h), h.source})
 			}
 		}
 	}
@@ -732,7 +732,7 @@ func (d *delta) openLines(s *Snapshot) *bulkList {
 		for ; j < len(add) && desc.cmpKey(add[j].key.Val, add[j].key.ID, x.openKey[k].Val, x.openKey[k].ID) < 0; j++ {
 			push(add[j].json, add[j].source, -1)
 		}
-		push(x.json[i], x.sources[x.src[i]], x.openTour[k])
+		push(x.openJSON[k], x.sources[x.src[i]], x.openTour[k])
 	}
 	for ; j < len(add); j++ {
 		push(add[j].json, add[j].source, -1)

@@ -247,17 +247,17 @@ func (v *View) AppendMatch(dst []byte, id ID, include []string, now time.Time) (
 				dst = append(dst, "null"...)
 			}
 		case "odds":
-			dst = appendHeads(dst, v.heads(mi))
+			dst = v.base.odds.appendHeads(dst, v.heads(mi))
 		case "maps":
 			dst = append(dst, orEmpty(v.maps(mi).JSON)...)
 		case "stats":
-			dst = append(dst, orEmpty(d.stats.JSON)...)
+			dst = d.stats.AppendTo(dst, "[]")
 		case "vetoes":
-			dst = append(dst, orEmpty(d.vetoes.JSON)...)
+			dst = d.vetoes.AppendTo(dst, "[]")
 		case "rounds":
 			dst = d.rounds.AppendTo(dst, "[]")
 		case "lineups":
-			dst = append(dst, orEmpty(d.lineups.JSON)...)
+			dst = d.lineups.AppendTo(dst, "[]")
 		}
 	}
 	return append(dst, '}'), true
@@ -293,13 +293,13 @@ func (v *View) maps(mi int32) Array {
 	return v.base.data(v.base.matches[mi].ID).maps
 }
 
-func appendHeads(dst []byte, hs []seriesHead) []byte {
+func (x *oddsIndex) appendHeads(dst []byte, hs []seriesHead) []byte {
 	dst = append(dst, '[')
 	for i := range hs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, hs[i].json...)
+		dst = x.headJSON(dst, &hs[i])
 	}
 	return append(dst, ']')
 }
@@ -314,10 +314,10 @@ func (v *View) MatchMaps(id ID) Array {
 }
 
 // MatchStats is a match's player stat lines.
-func (v *View) MatchStats(id ID) Array { return v.base.data(id).stats }
+func (v *View) MatchStats(id ID) Packed { return v.base.data(id).stats }
 
 // MatchVetoes is a match's veto steps.
-func (v *View) MatchVetoes(id ID) Array { return v.base.data(id).vetoes }
+func (v *View) MatchVetoes(id ID) Packed { return v.base.data(id).vetoes }
 
 // MatchRounds is a match's round rows (compressed).
 func (v *View) MatchRounds(id ID) Packed { return v.base.data(id).rounds }
@@ -326,13 +326,13 @@ func (v *View) MatchRounds(id ID) Packed { return v.base.data(id).rounds }
 func (v *View) MatchDepth(id ID) Packed { return v.base.data(id).depth }
 
 // MatchLineups is a match's lineups.
-func (v *View) MatchLineups(id ID) Array { return v.base.data(id).lineups }
+func (v *View) MatchLineups(id ID) Packed { return v.base.data(id).lineups }
 
 // MatchHistory is a match's status and score changes in the snapshot.
-func (v *View) MatchHistory(id ID) Array { return v.base.data(id).history }
+func (v *View) MatchHistory(id ID) Packed { return v.base.data(id).history }
 
 // MatchStreams is a match's streams.
-func (v *View) MatchStreams(id ID) Array { return v.base.data(id).streams }
+func (v *View) MatchStreams(id ID) Packed { return v.base.data(id).streams }
 
 // AppendMatchFrame appends a WebSocket match frame's data: the match as
 // GET /matches/{id}?include=maps serves it at this instant.
@@ -347,7 +347,7 @@ func (v *View) AppendOddsFrame(dst []byte, id ID) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	return appendHeads(dst, v.heads(mi)), true
+	return v.base.odds.appendHeads(dst, v.heads(mi)), true
 }
 
 // HeadToHead is the /teams/{id}/head-to-head object: the completed matches
@@ -453,7 +453,7 @@ func (v *View) OddsBulk(source string, limit int, now time.Time) [][]byte {
 		if (source != "" && x.sources[x.src[i]] != source) || done(x.openTour[j]) {
 			continue
 		}
-		rows = append(rows, x.json[i])
+		rows = append(rows, x.openJSON[j])
 	}
 	return rows
 }
@@ -473,6 +473,8 @@ func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
 	}
 	w := newMerged(x.byMatch[match], lo, after)
 	p := newPage(OddsSpec)
+	p.arena = arenas.Get().(*[]byte)
+	buf := (*p.arena)[:0]
 	for {
 		o, pos, ok := w.next()
 		if !ok {
@@ -486,7 +488,13 @@ func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
 			if source != "" && x.sources[x.src[i]] != source {
 				continue
 			}
-			row = x.json[i]
+			if len(p.Rows) < limit {
+				// Rows rendered earlier keep pointing at the arena's
+				// old array when an append moves it; those bytes stay.
+				start := len(buf)
+				buf = x.appendLine(buf, i)
+				row = buf[start:len(buf):len(buf)]
+			}
 		}
 		if len(p.Rows) == limit {
 			p.More = true
@@ -495,6 +503,7 @@ func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
 		p.Rows = append(p.Rows, row)
 		p.Last = Key{Val: o.vals[pos], ID: o.ids[pos]}
 	}
+	*p.arena = buf[:0]
 	if !p.More {
 		p.Last = Key{}
 	}

@@ -53,26 +53,32 @@ type seriesHead struct {
 	at      int64 // captured_at of the newest line, unix microseconds
 	id      ID    // the newest line's id
 	settled bool  // the market has a settled line
-	json    []byte
+	// json is the line pre-rendered (a live line, or the snapshot line of an
+	// open market); nil: render the snapshot's row (oddsIndex.headJSON).
+	json []byte
+	row  int32
 }
 
-// oddsIndex is the snapshot's odds: every line pre-rendered, each match's
-// history in page order, each match's newest line per series, and the
-// latest lines of every open market.
+// oddsIndex is the snapshot's odds: every line compact (oddsrow.go) and
+// rendered per request, each match's history in page order, each match's
+// newest line per series and the latest lines of every open market
+// pre-rendered (they are what match pages and the bulk /odds list read).
 type oddsIndex struct {
-	// src is each line's source as an index into sources; the rows
-	// themselves are not kept once rendered (a 100k-match snapshot has
-	// millions of lines).
+	// src is each line's source as an index into sources (the history
+	// filter); rows and strs are the lines themselves.
 	src     []uint8
 	sources []string
-	json    [][]byte
+	rows    []oddsRow
+	strs    *strTable
 	byMatch map[ID]*order       // captured_at desc, id desc
 	heads   map[ID][]seriesHead // match -> newest line per series, reading order
 	// open: the latest line per (market, outcome, source) of every open
-	// market, newest first (captured_at desc, id desc). openTour is an
-	// outright's tournament index (-1 on match lines), checked at request
-	// time; openMatch is a match line's match index (-1 on outrights).
+	// market, newest first (captured_at desc, id desc), and its JSON.
+	// openTour is an outright's tournament index (-1 on match lines),
+	// checked at request time; openMatch is a match line's match index
+	// (-1 on outrights).
 	open      []int32
+	openJSON  [][]byte
 	openTour  []int32
 	openMatch []int32
 	openKey   []Key
@@ -86,7 +92,8 @@ type seriesKey struct {
 
 // buildOdds indexes the lines; the matches and tournaments must be indexed.
 func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
-	x := &oddsIndex{src: make([]uint8, len(lines)), json: make([][]byte, len(lines)), heads: map[ID][]seriesHead{}}
+	x := &oddsIndex{src: make([]uint8, len(lines)), rows: make([]oddsRow, len(lines)), strs: newStrTable(),
+		heads: map[ID][]seriesHead{}}
 	srcCode := map[string]uint8{}
 	for i := range lines {
 		c, ok := srcCode[lines[i].Source]
@@ -118,7 +125,7 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 		l := &lines[i]
 		l.OpenPrice = lines[first[seriesKey{l.MarketID, l.OutcomeKey, l.Source}]].Price
 		l.DeltaSinceOpen = l.Price - l.OpenPrice
-		x.json[i] = mustJSON(l)
+		x.rows[i] = compactLine(x.strs, l)
 	}
 
 	// History per match, newest first.
@@ -148,36 +155,78 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 		interned[w] = w
 		return w
 	}
-	for _, i := range latest {
+	// The open markets' lines are pre-rendered into one buffer (bulk /odds
+	// reads them on every request); the other heads render when asked.
+	isOpen := make([]int32, len(latest)) // match index, or -1 - tournament index; 0: closed
+	size := 0
+	var scratch []byte
+	for k, i := range latest {
 		l := &lines[i]
+		if settled[l.MarketID] {
+			continue
+		}
+		if l.MatchID != nil {
+			if mi, ok := s.matchByID[*l.MatchID]; ok && !closedStatus(s.matches[mi].Status) {
+				isOpen[k] = mi + 1
+			}
+		} else if l.TournamentID != nil {
+			if ti, ok := s.tournamentIdx.byID[*l.TournamentID]; ok {
+				isOpen[k] = -1 - ti
+			}
+		}
+		if isOpen[k] != 0 {
+			scratch = x.appendLine(scratch[:0], i)
+			size += len(scratch)
+		}
+	}
+	arena := make([]byte, 0, size)
+	for k, i := range latest {
+		l := &lines[i]
+		var js []byte
+		if o := isOpen[k]; o != 0 {
+			start := len(arena)
+			arena = x.appendLine(arena, i)
+			js = arena[start:len(arena):len(arena)]
+			if o > 0 {
+				x.addOpen(i, js, -1, o-1, l)
+			} else {
+				x.addOpen(i, js, -1-o, -1, l)
+			}
+		}
 		if l.MatchID != nil {
 			x.heads[*l.MatchID] = append(x.heads[*l.MatchID], seriesHead{market: l.MarketID, outcome: intern(l.OutcomeKey),
 				source: intern(l.Source), kind: intern(l.Market), mapNum: ptrOr(l.MapNumber, 0), line: ptrOr(l.Line, 0),
-				open: l.OpenPrice, at: l.CapturedAt.UnixMicro(), id: l.ID, settled: settled[l.MarketID], json: x.json[i]})
-			mi, ok := s.matchByID[*l.MatchID]
-			if settled[l.MarketID] || !ok || closedStatus(s.matches[mi].Status) {
-				continue
-			}
-			x.addOpen(i, -1, mi, l)
-			continue
+				open: l.OpenPrice, at: l.CapturedAt.UnixMicro(), id: l.ID, settled: settled[l.MarketID], json: js, row: i})
 		}
-		if l.TournamentID == nil || settled[l.MarketID] {
-			continue
-		}
-		ti, ok := s.tournamentIdx.byID[*l.TournamentID]
-		if !ok {
-			continue
-		}
-		x.addOpen(i, ti, -1, l)
 	}
-	for _, hs := range x.heads {
+	x.strs.idx = nil // built: only the rendered strings are read from here on
+	for id, hs := range x.heads {
 		sortHeads(hs)
+		x.heads[id] = append(make([]seriesHead, 0, len(hs)), hs...) // no unused capacity kept
 	}
 	return x
 }
 
-func (x *oddsIndex) addOpen(i, tour, match int32, l *OddsLine) {
+// headJSON appends a series head's line.
+func (x *oddsIndex) headJSON(dst []byte, h *seriesHead) []byte {
+	if h.json != nil {
+		return append(dst, h.json...)
+	}
+	return x.appendLine(dst, h.row)
+}
+
+// headBytes is a head's line as a slice of its own (rendered when the
+// head is not pre-rendered): for the live path, which keeps it.
+func (x *oddsIndex) headBytes(h *seriesHead) []byte {
+	if h.json != nil {
+		return h.json
+	}
+	return x.appendLine(nil, h.row)
+}
+
+func (x *oddsIndex) addOpen(i int32, js []byte, tour, match int32, l *OddsLine) {
 	x.open = append(x.open, i)
+	x.openJSON = append(x.openJSON, js)
 	x.openTour = append(x.openTour, tour)
 	x.openMatch = append(x.openMatch, match)
 	x.openKey = append(x.openKey, Key{Val: numVal(l.CapturedAt.UnixMicro()), ID: l.ID})
@@ -243,9 +292,12 @@ func (s *Snapshot) OddsMatches() []ID {
 	return out
 }
 
-// OddsLinesJSON calls fn with every published line's JSON.
+// OddsLinesJSON calls fn with every published line's JSON, in the order
+// of the snapshot's file; the bytes are reused after fn returns.
 func (s *Snapshot) OddsLinesJSON(fn func([]byte)) {
-	for _, b := range s.odds.json {
+	var b []byte
+	for i := range s.odds.rows {
+		b = s.odds.appendLine(b[:0], int32(i))
 		fn(b)
 	}
 }

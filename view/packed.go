@@ -3,6 +3,7 @@ package view
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -19,17 +20,31 @@ type Packed struct {
 }
 
 // klauspost/compress's Encoder.EncodeAll and Decoder.DecodeAll are safe for
-// concurrent use; one of each serves the whole process.
+// concurrent use; one of each serves the whole process. A packed part is
+// one match's (well under a megabyte): a 1 MB window loses nothing, and the
+// encoder keeps 2 MB of history instead of the default window's 16.
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(1<<20))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 )
+
+// packBufs are the scratch buffers frames are encoded into before they
+// are copied at their exact size (loads pack on several goroutines).
+var packBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 func pack(b []byte, n int) Packed {
 	if b == nil {
 		return Packed{n: n}
 	}
-	return Packed{z: bytes.Clone(zenc.EncodeAll(b, nil)), n: n}
+	bp := packBufs.Get().(*[]byte)
+	z := zenc.EncodeAll(b, (*bp)[:0])
+	p := Packed{z: bytes.Clone(z), n: n}
+	if cap(z) <= 4<<20 {
+		*bp = z[:0]
+		packBufs.Put(bp)
+	}
+	return p
 }
 
 // Len is the element count of a packed array.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -73,7 +74,7 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 		rec := rr.RecordBatch()
 		n := int(rec.NumRows())
 		start := len(out)
-		out = append(out, make([]T, n)...)
+		out = slices.Grow(out, n)[:start+n] // the file's row count was reserved: no copy
 		for _, b := range binds {
 			col := rec.Column(b.col)
 			ft := rt.Field(b.field)
@@ -89,6 +90,16 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return out, ctx.Err()
+}
+
+// readPacked reads a file of per-match rows (grouped by match) into one
+// packed JSON array a match.
+func readPacked[T any](ctx context.Context, path string, key func(*T) ID) (map[ID]Packed, error) {
+	rows, err := readParquet[T](ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return packByMatch(rows, key), nil
 }
 
 // storage unwraps an extension array (arrow.uuid) to its storage array.

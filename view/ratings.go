@@ -84,7 +84,7 @@ func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetr
 	for typ, rs := range byType {
 		d.boards[typ] = newBoard(rs)
 	}
-	groupRender(roster, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a Array) { d.roster[id] = a })
+	groupRender(roster, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a Array) { d.roster[id] = a.clone() })
 	js := make([][]byte, len(metrics))
 	for i := range metrics {
 		js[i] = mustJSON(&metrics[i])

@@ -20,12 +20,19 @@ type Array struct {
 	N    int
 }
 
-// matchData holds one match's pre-rendered sub-resources (JSON arrays).
+// clone is a copy that owns its bytes.
+func (a Array) clone() Array { return Array{JSON: bytes.Clone(a.JSON), N: a.N} }
+
+// matchData holds one match's pre-rendered sub-resources. Only the maps
+// (which list rows and live updates read) stay plain; the others are read
+// once per match page rather than per list row, so they are kept
+// compressed (packed.go), at a fifth to a tenth of their size, and the page
+// cache keeps the hot ones rendered.
 type matchData struct {
-	maps, stats, vetoes, lineups, history, streams Array
-	lastMap                                        int    // highest map number in maps
-	rounds                                         Packed // compressed: large and rarely requested (packed.go)
-	depth                                          Packed // the five-array object, compressed
+	maps                                             Array
+	lastMap                                          int // highest map number in maps
+	stats, vetoes, lineups, history, streams, rounds Packed
+	depth                                            Packed // the five-array object
 }
 
 var noMatchData = &matchData{}
@@ -147,6 +154,45 @@ type tables struct {
 	teamMaps    []TeamMapProfile
 	playerSum   []PlayerSummary
 	playerMaps  []PlayerMapSummary
+	packed      packedParts
+}
+
+// packedParts are the per-match sub-resources kept compressed. Load packs
+// each as its file is read, on the reading goroutines, so rendering
+// overlaps reading and the rows are dropped early; build packs a nil one
+// from its rows (tables made by hand in tests).
+type packedParts struct {
+	stats, vetoes, lineups, history, streams, rounds, depth map[ID]Packed
+}
+
+// packByMatch renders rows grouped by match as one packed array a match.
+func packByMatch[T any](rows []T, key func(*T) ID) map[ID]Packed {
+	out := map[ID]Packed{}
+	groupRender(rows, key, func(id ID, a Array) { out[id] = pack(a.JSON, a.N) })
+	return out
+}
+
+// packDepth renders the five depth tables as one packed object a match.
+func packDepth(t *tables) map[ID]Packed {
+	depth := map[ID]*depthParts{}
+	dp := func(id ID) *depthParts {
+		d := depth[id]
+		if d == nil {
+			d = &depthParts{}
+			depth[id] = d
+		}
+		return d
+	}
+	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.clone().JSON })
+	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.clone().JSON })
+	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.clone().JSON })
+	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.clone().JSON })
+	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.clone().JSON })
+	out := make(map[ID]Packed, len(depth))
+	for id, d := range depth {
+		out[id] = pack(d.render(), 0)
+	}
+	return out
 }
 
 // Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
@@ -160,29 +206,84 @@ func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 	var t tables
 	var missing []string
 	g, gctx := errgroup.WithContext(ctx)
+	// run runs fn on the group; a panic (rendering a row that has no JSON
+	// form) is the load's error.
+	run := func(what string, fn func() error) {
+		g.Go(func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("view: snapshot %s: %s: %w: %v", m.ID, what, ErrCorrupt, r)
+				}
+			}()
+			return fn()
+		})
+	}
+	path := func(name string) string { return filepath.Join(dir, name+".parquet") }
 	read := func(name string, fn func(path string) error) {
 		if !has[name] {
 			missing = append(missing, name)
 			return
 		}
-		g.Go(func() error { return fn(filepath.Join(dir, name+".parquet")) })
+		run(name, func() error { return fn(path(name)) })
+	}
+	byMatch := func(name string, dst *map[ID]Packed, fn func(path string) (map[ID]Packed, error)) {
+		read(name, func(p string) (err error) { *dst, err = fn(p); return })
 	}
 	read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](gctx, p); return })
 	read("players", func(p string) (err error) { t.players, err = readParquet[Player](gctx, p); return })
 	read("tournaments", func(p string) (err error) { t.tournaments, err = readParquet[Tournament](gctx, p); return })
 	read("matches", func(p string) (err error) { t.matches, err = readParquet[Match](gctx, p); return })
-	read("match_events", func(p string) (err error) { t.events, err = readParquet[MatchEvent](gctx, p); return })
+	read("match_events", func(p string) (err error) {
+		t.events, err = readParquet[MatchEvent](gctx, p)
+		t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
+		return
+	})
 	read("map_results", func(p string) (err error) { t.maps, err = readParquet[MapResult](gctx, p); return })
-	read("vetoes", func(p string) (err error) { t.vetoes, err = readParquet[Veto](gctx, p); return })
-	read("player_stats", func(p string) (err error) { t.stats, err = readParquet[StatLine](gctx, p); return })
-	read("rounds", func(p string) (err error) { t.rounds, err = readParquet[Round](gctx, p); return })
-	read("depth_weapons", func(p string) (err error) { t.dw, err = readParquet[DepthWeapon](gctx, p); return })
-	read("depth_grenades", func(p string) (err error) { t.dg, err = readParquet[DepthGrenade](gctx, p); return })
-	read("depth_hitgroups", func(p string) (err error) { t.dh, err = readParquet[DepthHitgroup](gctx, p); return })
-	read("depth_duels", func(p string) (err error) { t.dd, err = readParquet[DepthDuel](gctx, p); return })
-	read("depth_flashes", func(p string) (err error) { t.df, err = readParquet[DepthFlash](gctx, p); return })
-	read("lineups", func(p string) (err error) { t.lineups, err = readParquet[Lineup](gctx, p); return })
-	read("streams", func(p string) (err error) { t.streams, err = readParquet[Stream](gctx, p); return })
+	byMatch("vetoes", &t.packed.vetoes, func(p string) (map[ID]Packed, error) {
+		return readPacked(gctx, p, func(r *Veto) ID { return r.MatchID })
+	})
+	byMatch("player_stats", &t.packed.stats, func(p string) (map[ID]Packed, error) {
+		return readPacked(gctx, p, func(r *StatLine) ID { return r.MatchID })
+	})
+	byMatch("rounds", &t.packed.rounds, func(p string) (map[ID]Packed, error) {
+		return readPacked(gctx, p, func(r *Round) ID { return r.MatchID })
+	})
+	byMatch("lineups", &t.packed.lineups, func(p string) (map[ID]Packed, error) {
+		return readPacked(gctx, p, func(r *Lineup) ID { return r.MatchID })
+	})
+	byMatch("streams", &t.packed.streams, func(p string) (map[ID]Packed, error) {
+		return readPacked(gctx, p, func(r *Stream) ID { return r.MatchID })
+	})
+	// The five depth files make one object a match: read one after the
+	// other on one goroutine, then packed.
+	var depth tables
+	depthFiles := []struct {
+		name string
+		read func(path string) (err error)
+	}{
+		{"depth_weapons", func(p string) (err error) { depth.dw, err = readParquet[DepthWeapon](gctx, p); return }},
+		{"depth_grenades", func(p string) (err error) { depth.dg, err = readParquet[DepthGrenade](gctx, p); return }},
+		{"depth_hitgroups", func(p string) (err error) { depth.dh, err = readParquet[DepthHitgroup](gctx, p); return }},
+		{"depth_duels", func(p string) (err error) { depth.dd, err = readParquet[DepthDuel](gctx, p); return }},
+		{"depth_flashes", func(p string) (err error) { depth.df, err = readParquet[DepthFlash](gctx, p); return }},
+	}
+	for _, f := range depthFiles {
+		if !has[f.name] {
+			missing = append(missing, f.name)
+		}
+	}
+	run("depth", func() error {
+		for _, f := range depthFiles {
+			if !has[f.name] {
+				continue
+			}
+			if err := f.read(path(f.name)); err != nil {
+				return err
+			}
+		}
+		t.packed.depth = packDepth(&depth)
+		return nil
+	})
 	read("sandbox_sample", func(p string) (err error) { t.sample, err = readParquet[SampleRow](gctx, p); return })
 	read("odds_lines", func(p string) (err error) { t.odds, err = readParquet[OddsLine](gctx, p); return })
 	read("live_ids", func(p string) (err error) { t.liveIDs, err = readParquet[liveIDRow](gctx, p); return })
@@ -246,6 +347,14 @@ func build(m Meta, t *tables) *Snapshot {
 	s.indexTournaments()
 	s.indexMatches()
 
+	// The odds index is the largest part of the build and reads only the
+	// indexes above: it is built on a second core meanwhile (a panic there
+	// is the build's, as on this goroutine).
+	oddsDone := make(chan any, 1)
+	go func() {
+		defer func() { oddsDone <- recover() }()
+		s.odds = buildOdds(s, t.odds)
+	}()
 	s.renderMatchData(t)
 	s.lastEvent = make([]int64, len(s.matches))
 	for i := range t.events {
@@ -278,7 +387,9 @@ func build(m Meta, t *tables) *Snapshot {
 	}
 	s.teamProfiles = renderTeamProfiles(t.teamProf, t.teamMaps)
 	s.playerSummaries = renderPlayerSummaries(t.playerSum, t.playerMaps)
-	s.odds = buildOdds(s, t.odds)
+	if r := <-oddsDone; r != nil {
+		panic(r)
+	}
 	for i := range s.matches {
 		s.coverage.add(&s.matches[i], 1)
 	}
@@ -299,34 +410,49 @@ func (s *Snapshot) renderMatchData(t *tables) {
 		}
 		return d
 	}
-	groupRender(t.maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a })
+	groupRender(t.maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a.clone() })
 	for i := range t.maps {
 		if d := md(t.maps[i].MatchID); t.maps[i].MapNumber > d.lastMap {
 			d.lastMap = t.maps[i].MapNumber
 		}
 	}
-	groupRender(t.vetoes, func(r *Veto) ID { return r.MatchID }, func(id ID, a Array) { md(id).vetoes = a })
-	groupRender(t.stats, func(r *StatLine) ID { return r.MatchID }, func(id ID, a Array) { md(id).stats = a })
-	groupRender(t.rounds, func(r *Round) ID { return r.MatchID }, func(id ID, a Array) { md(id).rounds = pack(a.JSON, a.N) })
-	groupRender(t.lineups, func(r *Lineup) ID { return r.MatchID }, func(id ID, a Array) { md(id).lineups = a })
-	groupRender(t.events, func(r *MatchEvent) ID { return r.MatchID }, func(id ID, a Array) { md(id).history = a })
-	groupRender(t.streams, func(r *Stream) ID { return r.MatchID }, func(id ID, a Array) { md(id).streams = a })
-	depth := map[ID]*depthParts{}
-	dp := func(id ID) *depthParts {
-		d := depth[id]
-		if d == nil {
-			d = &depthParts{}
-			depth[id] = d
-		}
-		return d
+	p := &t.packed
+	if p.vetoes == nil {
+		p.vetoes = packByMatch(t.vetoes, func(r *Veto) ID { return r.MatchID })
 	}
-	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.JSON })
-	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.JSON })
-	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.JSON })
-	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.JSON })
-	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.JSON })
-	for id, d := range depth {
-		md(id).depth = pack(d.render(), 0)
+	if p.stats == nil {
+		p.stats = packByMatch(t.stats, func(r *StatLine) ID { return r.MatchID })
+	}
+	if p.rounds == nil {
+		p.rounds = packByMatch(t.rounds, func(r *Round) ID { return r.MatchID })
+	}
+	if p.lineups == nil {
+		p.lineups = packByMatch(t.lineups, func(r *Lineup) ID { return r.MatchID })
+	}
+	if p.history == nil {
+		p.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
+	}
+	if p.streams == nil {
+		p.streams = packByMatch(t.streams, func(r *Stream) ID { return r.MatchID })
+	}
+	if p.depth == nil {
+		p.depth = packDepth(t)
+	}
+	for _, part := range []struct {
+		m   map[ID]Packed
+		set func(*matchData, Packed)
+	}{
+		{p.vetoes, func(d *matchData, v Packed) { d.vetoes = v }},
+		{p.stats, func(d *matchData, v Packed) { d.stats = v }},
+		{p.rounds, func(d *matchData, v Packed) { d.rounds = v }},
+		{p.lineups, func(d *matchData, v Packed) { d.lineups = v }},
+		{p.history, func(d *matchData, v Packed) { d.history = v }},
+		{p.streams, func(d *matchData, v Packed) { d.streams = v }},
+		{p.depth, func(d *matchData, v Packed) { d.depth = v }},
+	} {
+		for id, v := range part.m {
+			part.set(md(id), v)
+		}
 	}
 }
 
@@ -504,6 +630,7 @@ func (d *depthParts) render() []byte {
 
 // groupRender renders consecutive rows with the same match id as one JSON
 // array. Rows must arrive grouped by match (the snapshot files are sorted).
+// The array set gets is reused after it returns: clone it to keep it.
 func groupRender[T any](rows []T, key func(*T) ID, set func(ID, Array)) {
 	var cur ID
 	var buf bytes.Buffer
@@ -511,7 +638,7 @@ func groupRender[T any](rows []T, key func(*T) ID, set func(ID, Array)) {
 	flush := func() {
 		if open {
 			buf.WriteByte(']')
-			set(cur, Array{JSON: bytes.Clone(buf.Bytes()), N: n})
+			set(cur, Array{JSON: buf.Bytes(), N: n})
 		}
 	}
 	for i := range rows {

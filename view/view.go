@@ -247,11 +247,17 @@ type Page struct {
 	Last Key
 	Spec string
 	buf  *[][]byte // the pooled slice Rows was taken from
+	// arena, when set, is the pooled buffer rows rendered per request
+	// (odds history) were appended to.
+	arena *[]byte
 }
 
 // rowBufs recycles the row slices of pages (Page.Release), so serving a
 // page allocates nothing.
 var rowBufs = sync.Pool{New: func() any { s := make([][]byte, 0, 128); return &s }}
+
+// arenas recycle the buffers of rows rendered per request.
+var arenas = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // newPage starts an empty page whose row slice comes from the pool.
 func newPage(spec string) Page {
@@ -270,7 +276,10 @@ func (p *Page) Release() {
 		*p.buf = p.Rows[:0]
 		rowBufs.Put(p.buf)
 	}
-	p.Rows, p.buf = nil, nil
+	if p.arena != nil && cap(*p.arena) <= 1<<20 {
+		arenas.Put(p.arena)
+	}
+	p.Rows, p.buf, p.arena = nil, nil, nil
 }
 
 // pageOf walks an order from a cursor's key and renders up to limit rows
