@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/zeebo/xxh3"
@@ -22,13 +23,15 @@ import (
 // change or snapshot swap yields a new one, so a cache belongs to one view
 // and is dropped with it: a cached page can never be older than the view
 // the request reads (REST and WebSocket still agree at every instant). And
-// only routes whose body is a function of the view and the request URI
-// alone are cached: the lists of matches, teams, players and rankings, the
-// match, team and player resources and their sub-resources, /odds?match=;
-// not /tournaments, the bulk /odds or a match with include=tournament,
-// whose bodies depend on the clock (a tournament's status). Sandbox keys
-// are refused or served the same bytes, never other ones. Requests served from a replaced view during a cursor's grace are
-// not cached.
+// a body is a function of the view, the request URI and, on some routes,
+// the clock, through one thing only: a tournament's status (upcoming,
+// ongoing, finished), which changes at instants the snapshot knows
+// (View.StableUntil). The pages of those routes (/tournaments, a
+// tournament, the bulk /odds, a match with include=tournament) are stored
+// with the next such instant, taken before the body is built, and not
+// served from the cache from then on. Sandbox keys are refused or served
+// the same bytes, never other ones. Requests served from a replaced view
+// during a cursor's grace are not cached.
 //
 // The cache is direct-mapped (a slot per URI hash, the last page stored
 // wins): bounded at pageCacheSlots bodies of at most pageCacheMaxBody
@@ -49,9 +52,10 @@ type pageCache struct {
 }
 
 type cachedPage struct {
-	uri  string // path and query as sent
-	body []byte // shared by every response that serves it: never written to
-	tag  uint64 // xxh3 of body (finishWire's ETag)
+	uri   string // path and query as sent
+	body  []byte // shared by every response that serves it: never written to
+	tag   uint64 // xxh3 of body (finishWire's ETag)
+	until int64  // unix nanoseconds the body may change from with the clock; 0: never
 }
 
 // pageCacheFor returns the cache of view v, creating it when v is the view
@@ -75,20 +79,25 @@ func (s *Server) pageCacheFor(v *view.View) *pageCache {
 }
 
 // cachedPages serves next's 200 responses through the view's page cache;
-// cacheable (nil: always) tells whether a request's body depends on its view
-// and URI alone.
-func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool) fiber.Handler {
+// clock (nil: never) tells whether a request's body also depends on the
+// clock.
+func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		st := requestState(c)
 		pc := s.pageCacheFor(st.view)
-		if pc == nil || s.noPageCache || (cacheable != nil && !cacheable(c)) {
+		if pc == nil || s.noPageCache {
 			return next(c)
+		}
+		timed := clock != nil && clock(c)
+		var now int64
+		if timed {
+			now = s.o.Now().UnixNano()
 		}
 		uri := c.Request().URI().RequestURI()
 		h := xxh3.Hash(uri)
 		i := h % pageCacheSlots
 		slot := &pc.slots[i]
-		if e := slot.Load(); e != nil && e.uri == string(uri) {
+		if e := slot.Load(); e != nil && e.uri == string(uri) && (e.until == 0 || now < e.until) {
 			s.metrics.pageCacheHits.Add(1)
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			c.Response().SetBodyRaw(e.body)
@@ -96,6 +105,17 @@ func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool
 			return nil
 		}
 		s.metrics.pageCacheMisses.Add(1)
+		var until int64
+		if timed {
+			// Taken before the body is built: a body built across an edge
+			// expires at once rather than outliving it.
+			u, ok := st.view.StableUntil(time.Unix(0, now))
+			if ok {
+				until = u.UnixNano()
+			} else {
+				timed = false // nothing ahead changes it
+			}
+		}
 		if err := next(c); err != nil {
 			return err
 		}
@@ -106,7 +126,7 @@ func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool
 		if pc.seen[i].Swap(h) != h {
 			return nil // first time on this view: remembered, not stored
 		}
-		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body())}
+		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body()), until: until}
 		e.tag = xxh3.Hash(e.body)
 		slot.Store(e)
 		st.tag, st.tagged = e.tag, true
@@ -114,10 +134,12 @@ func (s *Server) cachedPages(next fiber.Handler, cacheable func(*fiber.Ctx) bool
 	}
 }
 
-// noTournament reports a match request without include=tournament (the
-// tournament's status depends on the clock).
-func noTournament(c *fiber.Ctx) bool { return !strings.Contains(c.Query("include"), "tournament") }
+// withTournament reports a match request with include=tournament.
+func withTournament(c *fiber.Ctx) bool { return strings.Contains(c.Query("include"), "tournament") }
 
-// withMatch reports a request with ?match= (the paged history of /odds; the
-// bulk snapshot without it depends on the clock).
-func withMatch(c *fiber.Ctx) bool { return c.Query("match") != "" }
+// bulkOdds reports an /odds request without ?match= (the open markets,
+// whose outrights leave when their tournament finishes).
+func bulkOdds(c *fiber.Ctx) bool { return c.Query("match") == "" }
+
+// always: the route's body depends on the clock.
+func always(*fiber.Ctx) bool { return true }

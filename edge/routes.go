@@ -45,7 +45,7 @@ func (s *Server) routes() {
 	v1 := v1Router{s: s, app: app}
 	v1.Post("/ws-token", s.mintWSTicket)
 	v1.Get("/matches", s.cachedPages(s.listMatches, nil))
-	v1.Get("/matches/:id", s.cachedPages(s.getMatch, noTournament))
+	v1.Get("/matches/:id", s.cachedPages(s.getMatch, withTournament))
 	for _, sub := range []string{"maps", "stats", "vetoes", "rounds", "depth", "lineups", "history", "streams"} {
 		v1.Get("/matches/:id/"+sub, s.cachedPages(s.matchSub(sub), nil))
 	}
@@ -57,10 +57,10 @@ func (s *Server) routes() {
 	v1.Get("/players", s.cachedPages(s.listPlayers, nil))
 	v1.Get("/players/:id", s.cachedPages(s.getPlayer, nil))
 	v1.Get("/players/:id/stats", s.cachedPages(s.playerStats, nil))
-	v1.Get("/tournaments", s.listTournaments)
-	v1.Get("/tournaments/:id", s.getTournament)
-	v1.Get("/tournaments/:id/teams", s.tournamentTeams)
-	v1.Get("/odds", s.cachedPages(s.listOdds, withMatch))
+	v1.Get("/tournaments", s.cachedPages(s.listTournaments, always))
+	v1.Get("/tournaments/:id", s.cachedPages(s.getTournament, always))
+	v1.Get("/tournaments/:id/teams", s.cachedPages(s.tournamentTeams, nil))
+	v1.Get("/odds", s.cachedPages(s.listOdds, bulkOdds))
 	v1.Get("/rankings", s.cachedPages(s.listRankings, nil))
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +60,10 @@ type Snapshot struct {
 
 	tournaments     []Tournament
 	tournamentJSON  [][2][]byte // before and after the derived status
+	// clockEdges are the instants a tournament's status changes (starts,
+	// the day after it ends), unix nanoseconds ascending: the only times a
+	// response's bytes change with the clock.
+	clockEdges []int64
 	tournamentIdx   byIDAndSlug
 	tournamentOrder *order // starts_at desc, nulls last, id desc
 	tournamentTeams map[ID]Array
@@ -526,8 +531,17 @@ func (s *Snapshot) indexTournaments() {
 	s.tournamentIdx = indexIDSlug(s.tournaments, func(t *Tournament) (ID, string) { return t.ID, t.Slug })
 	s.tournamentJSON = make([][2][]byte, len(s.tournaments))
 	for i := range s.tournaments {
-		s.tournamentJSON[i] = splitStatus(&s.tournaments[i])
+		t := &s.tournaments[i]
+		s.tournamentJSON[i] = splitStatus(t)
+		if t.StartsAt != nil {
+			s.clockEdges = append(s.clockEdges, t.StartsAt.UnixNano())
+			if t.EndsAt != nil {
+				s.clockEdges = append(s.clockEdges, endOfDay(*t.EndsAt).UnixNano())
+			}
+		}
 	}
+	slices.Sort(s.clockEdges)
+	s.clockEdges = slices.Clip(slices.Compact(s.clockEdges))
 	s.tournamentOrder = newOrder(TournamentSorts.Def, len(s.tournaments), func(i int) ID { return s.tournaments[i].ID },
 		func(i int) SortVal { return tournamentSortValue(&s.tournaments[i]) })
 }

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,6 +235,23 @@ func (v *View) InSampleMatch(id string) bool {
 func (v *View) InSampleTournament(idOrSlug string) bool {
 	i, ok := v.base.tournamentIdx.find(idOrSlug)
 	return ok && v.base.sampleTournaments[v.base.tournaments[i].ID]
+}
+
+// StableUntil is the first instant after now at which a response read
+// from this view at now could read differently because of the clock (a
+// tournament starts or finishes: Tournament.Status); ok is false when no
+// such instant is ahead. Nothing else a view serves depends on the clock.
+func (v *View) StableUntil(now time.Time) (until time.Time, ok bool) {
+	e := v.base.clockEdges
+	n := now.UnixNano()
+	i, found := slices.BinarySearch(e, n)
+	if found { // edges are unique: the next one is strictly after now
+		i++
+	}
+	if i == len(e) {
+		return time.Time{}, false
+	}
+	return time.Unix(0, e[i]), true
 }
 
 // ---- paging
