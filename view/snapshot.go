@@ -58,12 +58,12 @@ type Snapshot struct {
 	playerOrders  map[string]*order
 	playersByTeam map[ID]map[string]*order // team -> spec -> order
 
-	tournaments     []Tournament
-	tournamentJSON  [][2][]byte // before and after the derived status
+	tournaments    []Tournament
+	tournamentJSON [][2][]byte // before and after the derived status
 	// clockEdges are the instants a tournament's status changes (starts,
 	// the day after it ends), unix nanoseconds ascending: the only times a
 	// response's bytes change with the clock.
-	clockEdges []int64
+	clockEdges      []int64
 	tournamentIdx   byIDAndSlug
 	tournamentOrder *order // starts_at desc, nulls last, id desc
 	tournamentTeams map[ID]Array
