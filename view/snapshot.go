@@ -160,6 +160,7 @@ type tables struct {
 	playerSum   []PlayerSummary
 	playerMaps  []PlayerMapSummary
 	packed      packedParts
+	serial      bool // build on the calling goroutine alone (LoadOptions.Workers 1)
 }
 
 // packedParts are the per-match sub-resources kept compressed. Load packs
@@ -201,16 +202,34 @@ func packDepth(t *tables) map[ID]Packed {
 }
 
 // Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
-// and builds the indexes and pre-rendered JSON. A table the snapshot does
-// not list (one built before that table existed) is empty.
+// and builds the indexes and pre-rendered JSON, on every core. A table the
+// snapshot does not list (one built before that table existed) is empty.
 func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
+	return LoadWith(ctx, dir, m, LoadOptions{})
+}
+
+// LoadOptions tune a load.
+type LoadOptions struct {
+	// Workers is how many goroutines read and render at once (0: one per
+	// file, as many as the runtime runs). An edge that is serving loads
+	// the next snapshot with 1, so that the load keeps off the other
+	// cores and requests keep their latency during a swap; a load at
+	// start, with nothing served yet, takes them all.
+	Workers int
+}
+
+// LoadWith is Load with options.
+func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot, error) {
 	has := map[string]bool{}
 	for _, t := range m.Tables {
 		has[t] = true
 	}
-	var t tables
+	t := tables{serial: o.Workers == 1}
 	var missing []string
 	g, gctx := errgroup.WithContext(ctx)
+	if o.Workers > 0 {
+		g.SetLimit(o.Workers)
+	}
 	// run runs fn on the group; a panic (rendering a row that has no JSON
 	// form) is the load's error.
 	run := func(what string, fn func() error) {
@@ -356,10 +375,15 @@ func build(m Meta, t *tables) *Snapshot {
 	// indexes above: it is built on a second core meanwhile (a panic there
 	// is the build's, as on this goroutine).
 	oddsDone := make(chan any, 1)
-	go func() {
+	buildOddsIndex := func() {
 		defer func() { oddsDone <- recover() }()
 		s.odds = buildOdds(s, t.odds)
-	}()
+	}
+	if t.serial {
+		buildOddsIndex()
+	} else {
+		go buildOddsIndex()
+	}
 	s.renderMatchData(t)
 	s.lastEvent = make([]int64, len(s.matches))
 	for i := range t.events {
