@@ -88,7 +88,7 @@ for mode in quiet replay; do
 		TARGETS=("$LIST" "/v1/cs2/matches/$MATCH_ID?include=teams,maps,stats,odds"
 			"/v1/cs2/matches/$MATCH_ID?include=teams,tournament,maps,stats,odds"
 			"/v1/cs2/odds" "/v1/cs2/odds?match=$MATCH_ID" "/v1/cs2/rankings?limit=50"
-			"/v1/cs2/teams?limit=50" "/v1/cs2/players?limit=50")
+			"/v1/cs2/teams?limit=50" "/v1/cs2/players?limit=50" "/v1/cs2/tournaments?limit=50")
 	else
 		sleep 5 # the slots' first matches start after one to three rounds
 		e0=$(events)
