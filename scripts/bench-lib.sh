@@ -178,3 +178,19 @@ events() {
 
 # ratio2 A B: A / B as "1.4x" (p99 of the edge against the bare handler's).
 ratio2() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+
+# mixed_lua FILE PATH...: a wrk script that sends the PATHs in turn.
+mixed_lua() {
+	local f=$1 p
+	shift
+	{
+		echo "local paths = {"
+		for p in "$@"; do echo "  \"$p\","; done
+		echo "}"
+		echo "local i = 0"
+		echo "request = function()"
+		echo "  i = i + 1"
+		echo "  return wrk.format(\"GET\", paths[(i % #paths) + 1])"
+		echo "end"
+	} >"$f"
+}

@@ -43,25 +43,17 @@ URL=$SERVE_URL
 get() { curl -fsS -H "Authorization: Bearer $KEY" "$URL$1"; }
 match=$(get "/v1/cs2/matches?status=completed&limit=1" | jq -r '.data[0].id')
 team=$(get "/v1/cs2/teams?limit=1" | jq -r '.data[0].id')
-cat >"$TMPROOT/mixed.lua" <<EOF
-local paths = {
-  "/v1/cs2/matches?limit=50",
-  "/v1/cs2/matches?status=live",
-  "/v1/cs2/matches/$match?include=maps,odds",
-  "/v1/cs2/matches/$match/stats",
-  "/v1/cs2/odds?limit=50",
-  "/v1/cs2/odds?match=$match",
-  "/v1/cs2/teams?limit=50",
-  "/v1/cs2/teams/$team",
-  "/v1/cs2/players?limit=50",
-  "/v1/cs2/rankings?limit=50",
-}
-local i = 0
-request = function()
-  i = i + 1
-  return wrk.format("GET", paths[(i % #paths) + 1])
-end
-EOF
+mixed_lua "$TMPROOT/mixed.lua" \
+	"/v1/cs2/matches?limit=50" \
+	"/v1/cs2/matches?status=live" \
+	"/v1/cs2/matches/$match?include=maps,odds" \
+	"/v1/cs2/matches/$match/stats" \
+	"/v1/cs2/odds?limit=50" \
+	"/v1/cs2/odds?match=$match" \
+	"/v1/cs2/teams?limit=50" \
+	"/v1/cs2/teams/$team" \
+	"/v1/cs2/players?limit=50" \
+	"/v1/cs2/rankings?limit=50"
 
 # republish: a copy of the served snapshot under a new id becomes the latest.
 snaps=$dir/store/snapshots

@@ -45,28 +45,20 @@ match=$(get "/v1/cs2/matches?status=completed&limit=1" | jq -r '.data[0].id')
 team=$(get "/v1/cs2/teams?limit=1" | jq -r '.data[0].id')
 player=$(get "/v1/cs2/players?limit=1" | jq -r '.data[0].id')
 tour=$(get "/v1/cs2/tournaments?limit=1" | jq -r '.data[0].id')
-cat >"$TMPROOT/mixed.lua" <<EOF
-local paths = {
-  "/v1/cs2/matches?limit=50",
-  "/v1/cs2/matches?status=live",
-  "/v1/cs2/matches?status=scheduled&limit=20",
-  "/v1/cs2/matches/$match?include=maps,odds",
-  "/v1/cs2/matches/$match/stats",
-  "/v1/cs2/matches/$match/rounds",
-  "/v1/cs2/odds?limit=200",
-  "/v1/cs2/teams?limit=50",
-  "/v1/cs2/teams/$team/profile",
-  "/v1/cs2/players/$player/stats",
-  "/v1/cs2/tournaments/$tour",
-  "/v1/cs2/rankings?limit=100",
-  "/v1/cs2/coverage",
-}
-local i = 0
-request = function()
-  i = i + 1
-  return wrk.format("GET", paths[(i % #paths) + 1])
-end
-EOF
+mixed_lua "$TMPROOT/mixed.lua" \
+	"/v1/cs2/matches?limit=50" \
+	"/v1/cs2/matches?status=live" \
+	"/v1/cs2/matches?status=scheduled&limit=20" \
+	"/v1/cs2/matches/$match?include=maps,odds" \
+	"/v1/cs2/matches/$match/stats" \
+	"/v1/cs2/matches/$match/rounds" \
+	"/v1/cs2/odds?limit=200" \
+	"/v1/cs2/teams?limit=50" \
+	"/v1/cs2/teams/$team/profile" \
+	"/v1/cs2/players/$player/stats" \
+	"/v1/cs2/tournaments/$tour" \
+	"/v1/cs2/rankings?limit=100" \
+	"/v1/cs2/coverage"
 
 # metric NAME [FILTER]: one value (summed over label sets) from /metrics.
 metric() {
