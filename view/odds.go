@@ -144,6 +144,18 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 		latest = append(latest, int32(i))
 	}
 	sort.Slice(latest, func(a, b int) bool { return before(&lines[latest[b]], &lines[latest[a]]) })
+	x.indexLatest(s, lines, latest, settled)
+	x.strs.idx = nil // built: only the rendered strings are read from here on
+	for id, hs := range x.heads {
+		sortHeads(hs)
+		x.heads[id] = append(make([]seriesHead, 0, len(hs)), hs...) // no unused capacity kept
+	}
+	return x
+}
+
+// indexLatest records the newest line of every series (latest, newest
+// first): the heads of each match and the open-market list.
+func (x *oddsIndex) indexLatest(s *Snapshot, lines []OddsLine, latest []int32, settled map[ID]bool) {
 	// The heads outlive the rows: intern their strings, which would
 	// otherwise pin the Parquet reader's column buffers.
 	interned := map[string]string{}
@@ -199,12 +211,6 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 				open: l.OpenPrice, at: l.CapturedAt.UnixMicro(), id: l.ID, settled: settled[l.MarketID], json: js, row: i})
 		}
 	}
-	x.strs.idx = nil // built: only the rendered strings are read from here on
-	for id, hs := range x.heads {
-		sortHeads(hs)
-		x.heads[id] = append(make([]seriesHead, 0, len(hs)), hs...) // no unused capacity kept
-	}
-	return x
 }
 
 // headJSON appends a series head's line.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,16 +74,21 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := int(rec.NumRows())
+		if n == 0 {
+			continue
+		}
 		start := len(out)
 		out = slices.Grow(out, n)[:start+n] // the file's row count was reserved: no copy
+		base, stride := unsafe.Pointer(&out[start]), rt.Size()
 		for _, b := range binds {
-			col := rec.Column(b.col)
 			ft := rt.Field(b.field)
+			set, err := setterFor(ft.Type, storage(rec.Column(b.col)))
+			if err != nil {
+				return nil, fmt.Errorf("read %s column %s: %w", path, ft.Tag.Get("col"), err)
+			}
+			p := unsafe.Add(base, ft.Offset)
 			for r := 0; r < n; r++ {
-				dst := reflect.ValueOf(&out[start+r]).Elem().Field(b.field)
-				if err := setValue(dst, col, r); err != nil {
-					return nil, fmt.Errorf("read %s column %s: %w", path, ft.Tag.Get("col"), err)
-				}
+				set(unsafe.Add(p, uintptr(r)*stride), r)
 			}
 		}
 	}

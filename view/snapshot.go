@@ -220,107 +220,17 @@ type LoadOptions struct {
 
 // LoadWith is Load with options.
 func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot, error) {
-	has := map[string]bool{}
-	for _, t := range m.Tables {
-		has[t] = true
-	}
-	t := tables{serial: o.Workers == 1}
-	var missing []string
 	g, gctx := errgroup.WithContext(ctx)
 	if o.Workers > 0 {
 		g.SetLimit(o.Workers)
 	}
-	// run runs fn on the group; a panic (rendering a row that has no JSON
-	// form) is the load's error.
-	run := func(what string, fn func() error) {
-		g.Go(func() (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("view: snapshot %s: %s: %w: %v", m.ID, what, ErrCorrupt, r)
-				}
-			}()
-			return fn()
-		})
+	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}}
+	for _, name := range m.Tables {
+		l.has[name] = true
 	}
-	path := func(name string) string { return filepath.Join(dir, name+".parquet") }
-	read := func(name string, fn func(path string) error) {
-		if !has[name] {
-			missing = append(missing, name)
-			return
-		}
-		run(name, func() error { return fn(path(name)) })
-	}
-	byMatch := func(name string, dst *map[ID]Packed, fn func(path string) (map[ID]Packed, error)) {
-		read(name, func(p string) (err error) { *dst, err = fn(p); return })
-	}
-	read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](gctx, p); return })
-	read("players", func(p string) (err error) { t.players, err = readParquet[Player](gctx, p); return })
-	read("tournaments", func(p string) (err error) { t.tournaments, err = readParquet[Tournament](gctx, p); return })
-	read("matches", func(p string) (err error) { t.matches, err = readParquet[Match](gctx, p); return })
-	read("match_events", func(p string) (err error) {
-		t.events, err = readParquet[MatchEvent](gctx, p)
-		t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
-		return
-	})
-	read("map_results", func(p string) (err error) { t.maps, err = readParquet[MapResult](gctx, p); return })
-	byMatch("vetoes", &t.packed.vetoes, func(p string) (map[ID]Packed, error) {
-		return readPacked(gctx, p, func(r *Veto) ID { return r.MatchID })
-	})
-	byMatch("player_stats", &t.packed.stats, func(p string) (map[ID]Packed, error) {
-		return readPacked(gctx, p, func(r *StatLine) ID { return r.MatchID })
-	})
-	byMatch("rounds", &t.packed.rounds, func(p string) (map[ID]Packed, error) {
-		return readPacked(gctx, p, func(r *Round) ID { return r.MatchID })
-	})
-	byMatch("lineups", &t.packed.lineups, func(p string) (map[ID]Packed, error) {
-		return readPacked(gctx, p, func(r *Lineup) ID { return r.MatchID })
-	})
-	byMatch("streams", &t.packed.streams, func(p string) (map[ID]Packed, error) {
-		return readPacked(gctx, p, func(r *Stream) ID { return r.MatchID })
-	})
-	// The five depth files make one object a match: read one after the
-	// other on one goroutine, then packed.
-	var depth tables
-	depthFiles := []struct {
-		name string
-		read func(path string) (err error)
-	}{
-		{"depth_weapons", func(p string) (err error) { depth.dw, err = readParquet[DepthWeapon](gctx, p); return }},
-		{"depth_grenades", func(p string) (err error) { depth.dg, err = readParquet[DepthGrenade](gctx, p); return }},
-		{"depth_hitgroups", func(p string) (err error) { depth.dh, err = readParquet[DepthHitgroup](gctx, p); return }},
-		{"depth_duels", func(p string) (err error) { depth.dd, err = readParquet[DepthDuel](gctx, p); return }},
-		{"depth_flashes", func(p string) (err error) { depth.df, err = readParquet[DepthFlash](gctx, p); return }},
-	}
-	for _, f := range depthFiles {
-		if !has[f.name] {
-			missing = append(missing, f.name)
-		}
-	}
-	run("depth", func() error {
-		for _, f := range depthFiles {
-			if !has[f.name] {
-				continue
-			}
-			if err := f.read(path(f.name)); err != nil {
-				return err
-			}
-		}
-		t.packed.depth = packDepth(&depth)
-		return nil
-	})
-	read("sandbox_sample", func(p string) (err error) { t.sample, err = readParquet[SampleRow](gctx, p); return })
-	read("odds_lines", func(p string) (err error) { t.odds, err = readParquet[OddsLine](gctx, p); return })
-	read("live_ids", func(p string) (err error) { t.liveIDs, err = readParquet[liveIDRow](gctx, p); return })
-	read("rankings", func(p string) (err error) { t.rankings, err = readParquet[RankingRow](gctx, p); return })
-	read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](gctx, p); return })
-	read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](gctx, p); return })
-	read("team_profiles", func(p string) (err error) { t.teamProf, err = readParquet[TeamProfile](gctx, p); return })
-	read("team_map_profiles", func(p string) (err error) { t.teamMaps, err = readParquet[TeamMapProfile](gctx, p); return })
-	read("player_summaries", func(p string) (err error) { t.playerSum, err = readParquet[PlayerSummary](gctx, p); return })
-	read("player_map_summaries", func(p string) (err error) {
-		t.playerMaps, err = readParquet[PlayerMapSummary](gctx, p)
-		return
-	})
+	t := tables{serial: o.Workers == 1}
+	l.readRows(&t)
+	l.readMatchParts(&t)
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrCorrupt) {
 			return nil, err
@@ -330,7 +240,7 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	for _, name := range []string{"teams", "tournaments", "matches"} {
-		if !has[name] {
+		if !l.has[name] {
 			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, ErrCorrupt)
 		}
 	}
@@ -338,9 +248,116 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(missing)
-	s.missing = missing
+	sort.Strings(l.missing)
+	s.missing = l.missing
 	return s, nil
+}
+
+// loader runs the file reads of one load on an errgroup.
+type loader struct {
+	g       *errgroup.Group
+	ctx     context.Context // the group's: cancelled on the first failure
+	dir, id string
+	has     map[string]bool // the tables the manifest lists
+	missing []string        // the tables this build reads that it does not
+}
+
+// run runs fn on the group; a panic (rendering a row that has no JSON
+// form) is the load's error.
+func (l *loader) run(what string, fn func() error) {
+	l.g.Go(func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("view: snapshot %s: %s: %w: %v", l.id, what, ErrCorrupt, r)
+			}
+		}()
+		return fn()
+	})
+}
+
+func (l *loader) path(name string) string { return filepath.Join(l.dir, name+".parquet") }
+
+// read runs fn on table name's file, or records the table as missing.
+func (l *loader) read(name string, fn func(path string) error) {
+	if !l.has[name] {
+		l.missing = append(l.missing, name)
+		return
+	}
+	l.run(name, func() error { return fn(l.path(name)) })
+}
+
+// readRows reads the tables kept as rows (indexed and rendered by build).
+func (l *loader) readRows(t *tables) {
+	ctx := l.ctx
+	l.read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](ctx, p); return })
+	l.read("players", func(p string) (err error) { t.players, err = readParquet[Player](ctx, p); return })
+	l.read("tournaments", func(p string) (err error) { t.tournaments, err = readParquet[Tournament](ctx, p); return })
+	l.read("matches", func(p string) (err error) { t.matches, err = readParquet[Match](ctx, p); return })
+	l.read("match_events", func(p string) (err error) {
+		t.events, err = readParquet[MatchEvent](ctx, p)
+		t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
+		return
+	})
+	l.read("map_results", func(p string) (err error) { t.maps, err = readParquet[MapResult](ctx, p); return })
+	l.read("sandbox_sample", func(p string) (err error) { t.sample, err = readParquet[SampleRow](ctx, p); return })
+	l.read("odds_lines", func(p string) (err error) { t.odds, err = readParquet[OddsLine](ctx, p); return })
+	l.read("live_ids", func(p string) (err error) { t.liveIDs, err = readParquet[liveIDRow](ctx, p); return })
+	l.read("rankings", func(p string) (err error) { t.rankings, err = readParquet[RankingRow](ctx, p); return })
+	l.read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](ctx, p); return })
+	l.read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](ctx, p); return })
+	l.read("team_profiles", func(p string) (err error) { t.teamProf, err = readParquet[TeamProfile](ctx, p); return })
+	l.read("team_map_profiles", func(p string) (err error) { t.teamMaps, err = readParquet[TeamMapProfile](ctx, p); return })
+	l.read("player_summaries", func(p string) (err error) { t.playerSum, err = readParquet[PlayerSummary](ctx, p); return })
+	l.read("player_map_summaries", func(p string) (err error) {
+		t.playerMaps, err = readParquet[PlayerMapSummary](ctx, p)
+		return
+	})
+}
+
+// readMatchParts reads the per-match sub-resource tables and packs each on
+// the goroutine that read it.
+func (l *loader) readMatchParts(t *tables) {
+	packFile(l, "vetoes", &t.packed.vetoes, func(r *Veto) ID { return r.MatchID })
+	packFile(l, "player_stats", &t.packed.stats, func(r *StatLine) ID { return r.MatchID })
+	packFile(l, "rounds", &t.packed.rounds, func(r *Round) ID { return r.MatchID })
+	packFile(l, "lineups", &t.packed.lineups, func(r *Lineup) ID { return r.MatchID })
+	packFile(l, "streams", &t.packed.streams, func(r *Stream) ID { return r.MatchID })
+	// The five depth files make one object a match: read one after the
+	// other on one goroutine, then packed.
+	ctx := l.ctx
+	var depth tables
+	depthFiles := []struct {
+		name string
+		read func(path string) (err error)
+	}{
+		{"depth_weapons", func(p string) (err error) { depth.dw, err = readParquet[DepthWeapon](ctx, p); return }},
+		{"depth_grenades", func(p string) (err error) { depth.dg, err = readParquet[DepthGrenade](ctx, p); return }},
+		{"depth_hitgroups", func(p string) (err error) { depth.dh, err = readParquet[DepthHitgroup](ctx, p); return }},
+		{"depth_duels", func(p string) (err error) { depth.dd, err = readParquet[DepthDuel](ctx, p); return }},
+		{"depth_flashes", func(p string) (err error) { depth.df, err = readParquet[DepthFlash](ctx, p); return }},
+	}
+	for _, f := range depthFiles {
+		if !l.has[f.name] {
+			l.missing = append(l.missing, f.name)
+		}
+	}
+	l.run("depth", func() error {
+		for _, f := range depthFiles {
+			if !l.has[f.name] {
+				continue
+			}
+			if err := f.read(l.path(f.name)); err != nil {
+				return err
+			}
+		}
+		t.packed.depth = packDepth(&depth)
+		return nil
+	})
+}
+
+// packFile reads a table of per-match rows into one packed array a match.
+func packFile[T any](l *loader, name string, dst *map[ID]Packed, key func(*T) ID) {
+	l.read(name, func(p string) (err error) { *dst, err = readPacked(l.ctx, p, key); return })
 }
 
 // ErrCorrupt marks a snapshot that cannot be read or indexed: its files are
