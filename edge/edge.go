@@ -249,9 +249,12 @@ func (s *Server) swap(next *view.Snapshot) {
 		// CursorGrace in memory (at a swap every 2 minutes, seven). It only
 		// frees memory: whether a cursor is still within the grace is
 		// decided on the edge's clock (Options.Now) in viewFor.
+		// Dropping it leaves its memory to the collector and the
+		// background scavenger: a forced collection here would stall
+		// requests as it does after a swap (Load).
 		time.AfterFunc(s.o.CursorGrace, func() {
-			if pp := s.prev.Load(); pp != nil && pp.gen == gen && s.prev.CompareAndSwap(pp, nil) {
-				returnFreeMemory() // give the replaced snapshot's pages back now
+			if pp := s.prev.Load(); pp != nil && pp.gen == gen {
+				s.prev.CompareAndSwap(pp, nil)
 			}
 		})
 	}

@@ -56,6 +56,9 @@ type cachedPage struct {
 	body  []byte // shared by every response that serves it: never written to
 	tag   uint64 // xxh3 of body (finishWire's ETag)
 	until int64  // unix nanoseconds the body may change from with the clock; 0: never
+	// enc holds the body compressed in each coding, made by the first
+	// request that asked for it (finishWire); shared, never written to.
+	enc [len(codings) + 1]atomic.Pointer[[]byte]
 }
 
 // pageCacheFor returns the cache of view v, creating it when v is the view
@@ -101,7 +104,7 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fi
 			s.metrics.pageCacheHits.Add(1)
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			c.Response().SetBodyRaw(e.body)
-			st.tag, st.tagged = e.tag, true
+			st.page = e
 			return nil
 		}
 		s.metrics.pageCacheMisses.Add(1)
@@ -129,7 +132,7 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fi
 		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body()), until: until}
 		e.tag = xxh3.Hash(e.body)
 		slot.Store(e)
-		st.tag, st.tagged = e.tag, true
+		st.page = e
 		return nil
 	}
 }

@@ -22,10 +22,10 @@ type reqState struct {
 	id        string // idHex (requestState), shared rather than copied
 	view      *view.View
 	principal access.Principal
-	// tag is the body's hash when already known (a cached page), so
-	// finishWire does not hash it again.
-	tag    uint64
-	tagged bool
+	// page is the page cache's entry the body came from or went to:
+	// finishWire takes its tag (no hashing again) and its compressed
+	// forms (each coding compressed once per page, not per request).
+	page *cachedPage
 }
 
 // stateKey is the Locals key of the request's reqState.

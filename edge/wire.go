@@ -28,7 +28,10 @@ import (
 //   - Content-Encoding: zstd, br or gzip, negotiated from Accept-Encoding
 //     (q-values honoured, q=0 refuses a coding; the server prefers zstd, then
 //     br, then gzip); bodies under compressMin bytes are sent as they are.
-//     Vary: Accept-Encoding on every such response.
+//     Vary: Accept-Encoding on every such response. A body is compressed
+//     once: the contract and the docs at start (staticBody), a page of the
+//     page cache by the first request for each coding (cachedPage.enc),
+//     others per request with a pooled encoder.
 
 // compressMin is the smallest body worth compressing: below about a kilobyte
 // the framing and CPU cost more than the bytes saved.
@@ -137,18 +140,16 @@ func finishWire(c *fiber.Ctx) {
 		cd = identity
 	}
 	static, _ := c.Locals(staticKey).(*staticBody)
+	page := requestState(c).page
 	var tag [32]byte
 	var base []byte
-	if static != nil {
+	switch {
+	case static != nil:
 		base = append(tag[:0], static.base...)
-	} else {
-		h := uint64(0)
-		if st := requestState(c); st.tagged {
-			h = st.tag
-		} else {
-			h = xxh3.Hash(body)
-		}
-		base = strconv.AppendUint(append(tag[:0], '"'), h, 36)
+	case page != nil:
+		base = strconv.AppendUint(append(tag[:0], '"'), page.tag, 36)
+	default:
+		base = strconv.AppendUint(append(tag[:0], '"'), xxh3.Hash(body), 36)
 	}
 	etag := append(base, codingSuffix(cd)...)
 	etag = append(etag, '"')
@@ -165,6 +166,15 @@ func finishWire(c *fiber.Ctx) {
 	case static != nil:
 		resp.SetBodyRaw(static.encoded(cd)) // shared, never written to
 		resp.Header.Set(fiber.HeaderContentEncoding, codingName(cd))
+	case page != nil:
+		if enc := page.enc[cd].Load(); enc != nil {
+			resp.SetBodyRaw(*enc) // shared, never written to
+			resp.Header.Set(fiber.HeaderContentEncoding, codingName(cd))
+			return
+		}
+		compress(resp, cd, body)
+		enc := bytes.Clone(resp.Body())
+		page.enc[cd].Store(&enc) // two requests racing store equal bytes
 	default:
 		compress(resp, cd, body)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/gofiber/fiber/v2"
 	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/xxh3"
 
 	"github.com/eodata/eo/access"
 )
@@ -259,6 +260,40 @@ func TestStaticBodiesCompressedOnce(t *testing.T) {
 		}
 		if r, b := wireGet(t, ts, path, "If-None-Match", tag); r.StatusCode != 304 || len(b) != 0 {
 			t.Errorf("%s revalidation: %d", path, r.StatusCode)
+		}
+	}
+}
+
+// A page from the page cache is compressed once per coding: after the
+// request that stores the page, each coding's first request stores its
+// compressed form in the entry and later ones are sent those bytes, which
+// decode to the identity body, under the coding's own tag.
+func TestCachedPagesCompressedOnce(t *testing.T) {
+	ts := newTestServer(t)
+	const list = "/v1/cs2/matches?limit=50"
+	wireGet(t, ts, list) // remembered
+	plain, body := wireGet(t, ts, list)
+	e := ts.pages.Load().slots[xxh3.HashString(list)%pageCacheSlots].Load()
+	if e == nil || e.uri != list {
+		t.Fatal("the page was not stored")
+	}
+	for _, enc := range []string{"gzip", "br", "zstd"} {
+		cd := negotiate([]byte(enc))
+		r1, b1 := wireGet(t, ts, list, "Accept-Encoding", enc)
+		stored := e.enc[cd].Load()
+		if stored == nil {
+			t.Fatalf("%s: the compressed page was not kept in the cache entry", enc)
+		}
+		r2, b2 := wireGet(t, ts, list, "Accept-Encoding", enc)
+		if !bytes.Equal(b1, *stored) || !bytes.Equal(b2, *stored) {
+			t.Fatalf("%s: the responses are not the stored compressed bytes", enc)
+		}
+		if r2.Header.Get("Content-Encoding") != enc || r2.Header.Get("Vary") != "Accept-Encoding" ||
+			r2.Header.Get("ETag") != r1.Header.Get("ETag") || r2.Header.Get("ETag") == plain.Header.Get("ETag") {
+			t.Fatalf("%s: headers %v (identity tag %s)", enc, r2.Header, plain.Header.Get("ETag"))
+		}
+		if got := decode(t, enc, b2); !bytes.Equal(got, body) {
+			t.Fatalf("%s: does not decode to the identity body", enc)
 		}
 	}
 }
