@@ -9,11 +9,13 @@ import (
 )
 
 // Packed is pre-rendered JSON kept zstd-compressed in memory. A match's
-// rounds and depth are the largest pre-rendered data of a snapshot (over
-// 3 GB of JSON at 100,000 matches) and among the least requested, so they
-// are stored at about a tenth of their size and decompressed into the
-// response (tens of microseconds for a match). Everything on the list
-// paths stays plain.
+// sub-resources (stats, rounds, depth, vetoes, lineups, history, streams)
+// are most of a snapshot's rendered data (rounds and depth alone are over
+// 3 GB of JSON at 100,000 matches) and are read once per match page, not
+// per list row, so they are stored at a fifth to a tenth of their size and
+// decompressed into the response (tens of microseconds for a match); the
+// page cache keeps the hot pages rendered. Everything on the list paths
+// stays plain.
 type Packed struct {
 	z []byte // zstd frame of the JSON; nil: none
 	n int    // element count, for an array
