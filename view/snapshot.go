@@ -462,41 +462,33 @@ func (s *Snapshot) renderMatchData(t *tables) {
 			d.lastMap = t.maps[i].MapNumber
 		}
 	}
+	// Each part: its packed map (Load fills it as the file is read), how to
+	// pack it from rows when Load did not (tables made by hand in tests),
+	// and its field of a match's data.
 	p := &t.packed
-	if p.vetoes == nil {
-		p.vetoes = packByMatch(t.vetoes, func(r *Veto) ID { return r.MatchID })
-	}
-	if p.stats == nil {
-		p.stats = packByMatch(t.stats, func(r *StatLine) ID { return r.MatchID })
-	}
-	if p.rounds == nil {
-		p.rounds = packByMatch(t.rounds, func(r *Round) ID { return r.MatchID })
-	}
-	if p.lineups == nil {
-		p.lineups = packByMatch(t.lineups, func(r *Lineup) ID { return r.MatchID })
-	}
-	if p.history == nil {
-		p.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
-	}
-	if p.streams == nil {
-		p.streams = packByMatch(t.streams, func(r *Stream) ID { return r.MatchID })
-	}
-	if p.depth == nil {
-		p.depth = packDepth(t)
-	}
 	for _, part := range []struct {
-		m   map[ID]Packed
-		set func(*matchData, Packed)
+		m    *map[ID]Packed
+		rows func() map[ID]Packed
+		set  func(*matchData, Packed)
 	}{
-		{p.vetoes, func(d *matchData, v Packed) { d.vetoes = v }},
-		{p.stats, func(d *matchData, v Packed) { d.stats = v }},
-		{p.rounds, func(d *matchData, v Packed) { d.rounds = v }},
-		{p.lineups, func(d *matchData, v Packed) { d.lineups = v }},
-		{p.history, func(d *matchData, v Packed) { d.history = v }},
-		{p.streams, func(d *matchData, v Packed) { d.streams = v }},
-		{p.depth, func(d *matchData, v Packed) { d.depth = v }},
+		{&p.vetoes, func() map[ID]Packed { return packByMatch(t.vetoes, func(r *Veto) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.vetoes = v }},
+		{&p.stats, func() map[ID]Packed { return packByMatch(t.stats, func(r *StatLine) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.stats = v }},
+		{&p.rounds, func() map[ID]Packed { return packByMatch(t.rounds, func(r *Round) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.rounds = v }},
+		{&p.lineups, func() map[ID]Packed { return packByMatch(t.lineups, func(r *Lineup) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.lineups = v }},
+		{&p.history, func() map[ID]Packed { return packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.history = v }},
+		{&p.streams, func() map[ID]Packed { return packByMatch(t.streams, func(r *Stream) ID { return r.MatchID }) },
+			func(d *matchData, v Packed) { d.streams = v }},
+		{&p.depth, func() map[ID]Packed { return packDepth(t) }, func(d *matchData, v Packed) { d.depth = v }},
 	} {
-		for id, v := range part.m {
+		if *part.m == nil {
+			*part.m = part.rows()
+		}
+		for id, v := range *part.m {
 			part.set(md(id), v)
 		}
 	}
