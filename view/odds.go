@@ -3,35 +3,7 @@ package view
 import (
 	"bytes"
 	"sort"
-	"time"
 )
-
-// OddsLine is a row of odds_lines.parquet (sql/derive/00_odds.sql and
-// sql/assemble/01_odds_lines.sql). open_price and delta_since_open are not stored: they
-// are derived from the (market, outcome, source) series, which is immutable
-// within a snapshot, so they are computed once at load.
-type OddsLine struct {
-	ID              ID        `col:"id" json:"id"`
-	MatchID         *ID       `col:"match_id" json:"match_id"`
-	TournamentID    *ID       `col:"tournament_id" json:"tournament_id"`
-	MarketID        ID        `col:"market_id" json:"market_id"`
-	Market          string    `col:"market" json:"market"`
-	MapNumber       *int      `col:"map_number" json:"map_number"`
-	Source          string    `col:"source" json:"source"`
-	ModelVersion    *string   `col:"model_version" json:"model_version"`
-	BookCount       *int      `col:"book_count" json:"book_count"`
-	OutcomeKey      string    `col:"outcome_key" json:"outcome_key"`
-	Label           string    `col:"label" json:"label"`
-	ParticipantType *string   `col:"participant_type" json:"participant_type"`
-	ParticipantID   *ID       `col:"participant_id" json:"participant_id"`
-	Line            *float64  `col:"line" json:"line"`
-	Price           float64   `col:"price" json:"price"`
-	IsWinner        *bool     `col:"is_winner" json:"is_winner"`
-	IsClosing       bool      `col:"is_closing" json:"is_closing"`
-	OpenPrice       float64   `json:"open_price"`
-	DeltaSinceOpen  float64   `json:"delta_since_open"`
-	CapturedAt      time.Time `col:"captured_at" json:"captured_at"`
-}
 
 // OddsSpec is the one order odds history pages in (newest first).
 const OddsSpec = "-captured_at"

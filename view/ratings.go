@@ -3,58 +3,7 @@ package view
 import (
 	"sort"
 	"strings"
-	"time"
 )
-
-// RankingRow is a row of rankings.parquet and of /rankings.
-type RankingRow struct {
-	EntityType   string   `col:"entity_type" json:"entity_type"`
-	Metric       string   `col:"metric" json:"metric"`
-	Window       string   `col:"window" json:"window"`
-	Rank         int      `col:"rank" json:"rank"`
-	EntityID     ID       `col:"entity_id" json:"entity_id"`
-	Name         string   `col:"name" json:"name"`
-	Slug         string   `col:"slug" json:"slug"`
-	Region       *string  `col:"region" json:"region"`
-	Role         *string  `col:"role" json:"role"`
-	TeamID       *ID      `col:"team_id" json:"team_id"`
-	Value        float64  `col:"value" json:"value"`
-	Rating       float64  `col:"rating" json:"rating"`
-	RD           *float64 `col:"rd" json:"rd"`
-	Matches      int      `col:"matches" json:"matches"`
-	PreviousRank *int     `col:"previous_rank" json:"previous_rank"`
-}
-
-// RosterRow is a row of roster_history.parquet and of
-// /teams/{id}/roster-history.
-type RosterRow struct {
-	TeamID        ID        `col:"team_id" json:"-"`
-	MatchID       ID        `col:"match_id" json:"match_id"`
-	PlayedAt      time.Time `col:"played_at" json:"played_at"`
-	PlayerIDs     []ID      `col:"player_ids" json:"player_ids"`
-	PlayersIn     []ID      `col:"players_in" json:"players_in"`
-	PlayersOut    []ID      `col:"players_out" json:"players_out"`
-	HasDebutant   bool      `col:"has_debutant" json:"has_debutant"`
-	DaysSincePrev *int      `col:"days_since_prev" json:"days_since_prev"`
-	ChangedCount  int       `col:"changed_count" json:"changed_count"`
-	Continuity    string    `col:"continuity" json:"continuity"`
-}
-
-// ModelMetricsRow is a row of model_metrics.parquet and of /model/metrics.
-type ModelMetricsRow struct {
-	Market          string    `col:"market" json:"market"`
-	Brier           float64   `col:"brier" json:"brier"`
-	BrierCILow      float64   `col:"brier_ci_low" json:"brier_ci_low"`
-	BrierCIHigh     float64   `col:"brier_ci_high" json:"brier_ci_high"`
-	LogLoss         float64   `col:"log_loss" json:"log_loss"`
-	Accuracy        float64   `col:"accuracy" json:"accuracy"`
-	BrierSkillScore float64   `col:"brier_skill_score" json:"brier_skill_score"`
-	SettledMatches  int       `col:"settled_matches" json:"settled_matches"`
-	ModelVersion    string    `col:"model_version" json:"model_version"`
-	GatePassed      bool      `col:"gate_passed" json:"gate_passed"`
-	MinSettled      int       `col:"min_settled_matches" json:"min_settled_matches"`
-	EvaluatedAt     time.Time `col:"evaluated_at" json:"evaluated_at"`
-}
 
 // board is one ranking board (team or player) with its rows rendered and
 // one index order per sort spec.

@@ -313,3 +313,146 @@ type SampleRow struct {
 	TournamentID ID `col:"tournament_id"`
 	MatchID      ID `col:"match_id"`
 }
+
+// OddsLine is a row of odds_lines.parquet (sql/derive/00_odds.sql and
+// sql/assemble/01_odds_lines.sql). open_price and delta_since_open are not stored: they
+// are derived from the (market, outcome, source) series, which is immutable
+// within a snapshot, so they are computed once at load.
+type OddsLine struct {
+	ID              ID        `col:"id" json:"id"`
+	MatchID         *ID       `col:"match_id" json:"match_id"`
+	TournamentID    *ID       `col:"tournament_id" json:"tournament_id"`
+	MarketID        ID        `col:"market_id" json:"market_id"`
+	Market          string    `col:"market" json:"market"`
+	MapNumber       *int      `col:"map_number" json:"map_number"`
+	Source          string    `col:"source" json:"source"`
+	ModelVersion    *string   `col:"model_version" json:"model_version"`
+	BookCount       *int      `col:"book_count" json:"book_count"`
+	OutcomeKey      string    `col:"outcome_key" json:"outcome_key"`
+	Label           string    `col:"label" json:"label"`
+	ParticipantType *string   `col:"participant_type" json:"participant_type"`
+	ParticipantID   *ID       `col:"participant_id" json:"participant_id"`
+	Line            *float64  `col:"line" json:"line"`
+	Price           float64   `col:"price" json:"price"`
+	IsWinner        *bool     `col:"is_winner" json:"is_winner"`
+	IsClosing       bool      `col:"is_closing" json:"is_closing"`
+	OpenPrice       float64   `json:"open_price"`
+	DeltaSinceOpen  float64   `json:"delta_since_open"`
+	CapturedAt      time.Time `col:"captured_at" json:"captured_at"`
+}
+
+// RankingRow is a row of rankings.parquet and of /rankings.
+type RankingRow struct {
+	EntityType   string   `col:"entity_type" json:"entity_type"`
+	Metric       string   `col:"metric" json:"metric"`
+	Window       string   `col:"window" json:"window"`
+	Rank         int      `col:"rank" json:"rank"`
+	EntityID     ID       `col:"entity_id" json:"entity_id"`
+	Name         string   `col:"name" json:"name"`
+	Slug         string   `col:"slug" json:"slug"`
+	Region       *string  `col:"region" json:"region"`
+	Role         *string  `col:"role" json:"role"`
+	TeamID       *ID      `col:"team_id" json:"team_id"`
+	Value        float64  `col:"value" json:"value"`
+	Rating       float64  `col:"rating" json:"rating"`
+	RD           *float64 `col:"rd" json:"rd"`
+	Matches      int      `col:"matches" json:"matches"`
+	PreviousRank *int     `col:"previous_rank" json:"previous_rank"`
+}
+
+// RosterRow is a row of roster_history.parquet and of
+// /teams/{id}/roster-history.
+type RosterRow struct {
+	TeamID        ID        `col:"team_id" json:"-"`
+	MatchID       ID        `col:"match_id" json:"match_id"`
+	PlayedAt      time.Time `col:"played_at" json:"played_at"`
+	PlayerIDs     []ID      `col:"player_ids" json:"player_ids"`
+	PlayersIn     []ID      `col:"players_in" json:"players_in"`
+	PlayersOut    []ID      `col:"players_out" json:"players_out"`
+	HasDebutant   bool      `col:"has_debutant" json:"has_debutant"`
+	DaysSincePrev *int      `col:"days_since_prev" json:"days_since_prev"`
+	ChangedCount  int       `col:"changed_count" json:"changed_count"`
+	Continuity    string    `col:"continuity" json:"continuity"`
+}
+
+// ModelMetricsRow is a row of model_metrics.parquet and of /model/metrics.
+type ModelMetricsRow struct {
+	Market          string    `col:"market" json:"market"`
+	Brier           float64   `col:"brier" json:"brier"`
+	BrierCILow      float64   `col:"brier_ci_low" json:"brier_ci_low"`
+	BrierCIHigh     float64   `col:"brier_ci_high" json:"brier_ci_high"`
+	LogLoss         float64   `col:"log_loss" json:"log_loss"`
+	Accuracy        float64   `col:"accuracy" json:"accuracy"`
+	BrierSkillScore float64   `col:"brier_skill_score" json:"brier_skill_score"`
+	SettledMatches  int       `col:"settled_matches" json:"settled_matches"`
+	ModelVersion    string    `col:"model_version" json:"model_version"`
+	GatePassed      bool      `col:"gate_passed" json:"gate_passed"`
+	MinSettled      int       `col:"min_settled_matches" json:"min_settled_matches"`
+	EvaluatedAt     time.Time `col:"evaluated_at" json:"evaluated_at"`
+}
+
+// TeamMapProfile is a team's record on one map (a team_map_profiles row).
+type TeamMapProfile struct {
+	TeamID      ID      `col:"team_id" json:"-"`
+	MapName     string  `col:"map_name" json:"map_name"`
+	Played      int     `col:"played" json:"played"`
+	Won         int     `col:"won" json:"won"`
+	WinPct      float64 `col:"win_pct" json:"win_pct"`
+	PickPct     float64 `col:"pick_pct" json:"pick_pct"`
+	BanPct      float64 `col:"ban_pct" json:"ban_pct"`
+	RoundWinPct float64 `col:"round_win_pct" json:"round_win_pct"`
+}
+
+// TeamProfile is the /teams/{id}/profile payload (a team_profiles row and
+// its maps). Every _pct field is 0 to 100 with one decimal, or null when its
+// denominator is zero.
+type TeamProfile struct {
+	TeamID        ID               `col:"team_id" json:"team_id"`
+	MatchesPlayed int              `col:"matches_played" json:"matches_played"`
+	MatchesWon    int              `col:"matches_won" json:"matches_won"`
+	MatchWinPct   *float64         `col:"match_win_pct" json:"match_win_pct"`
+	MapsPlayed    int              `col:"maps_played" json:"maps_played"`
+	MapsWon       int              `col:"maps_won" json:"maps_won"`
+	MapWinPct     *float64         `col:"map_win_pct" json:"map_win_pct"`
+	RoundWinPct   *float64         `col:"round_win_pct" json:"round_win_pct"`
+	CTRoundWinPct *float64         `col:"ct_round_win_pct" json:"ct_round_win_pct"`
+	TRoundWinPct  *float64         `col:"t_round_win_pct" json:"t_round_win_pct"`
+	PistolWinPct  *float64         `col:"pistol_win_pct" json:"pistol_win_pct"`
+	OvertimePct   *float64         `col:"overtime_pct" json:"overtime_pct"`
+	FirstMatchAt  *time.Time       `col:"first_match_at" json:"first_match_at"`
+	LastMatchAt   *time.Time       `col:"last_match_at" json:"last_match_at"`
+	Maps          []TeamMapProfile `json:"maps"`
+}
+
+// PlayerMapSummary is a player's record on one map (a player_map_summaries
+// row).
+type PlayerMapSummary struct {
+	PlayerID ID       `col:"player_id" json:"-"`
+	MapName  string   `col:"map_name" json:"map_name"`
+	Maps     int      `col:"maps" json:"maps"`
+	Rating   float64  `col:"rating" json:"rating"`
+	ADR      float64  `col:"adr" json:"adr"`
+	KDRatio  *float64 `col:"kd_ratio" json:"kd_ratio"`
+}
+
+// PlayerSummary is the /players/{id}/stats payload: career totals over the
+// per-map stat lines in the snapshot (a player_summaries row and its maps).
+type PlayerSummary struct {
+	PlayerID      ID                 `col:"player_id" json:"player_id"`
+	MatchesPlayed int                `col:"matches_played" json:"matches_played"`
+	MapsPlayed    int                `col:"maps_played" json:"maps_played"`
+	RoundsPlayed  int                `col:"rounds_played" json:"rounds_played"`
+	Kills         int                `col:"kills" json:"kills"`
+	Deaths        int                `col:"deaths" json:"deaths"`
+	Assists       *int               `col:"assists" json:"assists"`
+	KDRatio       *float64           `col:"kd_ratio" json:"kd_ratio"`
+	ADR           *float64           `col:"adr" json:"adr"`
+	KAST          *float64           `col:"kast" json:"kast"`
+	Rating        *float64           `col:"rating" json:"rating"`
+	HeadshotPct   *float64           `col:"headshot_pct" json:"headshot_pct"`
+	FirstKills    *int               `col:"first_kills" json:"first_kills"`
+	FirstDeaths   *int               `col:"first_deaths" json:"first_deaths"`
+	Clutches      *int               `col:"clutches" json:"clutches"`
+	LastMatchAt   *time.Time         `col:"last_match_at" json:"last_match_at"`
+	Maps          []PlayerMapSummary `json:"maps"`
+}

@@ -286,32 +286,33 @@ func (l *loader) read(name string, fn func(path string) error) {
 	l.run(name, func() error { return fn(l.path(name)) })
 }
 
+// readInto reads table name's rows into *dst (see loader.read).
+func readInto[T any](l *loader, name string, dst *[]T) {
+	l.read(name, func(p string) (err error) { *dst, err = readParquet[T](l.ctx, p); return })
+}
+
 // readRows reads the tables kept as rows (indexed and rendered by build).
 func (l *loader) readRows(t *tables) {
-	ctx := l.ctx
-	l.read("teams", func(p string) (err error) { t.teams, err = readParquet[Team](ctx, p); return })
-	l.read("players", func(p string) (err error) { t.players, err = readParquet[Player](ctx, p); return })
-	l.read("tournaments", func(p string) (err error) { t.tournaments, err = readParquet[Tournament](ctx, p); return })
-	l.read("matches", func(p string) (err error) { t.matches, err = readParquet[Match](ctx, p); return })
+	readInto(l, "teams", &t.teams)
+	readInto(l, "players", &t.players)
+	readInto(l, "tournaments", &t.tournaments)
+	readInto(l, "matches", &t.matches)
 	l.read("match_events", func(p string) (err error) {
-		t.events, err = readParquet[MatchEvent](ctx, p)
+		t.events, err = readParquet[MatchEvent](l.ctx, p)
 		t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
 		return
 	})
-	l.read("map_results", func(p string) (err error) { t.maps, err = readParquet[MapResult](ctx, p); return })
-	l.read("sandbox_sample", func(p string) (err error) { t.sample, err = readParquet[SampleRow](ctx, p); return })
-	l.read("odds_lines", func(p string) (err error) { t.odds, err = readParquet[OddsLine](ctx, p); return })
-	l.read("live_ids", func(p string) (err error) { t.liveIDs, err = readParquet[liveIDRow](ctx, p); return })
-	l.read("rankings", func(p string) (err error) { t.rankings, err = readParquet[RankingRow](ctx, p); return })
-	l.read("roster_history", func(p string) (err error) { t.roster, err = readParquet[RosterRow](ctx, p); return })
-	l.read("model_metrics", func(p string) (err error) { t.metrics, err = readParquet[ModelMetricsRow](ctx, p); return })
-	l.read("team_profiles", func(p string) (err error) { t.teamProf, err = readParquet[TeamProfile](ctx, p); return })
-	l.read("team_map_profiles", func(p string) (err error) { t.teamMaps, err = readParquet[TeamMapProfile](ctx, p); return })
-	l.read("player_summaries", func(p string) (err error) { t.playerSum, err = readParquet[PlayerSummary](ctx, p); return })
-	l.read("player_map_summaries", func(p string) (err error) {
-		t.playerMaps, err = readParquet[PlayerMapSummary](ctx, p)
-		return
-	})
+	readInto(l, "map_results", &t.maps)
+	readInto(l, "sandbox_sample", &t.sample)
+	readInto(l, "odds_lines", &t.odds)
+	readInto(l, "live_ids", &t.liveIDs)
+	readInto(l, "rankings", &t.rankings)
+	readInto(l, "roster_history", &t.roster)
+	readInto(l, "model_metrics", &t.metrics)
+	readInto(l, "team_profiles", &t.teamProf)
+	readInto(l, "team_map_profiles", &t.teamMaps)
+	readInto(l, "player_summaries", &t.playerSum)
+	readInto(l, "player_map_summaries", &t.playerMaps)
 }
 
 // readMatchParts reads the per-match sub-resource tables and packs each on
