@@ -74,14 +74,14 @@ func valueSetter(t reflect.Type, col arrow.Array) (fieldSetter, error) {
 		}
 		unit := ts.DataType().(*arrow.TimestampType).Unit
 		return func(p unsafe.Pointer, r int) { *(*time.Time)(p) = ts.Value(r).ToTime(unit).UTC() }, nil
-	case rawJSONType:
+	case rawJSONType, bytesType:
 		switch s := col.(type) {
 		case *array.String:
 			return func(p unsafe.Pointer, r int) { *(*[]byte)(p) = []byte(s.Value(r)) }, nil
 		case *array.Binary:
 			return func(p unsafe.Pointer, r int) { *(*[]byte)(p) = bytes.Clone(s.Value(r)) }, nil
 		}
-		return nil, fmt.Errorf("want JSON text, have %s", col.DataType())
+		return nil, fmt.Errorf("want text or bytes, have %s", col.DataType())
 	}
 	switch t.Kind() {
 	case reflect.String:

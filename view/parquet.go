@@ -22,6 +22,7 @@ var (
 	idType      = reflect.TypeOf(ID{})
 	timeType    = reflect.TypeOf(time.Time{})
 	rawJSONType = reflect.TypeOf(json.RawMessage{})
+	bytesType   = reflect.TypeOf([]byte{})
 )
 
 // readParquet reads a Parquet file into a slice of T. Each exported field of T
@@ -32,6 +33,12 @@ var (
 // written corrupt) is an error, never a panic: the Parquet decoders panic on
 // some corruptions, and this runs on a loading goroutine of a serving edge.
 func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
+	return readParquetWith[T](ctx, path, 1)
+}
+
+// readParquetWith is readParquet with a flat table's row groups read on
+// that many goroutines.
+func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
@@ -42,6 +49,23 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer pf.Close()
+	if binds, err := flatBindings(reflect.TypeFor[T](), pf.MetaData().Schema); err == nil {
+		out := make([]T, pf.NumRows())
+		if err := readFlatGroups(ctx, path, pf, binds, out, workers); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return out, nil
+	} else if !errors.Is(err, errNotFlat) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return readArrow[T](ctx, pf, path)
+}
+
+// readArrow is readParquet through Arrow record batches: for a table
+// with a list column, and for one the flat reader does not read (it says
+// which column does not fit the field).
+func readArrow[T any](ctx context.Context, pf *file.Reader, path string) ([]T, error) {
+	rt := reflect.TypeFor[T]()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -53,7 +77,6 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 	defer rr.Release()
 
 	out := make([]T, 0, pf.NumRows())
-	rt := reflect.TypeOf(out).Elem()
 	type binding struct {
 		field int
 		col   int

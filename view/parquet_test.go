@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -171,5 +173,76 @@ func TestReadParquetTypeMismatch(t *testing.T) {
 	}
 	if errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a type mismatch is reported as it is, not as corruption: %v", err)
+	}
+}
+
+// flatRow is colRow without its list: a flat table.
+type flatRow struct {
+	ID    ID              `col:"id"`
+	Ref   *ID             `col:"ref"`
+	Name  string          `col:"name"`
+	Note  *string         `col:"note"`
+	N     int             `col:"n"`
+	M     *int            `col:"m"`
+	F     float64         `col:"f"`
+	G     *float64        `col:"g"`
+	B     bool            `col:"b"`
+	C     *bool           `col:"c"`
+	At    time.Time       `col:"at"`
+	Maybe *time.Time      `col:"maybe"`
+	JS    json.RawMessage `col:"js"`
+}
+
+// TestReadParquetFlat: a flat table is read with the column readers
+// (flatBindings binds it), row for row as through Arrow, across row groups,
+// pages and nulls; a table with a list column is not.
+func TestReadParquetFlat(t *testing.T) {
+	var rows []colRow
+	for i := range 5000 {
+		r := colRow{ID: ID{byte(i), byte(i >> 8), 1}, Name: fmt.Sprintf("row %d", i%7), N: i * 1000, F: float64(i) / 7,
+			B: i%2 == 0, At: time.UnixMicro(int64(i) * 1e9).UTC(), JS: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+		if i%3 != 0 {
+			ref, note, m, g, c, maybe := ID{byte(i), 2}, fmt.Sprint("note ", i), -i, float64(i)*1.5, i%4 == 0,
+				time.UnixMicro(int64(i)*2e9).UTC()
+			r.Ref, r.Note, r.M, r.G, r.C, r.Maybe = &ref, &note, &m, &g, &c, &maybe
+		}
+		rows = append(rows, r)
+	}
+	path := writeColRows(t, rows, 1500)
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if _, err := flatBindings(reflect.TypeFor[flatRow](), pf.MetaData().Schema); err != nil {
+		t.Fatalf("a flat row type is not read flat: %v", err)
+	}
+	if _, err := flatBindings(reflect.TypeFor[colRow](), pf.MetaData().Schema); !errors.Is(err, errNotFlat) {
+		t.Fatalf("a row type with a list is read flat: %v", err)
+	}
+	got, err := readParquet[flatRow](context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoReaders, err := readParquetWith[flatRow](context.Background(), path, 2) // row groups shared by two goroutines
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaArrow, err := readArrow[flatRow](context.Background(), pf, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) || len(viaArrow) != len(rows) {
+		t.Fatalf("%d rows flat, %d through Arrow, want %d", len(got), len(viaArrow), len(rows))
+	}
+	for i, r := range rows {
+		want := flatRow{r.ID, r.Ref, r.Name, r.Note, r.N, r.M, r.F, r.G, r.B, r.C, r.At, r.Maybe, r.JS}
+		if !reflect.DeepEqual(got[i], want) || !reflect.DeepEqual(viaArrow[i], want) || !reflect.DeepEqual(twoReaders[i], want) {
+			t.Fatalf("row %d:\n flat  %+v\n two   %+v\n arrow %+v\n want  %+v", i, got[i], twoReaders[i], viaArrow[i], want)
+		}
+	}
+	*got[1].M = 42 // pointers share a slab: each must still be its own value
+	if *got[2].M != -2 {
+		t.Fatalf("writing one row's *int changed another's: %d", *got[2].M)
 	}
 }
