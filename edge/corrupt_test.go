@@ -51,21 +51,29 @@ func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (stri
 // on a loading goroutine, killed the process (this test binary).
 func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 	ts := newTestServer(t)
-	failed := 0
-	for i := 1; i < 40; i++ {
-		dir, _ := corruptCopy(t, ts, "player_stats", float64(i)/41)
-		_, err := view.Load(context.Background(), dir, ts.Current().Meta)
-		if err != nil {
-			if !errors.Is(err, view.ErrCorrupt) {
-				t.Fatalf("corruption at %d/41: %v does not wrap view.ErrCorrupt", i, err)
+	// map_results is read into rows (typed column decoders); match_parts
+	// holds the matches' pre-rendered parts, each frame under a checksum:
+	// every corruption of one of its frames must fail the load.
+	for _, table := range []string{"map_results", view.MatchPartsTable} {
+		failed := 0
+		for i := 1; i < 40; i++ {
+			dir, _ := corruptCopy(t, ts, table, float64(i)/41)
+			_, err := view.Load(context.Background(), dir, ts.Current().Meta)
+			if err != nil {
+				if !errors.Is(err, view.ErrCorrupt) {
+					t.Fatalf("%s corrupt at %d/41: %v does not wrap view.ErrCorrupt", table, i, err)
+				}
+				failed++
 			}
-			failed++
 		}
+		if failed == 0 {
+			t.Fatalf("%s: no corruption was detected: the sweep tests nothing", table)
+		}
+		if table == view.MatchPartsTable && failed != 39 {
+			t.Errorf("%s: %d of 39 corruptions failed the load, want all", table, failed)
+		}
+		t.Logf("%s: %d of 39 corruptions failed the load (the rest decoded to other values)", table, failed)
 	}
-	if failed == 0 {
-		t.Fatal("no corruption was detected: the sweep tests nothing")
-	}
-	t.Logf("%d of 39 corruptions failed the load (the rest decoded to other values)", failed)
 }
 
 // TestCorruptSnapshotIsRejectedNotServed: a published snapshot whose bytes
@@ -79,7 +87,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	// Find a corruption that fails the load (most do).
 	var files []publish.TableFile
 	for i := 1; i < 40 && files == nil; i++ {
-		dir, fs := corruptCopy(t, ts, "player_stats", float64(i)/41)
+		dir, fs := corruptCopy(t, ts, "map_results", float64(i)/41)
 		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
 			files = fs
 		}

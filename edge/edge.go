@@ -311,7 +311,7 @@ func (s *Server) Load(ctx context.Context) error {
 	elapsed := time.Since(t0)
 	if lo.Workers == 0 {
 		s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-			"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", returnFreeMemory())
+			"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", returnFreeMemory(), "match_parts", next.MatchPartsSource())
 		return nil
 	}
 	// A swap does not force a collection and hand the pages back at once
@@ -322,7 +322,7 @@ func (s *Server) Load(ctx context.Context) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-		"elapsed", elapsed.Round(time.Millisecond), "heap_alloc_bytes", ms.HeapAlloc)
+		"elapsed", elapsed.Round(time.Millisecond), "heap_alloc_bytes", ms.HeapAlloc, "match_parts", next.MatchPartsSource())
 	return nil
 }
 

@@ -54,7 +54,7 @@ func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 		t.Fatalf("first run: %+v %v", first, err)
 	}
 	p, m, err := publish.LoadLatest(ctx, st)
-	if err != nil || p.SnapshotID != first.Manifest.SnapshotID || len(m.Tables) != len(pipelines.OutputTables) {
+	if err != nil || p.SnapshotID != first.Manifest.SnapshotID || len(m.Tables) != len(pipelines.PublishedTables) {
 		t.Fatalf("pointer %+v manifest tables %d err %v", p, len(m.Tables), err)
 	}
 	again, err := r.RunOnce(ctx)

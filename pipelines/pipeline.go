@@ -36,6 +36,7 @@ import (
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	eosql "github.com/eodata/eo/sql"
+	"github.com/eodata/eo/view"
 )
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
@@ -98,7 +99,11 @@ const (
 	slugsKey = "state/slugs.parquet"
 )
 
-// OutputTables lists the published tables: snapshot name -> DuckDB table.
+// PublishedTables are the tables a snapshot holds: the exported ones and
+// the matches' pre-rendered parts (renderParts).
+var PublishedTables = append(slices.Clone(OutputTables), view.MatchPartsTable)
+
+// OutputTables lists the tables exported from DuckDB: snapshot name -> DuckDB table out_<name>.
 var OutputTables = []string{
 	"games", "tournaments", "teams", "team_names", "players", "matches", "match_events",
 	"map_results", "vetoes", "player_stats", "rounds", "depth_weapons", "depth_grenades",
@@ -231,6 +236,7 @@ func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 		{"assemble", r.assemble},
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
+		{"render match parts", func(ctx context.Context) (int64, error) { return r.renderParts(ctx, outDir) }},
 	}
 }
 
@@ -707,6 +713,26 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return total, nil
+}
+
+// renderParts renders each match's sub-resources from the exported tables
+// into match_parts.parquet, as the edge would at every load
+// (view.WriteMatchParts): done once here, a load reads the frames instead
+// of nine tables and their rendering, most of its time at scale.
+// It runs last, with DuckDB closed: its buffer pool (gigabytes at scale)
+// is released before the parts are rendered.
+func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
+	if err := r.db.Close(); err != nil {
+		return 0, err
+	}
+	n, err := view.WriteMatchParts(ctx, outDir)
+	if err != nil {
+		return 0, err
+	}
+	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable,
+		Path: filepath.Join(outDir, view.MatchPartsTable+".parquet"), Rows: n})
+	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
+	return n, nil
 }
 
 // execScript runs a multi-statement SQL script.

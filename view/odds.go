@@ -3,6 +3,7 @@ package view
 import (
 	"bytes"
 	"sort"
+	"sync"
 )
 
 // OddsSpec is the one order odds history pages in (newest first).
@@ -62,8 +63,107 @@ type seriesKey struct {
 	source  string
 }
 
-// buildOdds indexes the lines; the matches and tournaments must be indexed.
-func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
+// oddsSeries is one (market, outcome, source) series of lines: its rows, and
+// its earliest and newest line (before).
+type oddsSeries struct {
+	rows        rowSet
+	first, last int
+}
+
+// rowSet is the rows of a series: a run of consecutive rows, or any rows.
+type rowSet interface{ all(yield func(int) bool) }
+
+// seriesOf finds the series of the lines. The published file holds each
+// series as one run of rows (odds_lines is ordered by match, market,
+// source, outcome): the runs are found in one pass, with a map lookup a
+// run rather than two a line. Lines in any other order (a table made by
+// hand) are grouped through a map.
+func seriesOf(lines []OddsLine) []oddsSeries {
+	key := func(i int) seriesKey { l := &lines[i]; return seriesKey{l.MarketID, l.OutcomeKey, l.Source} }
+	same := func(i, j int) bool {
+		a, b := &lines[i], &lines[j]
+		return a.MarketID == b.MarketID && a.OutcomeKey == b.OutcomeKey && a.Source == b.Source
+	}
+	var out []oddsSeries
+	seen := map[seriesKey]bool{}
+	for start := 0; start < len(lines); {
+		end := start + 1
+		for end < len(lines) && same(start, end) {
+			end++
+		}
+		k := key(start)
+		if seen[k] {
+			return seriesByMap(lines, key)
+		}
+		seen[k] = true
+		sr := oddsSeries{rows: run{start, end}, first: start, last: start}
+		for i := start + 1; i < end; i++ {
+			sr.widen(lines, i)
+		}
+		out = append(out, sr)
+		start = end
+	}
+	return out
+}
+
+func seriesByMap(lines []OddsLine, key func(int) seriesKey) []oddsSeries {
+	at := map[seriesKey]int{}
+	var out []oddsSeries
+	for i := range lines {
+		k := key(i)
+		j, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, oddsSeries{rows: &rowList{}, first: i, last: i})
+			j = len(out) - 1
+		} else {
+			out[j].widen(lines, i)
+		}
+		rl := out[j].rows.(*rowList)
+		*rl = append(*rl, i)
+	}
+	return out
+}
+
+func (sr *oddsSeries) widen(lines []OddsLine, i int) {
+	if before(&lines[i], &lines[sr.first]) {
+		sr.first = i
+	}
+	if before(&lines[sr.last], &lines[i]) {
+		sr.last = i
+	}
+}
+
+type run [2]int
+
+func (r run) all(yield func(int) bool) {
+	for i := r[0]; i < r[1] && yield(i); i++ {
+	}
+}
+
+type rowList []int
+
+func (r *rowList) all(yield func(int) bool) {
+	for _, i := range *r {
+		if !yield(i) {
+			return
+		}
+	}
+}
+
+// oddsPrep is the part of the odds index that reads only the lines: Load
+// makes it on the goroutine that read odds_lines, while other files are
+// still read, and build finishes it with the indexes of matches and
+// tournaments (buildOdds).
+type oddsPrep struct {
+	x       *oddsIndex
+	latest  []int32     // the newest line of each series, newest first
+	settled map[ID]bool // market -> any line settled
+}
+
+// prepareOdds compacts the lines, with their open prices, and orders each
+// match's history (on a second goroutine when parallel).
+func prepareOdds(lines []OddsLine, parallel bool) *oddsPrep {
 	x := &oddsIndex{src: make([]uint8, len(lines)), rows: make([]oddsRow, len(lines)), strs: newStrTable(),
 		heads: map[ID][]seriesHead{}}
 	srcCode := map[string]uint8{}
@@ -76,47 +176,57 @@ func buildOdds(s *Snapshot, lines []OddsLine) *oddsIndex {
 		}
 		x.src[i] = c
 	}
+	p := &oddsPrep{x: x, settled: map[ID]bool{}}
+	for i := range lines {
+		if lines[i].IsWinner != nil {
+			p.settled[lines[i].MarketID] = true
+		}
+	}
+	// History per match, newest first: it reads only ids and times, so it
+	// is ordered on another goroutine while the series are found.
+	var history sync.WaitGroup
+	orderHistory := func() {
+		x.byMatch = groupOrders(OddsSpec, len(lines), func(i int) (ID, bool) {
+			if m := lines[i].MatchID; m != nil {
+				return *m, true
+			}
+			return ID{}, false
+		}, func(i int32) ID { return lines[i].ID }, func(i int32) SortVal { return numVal(lines[i].CapturedAt.UnixMicro()) })
+	}
+	if parallel {
+		history.Go(orderHistory)
+	} else {
+		orderHistory()
+	}
 	// open price: the earliest row of each series; latest: the newest.
-	first := map[seriesKey]int{}
-	last := map[seriesKey]int{}
-	settled := map[ID]bool{} // market -> any line settled
-	for i := range lines {
-		l := &lines[i]
-		k := seriesKey{l.MarketID, l.OutcomeKey, l.Source}
-		if j, ok := first[k]; !ok || before(l, &lines[j]) {
-			first[k] = i
-		}
-		if j, ok := last[k]; !ok || before(&lines[j], l) {
-			last[k] = i
-		}
-		if l.IsWinner != nil {
-			settled[l.MarketID] = true
+	ser := seriesOf(lines)
+	for _, sr := range ser {
+		for i := range sr.rows.all {
+			l := &lines[i]
+			l.OpenPrice = lines[sr.first].Price
+			l.DeltaSinceOpen = l.Price - l.OpenPrice
+			x.rows[i] = compactLine(x.strs, l)
 		}
 	}
-	for i := range lines {
-		l := &lines[i]
-		l.OpenPrice = lines[first[seriesKey{l.MarketID, l.OutcomeKey, l.Source}]].Price
-		l.DeltaSinceOpen = l.Price - l.OpenPrice
-		x.rows[i] = compactLine(x.strs, l)
-	}
-
-	// History per match, newest first.
-	all := newOrder(OddsSpec, len(lines), func(i int) ID { return lines[i].ID },
-		func(i int) SortVal { return numVal(lines[i].CapturedAt.UnixMicro()) })
-	x.byMatch = partition(all, func(i int32) []ID {
-		if m := lines[i].MatchID; m != nil {
-			return []ID{*m}
-		}
-		return nil
-	})
 
 	// Latest per series: include=odds per match, and the open-market snapshot.
-	latest := make([]int32, 0, len(last))
-	for _, i := range last {
-		latest = append(latest, int32(i))
+	p.latest = make([]int32, 0, len(ser))
+	for _, sr := range ser {
+		p.latest = append(p.latest, int32(sr.last))
 	}
-	sort.Slice(latest, func(a, b int) bool { return before(&lines[latest[b]], &lines[latest[a]]) })
-	x.indexLatest(s, lines, latest, settled)
+	sort.Slice(p.latest, func(a, b int) bool { return before(&lines[p.latest[b]], &lines[p.latest[a]]) })
+	history.Wait()
+	return p
+}
+
+// buildOdds indexes the lines (prepared by prepareOdds, or here when p is
+// nil); the matches and tournaments must be indexed.
+func buildOdds(s *Snapshot, lines []OddsLine, p *oddsPrep) *oddsIndex {
+	if p == nil {
+		p = prepareOdds(lines, false)
+	}
+	x := p.x
+	x.indexLatest(s, lines, p.latest, p.settled)
 	x.strs.idx = nil // built: only the rendered strings are read from here on
 	for id, hs := range x.heads {
 		sortHeads(hs)

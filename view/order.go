@@ -210,6 +210,33 @@ func tournamentSortValue(t *Tournament) SortVal {
 	return numVal(t.StartsAt.UnixMicro())
 }
 
+// groupOrders orders the rows of each group under spec: what partition
+// makes of an order of all n rows, at the cost of sorting each group
+// rather than all of them (a 100k snapshot's ten million odds lines in
+// groups of a match's hundred). keyOf says a row's group, or none.
+func groupOrders(spec string, n int, keyOf func(int) (ID, bool), idOf func(int32) ID, valOf func(int32) SortVal) map[ID]*order {
+	count := map[ID]int32{}
+	for i := 0; i < n; i++ {
+		if k, ok := keyOf(i); ok {
+			count[k]++
+		}
+	}
+	rows := make(map[ID][]int32, len(count))
+	for k, c := range count {
+		rows[k] = make([]int32, 0, c)
+	}
+	for i := 0; i < n; i++ {
+		if k, ok := keyOf(i); ok {
+			rows[k] = append(rows[k], int32(i))
+		}
+	}
+	out := make(map[ID]*order, len(rows))
+	for k, r := range rows {
+		out[k] = newOrderOf(spec, r, idOf, valOf)
+	}
+	return out
+}
+
 // partition splits an order by a key of each row (a row may have several
 // keys), keeping the order inside each part.
 func partition[K comparable](o *order, keysOf func(int32) []K) map[K]*order {

@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,8 @@ type Snapshot struct {
 	// missing are the tables this build reads that the snapshot does not
 	// hold (MissingTables).
 	missing []string
+	// partsSource: MatchPartsSource.
+	partsSource string
 }
 
 // MissingTables lists, in name order, the tables this build reads that the
@@ -160,7 +163,8 @@ type tables struct {
 	playerSum   []PlayerSummary
 	playerMaps  []PlayerMapSummary
 	packed      packedParts
-	serial      bool // build on the calling goroutine alone (LoadOptions.Workers 1)
+	oddsPrep    *oddsPrep // odds.go: made as odds_lines is read
+	serial      bool      // build on the calling goroutine alone (LoadOptions.Workers 1)
 }
 
 // packedParts are the per-match sub-resources kept compressed. Load packs
@@ -224,10 +228,15 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	if o.Workers > 0 {
 		g.SetLimit(o.Workers)
 	}
-	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}}
+	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}, bigWorkers: cmp.Or(o.Workers, 2)}
 	for _, name := range m.Tables {
 		l.has[name] = true
 	}
+	use, err := l.useParts()
+	if err != nil {
+		return nil, err
+	}
+	l.parts = use
 	t := tables{serial: o.Workers == 1}
 	l.readRows(&t)
 	l.readMatchParts(&t)
@@ -250,6 +259,7 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	}
 	sort.Strings(l.missing)
 	s.missing = l.missing
+	s.partsSource = l.partsSource
 	return s, nil
 }
 
@@ -260,6 +270,12 @@ type loader struct {
 	dir, id string
 	has     map[string]bool // the tables the manifest lists
 	missing []string        // the tables this build reads that it does not
+	// parts: the match parts come from match_parts.parquet (matchparts.go);
+	// partsSource says so, or why they are rendered at load.
+	parts       bool
+	partsSource string
+	// bigWorkers read the largest table (LoadOptions.Workers, or 2).
+	bigWorkers int
 }
 
 // run runs fn on the group; a panic (rendering a row that has no JSON
@@ -299,12 +315,21 @@ func (l *loader) readRows(t *tables) {
 	readInto(l, "matches", &t.matches)
 	l.read("match_events", func(p string) (err error) {
 		t.events, err = readParquet[MatchEvent](l.ctx, p)
-		t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
+		if !l.parts {
+			t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
+		}
 		return
 	})
 	readInto(l, "map_results", &t.maps)
 	readInto(l, "sandbox_sample", &t.sample)
-	readInto(l, "odds_lines", &t.odds)
+	l.read("odds_lines", func(p string) (err error) {
+		// The largest table: its row groups are read on two goroutines
+		// unless the load keeps to one.
+		if t.odds, err = readParquetWith[OddsLine](l.ctx, p, l.bigWorkers); err == nil {
+			t.oddsPrep = prepareOdds(t.odds, l.bigWorkers > 1)
+		}
+		return
+	})
 	readInto(l, "live_ids", &t.liveIDs)
 	readInto(l, "rankings", &t.rankings)
 	readInto(l, "roster_history", &t.roster)
@@ -318,6 +343,10 @@ func (l *loader) readRows(t *tables) {
 // readMatchParts reads the per-match sub-resource tables and packs each on
 // the goroutine that read it.
 func (l *loader) readMatchParts(t *tables) {
+	if l.parts {
+		l.readPartsFile(&t.packed)
+		return
+	}
 	packFile(l, "vetoes", &t.packed.vetoes, func(r *Veto) ID { return r.MatchID })
 	packFile(l, "player_stats", &t.packed.stats, func(r *StatLine) ID { return r.MatchID })
 	packFile(l, "rounds", &t.packed.rounds, func(r *Round) ID { return r.MatchID })
@@ -395,7 +424,7 @@ func build(m Meta, t *tables) *Snapshot {
 	oddsDone := make(chan any, 1)
 	buildOddsIndex := func() {
 		defer func() { oddsDone <- recover() }()
-		s.odds = buildOdds(s, t.odds)
+		s.odds = buildOdds(s, t.odds, t.oddsPrep)
 	}
 	if t.serial {
 		buildOddsIndex()

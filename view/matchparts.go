@@ -1,0 +1,411 @@
+package view
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sync/errgroup"
+)
+
+// A match's sub-resources (stats, rounds, depth, vetoes, lineups, history,
+// streams) are most of what a load renders: at 100,000 matches, reading
+// their nine tables, rendering them as JSON and compressing them took more
+// than half of a load's CPU. The pipeline renders them once, when it
+// publishes (WriteMatchParts), into match_parts.parquet: one row a match
+// and part, holding the part's packed JSON (the zstd frame a load would
+// have made). A load that finds the table in the format it renders takes
+// the frames as they are and does not read the nine tables; one that does
+// not (a snapshot published before the table existed, or by a pipeline
+// whose rendering differs from this build's) renders the parts from their
+// tables as before, and says so (MatchPartsSource).
+
+// MatchPartsTable is the snapshot table of pre-rendered match parts.
+const MatchPartsTable = "match_parts"
+
+// partsFormatKey is the Parquet key-value metadata entry that says how the
+// frames of a match_parts file were rendered.
+const partsFormatKey = "eo.match_parts.format"
+
+// partsEncoding versions what partsFormat cannot see in the row types: the
+// frame encoding (Packed) and how a part is assembled from its rows (the
+// depth object of packDepth, an array of rows for the others). Bump it when
+// either changes.
+const partsEncoding = "zstd-json/1"
+
+// partRowTypes are the row types whose JSON the parts hold.
+var partRowTypes = []reflect.Type{
+	reflect.TypeFor[StatLine](), reflect.TypeFor[Veto](), reflect.TypeFor[Lineup](),
+	reflect.TypeFor[MatchEvent](), reflect.TypeFor[Stream](), reflect.TypeFor[Round](),
+	reflect.TypeFor[DepthWeapon](), reflect.TypeFor[DepthGrenade](), reflect.TypeFor[DepthHitgroup](),
+	reflect.TypeFor[DepthDuel](), reflect.TypeFor[DepthFlash](),
+}
+
+// partsFormat names the rendering of this build: the encoding and a digest
+// of the part row types' fields, types and tags (a renamed JSON field, a
+// field added or made nullable changes it).
+var partsFormat = func() string {
+	h := sha256.New()
+	for _, t := range partRowTypes {
+		writeShape(h, t, map[reflect.Type]bool{})
+	}
+	return partsEncoding + " " + hex.EncodeToString(h.Sum(nil)[:8])
+}()
+
+func writeShape(w interface{ Write([]byte) (int, error) }, t reflect.Type, seen map[reflect.Type]bool) {
+	fmt.Fprintf(w, "%s|", t.String())
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		writeShape(w, t.Elem(), seen)
+	case reflect.Struct:
+		if seen[t] || t.PkgPath() != reflect.TypeFor[ID]().PkgPath() {
+			return // a standard type (time.Time) renders as its package says
+		}
+		seen[t] = true
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			fmt.Fprintf(w, "%s %q{", f.Name, f.Tag.Get("json"))
+			writeShape(w, f.Type, seen)
+			fmt.Fprint(w, "}")
+		}
+	}
+}
+
+// partName names each packed part as match_parts stores it.
+type partName struct {
+	name string
+	m    *map[ID]Packed
+}
+
+func (p *packedParts) named() []partName {
+	return []partName{{"stats", &p.stats}, {"vetoes", &p.vetoes}, {"lineups", &p.lineups},
+		{"history", &p.history}, {"streams", &p.streams}, {"rounds", &p.rounds}, {"depth", &p.depth}}
+}
+
+// partSources are the tables the parts are rendered from (match_events also
+// feeds the match rows, so a load reads it in any case).
+var partSources = []string{"vetoes", "player_stats", "rounds", "lineups", "streams",
+	"depth_weapons", "depth_grenades", "depth_hitgroups", "depth_duels", "depth_flashes"}
+
+// zstdMagic starts every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// partRow is a row of match_parts.parquet.
+type partRow struct {
+	MatchID ID     `col:"match_id"`
+	Part    string `col:"part"`
+	N       int    `col:"n"`
+	Frame   []byte `col:"frame"`
+	CRC     int64  `col:"crc32c"` // of the row's other fields (sum)
+}
+
+// crcTable is CRC-32C (hardware on amd64 and arm64: a 100k snapshot's
+// frames are checked in a fraction of a second).
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// sum is the checksum of a row's match, part, count and frame. The file's
+// checksum in the manifest proves it arrived as written; this proves it
+// was written as rendered: a corrupt frame would otherwise be found only
+// by the request that decompresses it.
+func (r *partRow) sum() int64 {
+	c := crc32.Update(0, crcTable, r.MatchID[:])
+	c = crc32.Update(c, crcTable, []byte(r.Part))
+	c = crc32.Update(c, crcTable, binary.LittleEndian.AppendUint64(nil, uint64(r.N)))
+	return int64(crc32.Update(c, crcTable, r.Frame))
+}
+
+// WriteMatchParts renders the match parts of the snapshot tables in dir
+// (dir/<table>.parquet, as the pipeline exports them) into
+// dir/match_parts.parquet, rows ordered by match and part, and returns how
+// many rows it wrote. A source table that is not in dir renders no part.
+func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	l := &loader{g: g, ctx: gctx, dir: dir, id: dir, has: map[string]bool{}}
+	for _, name := range append(slices.Clone(partSources), "match_events") {
+		if _, err := os.Stat(l.path(name)); err == nil {
+			l.has[name] = true
+		}
+	}
+	var t tables
+	l.readMatchParts(&t)
+	l.read("match_events", func(p string) error {
+		events, err := readParquet[MatchEvent](l.ctx, p)
+		t.packed.history = packByMatch(events, func(r *MatchEvent) ID { return r.MatchID })
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	var rows []partRow
+	for _, part := range t.packed.named() {
+		for id, p := range *part.m {
+			r := partRow{MatchID: id, Part: part.name, N: p.n, Frame: p.z}
+			r.CRC = r.sum()
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, func(a, b partRow) int {
+		return cmp.Or(strings.Compare(string(a.MatchID[:]), string(b.MatchID[:])), strings.Compare(a.Part, b.Part))
+	})
+	return int64(len(rows)), writeParts(l.path(MatchPartsTable), rows)
+}
+
+// writeParts writes rows as match_parts.parquet. The frames are compressed
+// already: the file stores them as they are.
+func writeParts(path string, rows []partRow) (err error) {
+	md := arrow.NewMetadata([]string{partsFormatKey}, []string{partsFormat})
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "match_id", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
+		{Name: "part", Type: arrow.BinaryTypes.String},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "frame", Type: arrow.BinaryTypes.Binary},
+		{Name: "crc32c", Type: arrow.PrimitiveTypes.Int64},
+	}, &md)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	closed := false // the writer's Close closes f
+	defer func() {
+		if !closed {
+			f.Close()
+		}
+	}()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Uncompressed),
+		parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("part", true),
+		parquet.WithStatsFor("frame", false), // min and max would copy two whole frames a page
+		parquet.WithMaxRowGroupLength(16<<10), parquet.WithCreatedBy("eo"))
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for start := 0; start < len(rows); start += 16 << 10 {
+		for _, r := range rows[start:min(start+16<<10, len(rows))] {
+			b.Field(0).(*array.FixedSizeBinaryBuilder).Append(r.MatchID[:])
+			b.Field(1).(*array.StringBuilder).Append(r.Part)
+			b.Field(2).(*array.Int64Builder).Append(int64(r.N))
+			b.Field(3).(*array.BinaryBuilder).Append(r.Frame)
+			b.Field(4).(*array.Int64Builder).Append(r.CRC)
+		}
+		rec := b.NewRecordBatch()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	closed = true
+	return w.Close()
+}
+
+// partsFormatOf reads the format a match_parts file was rendered in.
+func partsFormatOf(path string) (string, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	defer pf.Close()
+	if v := pf.MetaData().KeyValueMetadata().FindValue(partsFormatKey); v != nil {
+		return *v, nil
+	}
+	return "", nil
+}
+
+// useParts decides whether this load takes the match parts from
+// match_parts.parquet, and records why not in l.partsSource when it does
+// not. A file whose footer cannot be read fails the load, as any table.
+func (l *loader) useParts() (bool, error) {
+	if !l.has[MatchPartsTable] {
+		l.partsSource = "rendered at load: the snapshot has no " + MatchPartsTable + " table"
+		return false, nil
+	}
+	format, err := partsFormatOf(l.path(MatchPartsTable))
+	if err != nil {
+		return false, fmt.Errorf("view: snapshot %s: %w: %w", l.id, ErrCorrupt, err)
+	}
+	if format != partsFormat {
+		l.partsSource = fmt.Sprintf("rendered at load: %s was rendered as %q, this build renders %q",
+			MatchPartsTable, format, partsFormat)
+		return false, nil
+	}
+	l.partsSource = MatchPartsTable
+	return true, nil
+}
+
+// readPartsFile reads match_parts.parquet into the packed parts.
+func (l *loader) readPartsFile(p *packedParts) {
+	byName := map[string]map[ID]Packed{}
+	for _, part := range p.named() {
+		*part.m = map[ID]Packed{}
+		byName[part.name] = *part.m
+	}
+	l.read(MatchPartsTable, func(path string) error {
+		return readParts(l.ctx, path, func(r *partRow) error {
+			m := byName[r.Part]
+			if m == nil {
+				return fmt.Errorf("%s: unknown part %q: %w", MatchPartsTable, r.Part, ErrCorrupt)
+			}
+			if r.sum() != r.CRC || !bytes.HasPrefix(r.Frame, zstdMagic) {
+				return fmt.Errorf("%s: match %s %s: checksum mismatch: %w", MatchPartsTable, r.MatchID, r.Part, ErrCorrupt)
+			}
+			m[r.MatchID] = Packed{z: r.Frame, n: r.N}
+			return nil
+		})
+	})
+}
+
+// partColumns are match_parts' columns in file order, with their physical
+// types; every one is required (no nulls).
+var partColumns = []struct {
+	name string
+	typ  parquet.Type
+}{
+	{"match_id", parquet.Types.FixedLenByteArray}, {"part", parquet.Types.ByteArray},
+	{"n", parquet.Types.Int64}, {"frame", parquet.Types.ByteArray}, {"crc32c", parquet.Types.Int64},
+}
+
+// readParts reads match_parts.parquet a row group at a time with the
+// Parquet column readers (not through Arrow arrays, which would copy every
+// frame twice and clear the memory in between) and calls fn on each row.
+// A row group's frames are copied into one allocation: they hold no
+// pointers, so the collector never scans them.
+func readParts(ctx context.Context, path string, fn func(*partRow) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer pf.Close()
+	sc := pf.MetaData().Schema
+	if sc.NumColumns() != len(partColumns) {
+		return fmt.Errorf("read %s: %d columns, want %d: %w", path, sc.NumColumns(), len(partColumns), ErrCorrupt)
+	}
+	for i, c := range partColumns {
+		d := sc.Column(i)
+		if d.Name() != c.name || d.PhysicalType() != c.typ || d.MaxDefinitionLevel() != 0 || d.MaxRepetitionLevel() != 0 {
+			return fmt.Errorf("read %s: column %d is %s %s, want a required %s %s: %w", path, i, d.Name(), d.PhysicalType(), c.name, c.typ, ErrCorrupt)
+		}
+	}
+	for g := 0; g < pf.NumRowGroups(); g++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := readPartsGroup(pf.RowGroup(g), fn); err != nil {
+			return fmt.Errorf("read %s row group %d: %w", path, g, err)
+		}
+	}
+	return nil
+}
+
+func readPartsGroup(rg *file.RowGroupReader, fn func(*partRow) error) error {
+	n := rg.NumRows()
+	rows := make([]partRow, n)
+	col := func(i int) file.ColumnChunkReader {
+		c, err := rg.Column(i)
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}
+	err := readColumn(n, col(0).(*file.FixedLenByteArrayColumnChunkReader).ReadBatchInPage,
+		func(i int, v parquet.FixedLenByteArray) { copy(rows[i].MatchID[:], v) })
+	err = cmp.Or(err, readColumn(n, col(1).(*file.ByteArrayColumnChunkReader).ReadBatchInPage,
+		func(i int, v parquet.ByteArray) { rows[i].Part = partNames.intern(v) }))
+	err = cmp.Or(err, readColumn(n, col(2).(*file.Int64ColumnChunkReader).ReadBatchInPage,
+		func(i int, v int64) { rows[i].N = int(v) }))
+	// The column chunk's size bounds its frames' (it adds page headers and
+	// a length before each value).
+	cc, cerr := rg.MetaData().ColumnChunk(3)
+	if cerr != nil {
+		return cerr
+	}
+	arena := make([]byte, 0, cc.TotalUncompressedSize())
+	err = cmp.Or(err, readColumn(n, col(3).(*file.ByteArrayColumnChunkReader).ReadBatchInPage,
+		func(i int, v parquet.ByteArray) {
+			if len(arena)+len(v) > cap(arena) {
+				panic("frames larger than their column chunk")
+			}
+			arena = append(arena, v...)
+			rows[i].Frame = arena[len(arena)-len(v) : len(arena) : len(arena)]
+		}))
+	err = cmp.Or(err, readColumn(n, col(4).(*file.Int64ColumnChunkReader).ReadBatchInPage,
+		func(i int, v int64) { rows[i].CRC = v }))
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := fn(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readColumn reads n values of a required column a page at a time (read is
+// a column reader's ReadBatchInPage: the values it gives are valid until
+// the next call) and hands each to each with its row number.
+func readColumn[T any](n int64, read func(int64, []T, []int16, []int16) (int64, int, error), each func(int, T)) error {
+	buf := make([]T, min(n, 4096))
+	for i := 0; int64(i) < n; {
+		_, got, err := read(min(int64(len(buf)), n-int64(i)), buf, nil, nil)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			return fmt.Errorf("a column ends after %d of %d rows: %w", i, n, ErrCorrupt)
+		}
+		for _, v := range buf[:got] {
+			each(i, v)
+			i++
+		}
+	}
+	return nil
+}
+
+// partNames interns the part names read (one string each, not one a row).
+var partNames = internTable(func() []string {
+	var p packedParts
+	var names []string
+	for _, n := range p.named() {
+		names = append(names, n.name)
+	}
+	return names
+}())
+
+type internTable []string
+
+func (t internTable) intern(b []byte) string {
+	for _, s := range t {
+		if s == string(b) {
+			return s
+		}
+	}
+	return string(b) // unknown: readPartsFile reports it
+}
+
+// MatchPartsSource says where the snapshot's match parts came from:
+// "match_parts" (rendered by the pipeline), or why they were rendered at
+// load.
+func (s *Snapshot) MatchPartsSource() string { return s.partsSource }
