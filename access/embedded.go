@@ -1,6 +1,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -119,21 +120,25 @@ func OpenEmbedded(path string, flush time.Duration) (*Embedded, error) {
 	return OpenEmbeddedWith(path, EmbeddedOptions{FlushInterval: flush})
 }
 
+// positiveOr is v, or def where v is not positive: the default of an option
+// that only a positive value sets (a zero value, cmp.Or, is for options
+// whose negative values mean something).
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 func openBolt(path string, maxBytes int) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes})
 }
 
 // OpenEmbeddedWith opens (creating) the counters database at path.
 func OpenEmbeddedWith(path string, o EmbeddedOptions) (*Embedded, error) {
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
-	if o.MaxRetainedEvents == 0 {
-		o.MaxRetainedEvents = DefaultMaxRetainedEvents
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.FlushInterval = positiveOr(o.FlushInterval, DefaultFlushInterval)
+	o.MaxRetainedEvents = cmp.Or(o.MaxRetainedEvents, DefaultMaxRetainedEvents)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	db, err := openBolt(path, o.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("access: open counters %s: %w", path, err)

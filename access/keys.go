@@ -155,14 +155,22 @@ func (s *Store) GetAccount(id string) (Account, error) {
 
 // Accounts lists every account.
 func (s *Store) Accounts() ([]Account, error) {
-	var out []Account
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketAccounts).ForEach(func(_, v []byte) error {
-			var a Account
-			if err := json.Unmarshal(v, &a); err != nil {
+	return listJSON(s.db, bucketAccounts, func(Account) bool { return true })
+}
+
+// listJSON decodes every record of bucket, in key order, and returns those
+// keep accepts.
+func listJSON[T any](db *bolt.DB, bucket []byte, keep func(T) bool) ([]T, error) {
+	var out []T
+	err := db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
+			var x T
+			if err := json.Unmarshal(v, &x); err != nil {
 				return err
 			}
-			out = append(out, a)
+			if keep(x) {
+				out = append(out, x)
+			}
 			return nil
 		})
 	})
@@ -275,19 +283,7 @@ func (s *Store) GetKey(id string) (Key, error) {
 
 // Keys lists an account's keys ("" = every account), oldest first.
 func (s *Store) Keys(accountID string) ([]Key, error) {
-	var out []Key
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
-			var k Key
-			if err := json.Unmarshal(v, &k); err != nil {
-				return err
-			}
-			if accountID == "" || k.AccountID == accountID {
-				out = append(out, k)
-			}
-			return nil
-		})
-	})
+	out, err := listJSON(s.db, bucketKeys, func(k Key) bool { return accountID == "" || k.AccountID == accountID })
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
 }

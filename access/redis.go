@@ -1,6 +1,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -91,24 +92,12 @@ type RedisOptions struct {
 }
 
 func (o *RedisOptions) defaults() {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultRedisTimeout
-	}
-	if o.MaxRetries == 0 {
-		o.MaxRetries = DefaultRedisRetries
-	}
-	if o.BreakerFailures <= 0 {
-		o.BreakerFailures = DefaultBreakerFailures
-	}
-	if o.ProbeInterval <= 0 {
-		o.ProbeInterval = DefaultProbeInterval
-	}
-	if o.MaxRetainedEvents == 0 {
-		o.MaxRetainedEvents = DefaultMaxRetainedEvents
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Timeout = positiveOr(o.Timeout, DefaultRedisTimeout)
+	o.MaxRetries = cmp.Or(o.MaxRetries, DefaultRedisRetries)
+	o.BreakerFailures = positiveOr(o.BreakerFailures, DefaultBreakerFailures)
+	o.ProbeInterval = positiveOr(o.ProbeInterval, DefaultProbeInterval)
+	o.MaxRetainedEvents = cmp.Or(o.MaxRetainedEvents, DefaultMaxRetainedEvents)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 }
 
 // NewRedis uses a go-redis client; keys are namespaced by prefix.
