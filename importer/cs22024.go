@@ -117,19 +117,12 @@ func (b *builder) cs2024Match(rw map[string]string, rounds map[string]roundRow, 
 	}
 	at = at.UTC()
 	n1, n2 := rw["team1_name"], rw["team2_name"]
-	ta, tb := TeamIDByName(n1), TeamIDByName(n2)
-	if Slug(n1) == "" || Slug(n2) == "" || ta == tb {
-		b.ds.Skipped["missing team name or the same team on both sides"]++
+	ta, tb, ok := b.namedTeams(n1, n2)
+	if !ok {
 		return
 	}
-	s1, ok1 := atoi(rw["team1_score"])
-	s2, ok2 := atoi(rw["team2_score"])
-	if !ok1 || !ok2 {
-		b.ds.Skipped["unreadable series score"]++
-		return
-	}
-	if s1 == s2 {
-		b.ds.Skipped["drawn or 0-0 series score"]++
+	s1, s2, ok := b.decidedScore(rw["team1_score"], rw["team2_score"], "unreadable series score", "drawn or 0-0 series score")
+	if !ok {
 		return
 	}
 	sa, sb, need := seriesScore(s1, s2)

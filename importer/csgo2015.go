@@ -65,19 +65,13 @@ func (b *builder) csgo2015Match(id string, rows []map[string]string) {
 		b.ds.Skipped["unreadable date or match_id"]++
 		return
 	}
-	ta, tb := TeamIDByName(r0["team_1"]), TeamIDByName(r0["team_2"])
-	if Slug(r0["team_1"]) == "" || Slug(r0["team_2"]) == "" || ta == tb {
-		b.ds.Skipped["missing team name or the same team on both sides"]++
+	ta, tb, ok := b.namedTeams(r0["team_1"], r0["team_2"])
+	if !ok {
 		return
 	}
-	w1, ok1 := atoi(r0["map_wins_1"])
-	w2, ok2 := atoi(r0["map_wins_2"])
-	if !ok1 || !ok2 {
-		b.ds.Skipped["unreadable map_wins"]++
-		return
-	}
-	if w1 == w2 {
-		b.ds.Skipped["drawn match (best-of-two 1-1 or a tied single map): the contract has no draw"]++
+	w1, w2, ok := b.decidedScore(r0["map_wins_1"], r0["map_wins_2"], "unreadable map_wins",
+		"drawn match (best-of-two 1-1 or a tied single map): the contract has no draw")
+	if !ok {
 		return
 	}
 	sa, sb, need := seriesScore(w1, w2) // a single map's map_wins are rounds

@@ -199,6 +199,36 @@ func atoi(s string) (int, bool) {
 	return v, err == nil
 }
 
+// namedTeams are the upstream ids of a match's two teams known only by
+// their names n1 and n2 (TeamIDByName); ok is false, and the match counted
+// as skipped, when a name is missing or both name one team.
+func (b *builder) namedTeams(n1, n2 string) (ta, tb string, ok bool) {
+	ta, tb = TeamIDByName(n1), TeamIDByName(n2)
+	if Slug(n1) == "" || Slug(n2) == "" || ta == tb {
+		b.ds.Skipped["missing team name or the same team on both sides"]++
+		return "", "", false
+	}
+	return ta, tb, true
+}
+
+// decidedScore parses a match's two scores s1 and s2; ok is false, and the
+// match counted as skipped for the reason unreadable or drawn (in the
+// dataset's words), when one is not a number or they are level: the
+// contract has no draw.
+func (b *builder) decidedScore(s1, s2, unreadable, drawn string) (v1, v2 int, ok bool) {
+	v1, ok1 := atoi(s1)
+	v2, ok2 := atoi(s2)
+	switch {
+	case !ok1 || !ok2:
+		b.ds.Skipped[unreadable]++
+		return 0, 0, false
+	case v1 == v2:
+		b.ds.Skipped[drawn]++
+		return 0, 0, false
+	}
+	return v1, v2, true
+}
+
 // seriesScore reads a series score s1:s2 as maps won and the maps needed to
 // win it. A winner's score over 3 is a single map's rounds: the series is
 // 1:0 or 0:1, best of one.
