@@ -3,6 +3,7 @@ package pipelines
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"strings"
@@ -178,7 +179,7 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		return nil
 	}
 	n := len(teams) + len(players)
-	err := appendRows(ctx, db, "model_rank_rows", n, func(i int) []any {
+	return stageAndWrite(ctx, db, "rankings", "model_rank_rows", n, func(i int) []any {
 		if i < len(teams) {
 			t := teams[i]
 			return []any{"team", int32(t.Rank), t.TeamID, round(t.Value, 2), round(t.Rating.R, 2), round(t.Rating.RD, 2),
@@ -187,13 +188,18 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		p := players[i-len(teams)]
 		return []any{"player", int32(p.Rank), p.PlayerID, round(p.Rating, 3), round(p.Rating, 3), nil,
 			int32(p.Maps), prevOrNil(prevPlayer, p.PlayerID)}
-	})
-	if err != nil {
-		return fmt.Errorf("model: append rankings: %w", err)
+	}, sqlModelRankings)
+}
+
+// stageAndWrite appends n rows (row(i) is the i-th) to the staging table,
+// then runs the statement write (with args) that turns them into the
+// output; what names the step in the errors.
+func stageAndWrite(ctx context.Context, db *sql.DB, what, table string, n int, row func(i int) []any, write string, args ...any) error {
+	if err := appendRows(ctx, db, table, n, row); err != nil {
+		return fmt.Errorf("model: append %s: %w", what, err)
 	}
-	_, err = db.ExecContext(ctx, sqlModelRankings)
-	if err != nil {
-		return fmt.Errorf("model: write rankings: %w", err)
+	if _, err := db.ExecContext(ctx, write, args...); err != nil {
+		return fmt.Errorf("model: write %s: %w", what, err)
 	}
 	return nil
 }
@@ -265,7 +271,7 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 	if _, err := db.ExecContext(ctx, sqlModelRosterRows); err != nil {
 		return err
 	}
-	err = appendRows(ctx, db, "model_roster_rows", len(out), func(i int) []any {
+	return stageAndWrite(ctx, db, "roster history", "model_roster_rows", len(out), func(i int) []any {
 		x := out[i]
 		var days any
 		if x.DaysSincePrev != nil {
@@ -273,15 +279,7 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 		}
 		return []any{x.team, x.MatchID, x.PlayedAt, strings.Join(x.PlayerIDs, ","), strings.Join(x.PlayersIn, ","),
 			strings.Join(x.PlayersOut, ","), x.HasDebutant, days, int32(x.ChangedCount), x.Continuity}
-	})
-	if err != nil {
-		return fmt.Errorf("model: append roster history: %w", err)
-	}
-	_, err = db.ExecContext(ctx, sqlModelRosterHistory)
-	if err != nil {
-		return fmt.Errorf("model: write roster history: %w", err)
-	}
-	return nil
+	}, sqlModelRosterHistory)
 }
 
 // writeModelTables fills out_model_metrics, out_model_forecasts and appends
@@ -307,15 +305,12 @@ func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.
 			settled = append(settled, f)
 		}
 	}
-	err := appendRows(ctx, db, "model_fc_rows", len(settled), func(i int) []any {
+	err := stageAndWrite(ctx, db, "forecasts", "model_fc_rows", len(settled), func(i int) []any {
 		f := settled[i]
 		return []any{f.MatchID, f.ScheduledAt, round(f.PHome, 6), int32(f.Outcome), round(f.Brier(), 6)}
-	})
+	}, sqlModelForecasts, model.Version)
 	if err != nil {
-		return fmt.Errorf("model: append forecasts: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, sqlModelForecasts, model.Version); err != nil {
-		return fmt.Errorf("model: write forecasts: %w", err)
+		return err
 	}
 	if _, err := db.ExecContext(ctx, `DROP TABLE model_fc_rows`); err != nil {
 		return err
@@ -328,20 +323,12 @@ func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.
 		_, err := db.ExecContext(ctx, `DROP TABLE model_line_rows`)
 		return err
 	}
-	err = appendRows(ctx, db, "model_line_rows", len(lines), func(i int) []any {
+	return stageAndWrite(ctx, db, "lines", "model_line_rows", len(lines), func(i int) []any {
 		l := lines[i]
 		var w any
 		if l.IsWinner != nil {
 			w = *l.IsWinner
 		}
 		return []any{l.MatchID, l.OutcomeKey, l.TeamID, round(l.Price, 4), w, l.IsClosing, l.CapturedAt, l.ModelVersion}
-	})
-	if err != nil {
-		return fmt.Errorf("model: append lines: %w", err)
-	}
-	_, err = db.ExecContext(ctx, sqlModelModelLines)
-	if err != nil {
-		return fmt.Errorf("model: write lines: %w", err)
-	}
-	return nil
+	}, sqlModelModelLines)
 }
