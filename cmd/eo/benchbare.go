@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -18,11 +19,8 @@ func cmdBenchBare(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("bench-bare", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	bodyFile := fs.String("body", "", "file whose bytes every GET returns (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseRequired(fs, args, errors.New("bench-bare: --body is required"), "body"); err != nil {
 		return err
-	}
-	if *bodyFile == "" {
-		return fmt.Errorf("bench-bare: --body is required")
 	}
 	body, err := os.ReadFile(*bodyFile)
 	if err != nil {

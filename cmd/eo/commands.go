@@ -37,10 +37,14 @@ type common struct {
 	noMetering bool
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+// flags starts the flag set of the command name with the flags every
+// command shares (they set c's fields).
+func (c *common) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&c.store, "store", c.cfg.Store, "snapshot store: a folder, or s3://bucket/prefix (EO_S3_* env for endpoint and credentials)")
 	fs.StringVar(&c.work, "work", c.cfg.Work, "local work folder (DuckDB spill, exported files, snapshot cache)")
 	fs.BoolVar(&c.json, "log-json", c.cfg.LogJSON, "log JSON lines instead of text")
+	return fs
 }
 
 // registerPipeline adds the flags of the commands that run the pipeline.
@@ -70,6 +74,20 @@ func openStore(ctx context.Context, cfg Config, location string,
 	return open(ctx, location, cfg.S3)
 }
 
+// parseRequired parses a command's flags; when one of the string flags
+// named in required is empty it returns missing (the command's usage).
+func parseRequired(fs *flag.FlagSet, args []string, missing error, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, name := range required {
+		if fs.Lookup(name).Value.String() == "" {
+			return missing
+		}
+	}
+	return nil
+}
+
 // parseOpen parses a command's flags, then opens its logger and store.
 func (c *common) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) (*slog.Logger, publish.Store, error) {
 	if err := fs.Parse(args); err != nil {
@@ -85,9 +103,8 @@ func isTerminal(f *os.File) bool {
 }
 
 func cmdGenerate(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("generate")
 	seed := fs.Int64("seed", 42, "random seed: the same seed, --now and --matches give the same world")
 	matches := fs.Int("matches", 5000, "number of matches (the default spans about two years)")
 	teams := fs.Int("teams", 0, "number of teams (0: 60, or matches/80 above 5,000 matches)")
@@ -156,9 +173,8 @@ func newRunner(c common, log *slog.Logger, st publish.Store, force bool, publish
 }
 
 func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("pipeline run", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("pipeline run")
 	c.registerPipeline(fs)
 	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
 	log, st, err := c.parseOpen(ctx, fs, args)
@@ -187,9 +203,8 @@ func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 }
 
 func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("snapshots")
 	_, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
@@ -213,9 +228,8 @@ func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 }
 
 func cmdJobs(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("jobs")
 	c.registerPipeline(fs)
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
 	log, st, err := c.parseOpen(ctx, fs, args)
@@ -227,9 +241,8 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 }
 
 func cmdServe(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("serve")
 	addr := fs.String("addr", cfg.Addr, "listen address")
 	fs.BoolVar(&c.noMetering, "no-metering", false,
 		"serve without rate limits, quotas or usage records (keys are still required): for benchmarks, or behind a gateway that meters")
@@ -264,9 +277,8 @@ func (c *common) cursorSecret() ([]byte, error) {
 }
 
 func cmdUp(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("up")
 	c.registerPipeline(fs)
 	addr := fs.String("addr", cfg.Addr, "listen address")
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")

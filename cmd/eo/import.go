@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -16,17 +15,14 @@ import (
 // reads a public HLTV-scraped dataset through its adapter (importer/) and
 // lands it as one raw batch. Run "eo pipeline run" afterwards.
 func cmdImport(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("import")
 	source := fs.String("source", "", "dataset: "+strings.Join(importer.Sources, ", "))
 	path := fs.String("path", "", "the dataset's file or folder (see importer/ and MODEL.md, Real data)")
 	dry := fs.Bool("dry-run", false, "read and report, land nothing")
-	if err := fs.Parse(args); err != nil {
+	usage := fmt.Errorf("usage: eo import --source %s --path FILE_OR_DIR [--store S --work W]", strings.Join(importer.Sources, "|"))
+	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
 		return err
-	}
-	if *source == "" || *path == "" {
-		return fmt.Errorf("usage: eo import --source %s --path FILE_OR_DIR [--store S --work W]", strings.Join(importer.Sources, "|"))
 	}
 	ds, err := importer.Read(*source, *path)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"time"
 
@@ -31,9 +30,8 @@ func cmdKeys(cfg Config, args []string) error {
 		sub = "account " + args[1]
 		args = args[1:]
 	}
-	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("keys " + sub)
 	name := fs.String("name", "", "account name")
 	trial := fs.Int("trial-days", 0, "start a trial of this many days")
 	account := fs.String("account", "", "account id")

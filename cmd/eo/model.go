@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -22,16 +21,12 @@ func cmdModel(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 0 || args[0] != "report" {
 		return errors.New(modelUsage)
 	}
-	fs := flag.NewFlagSet("model report", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("model report")
 	out := fs.String("out", "", "file to write the HTML report to (- for stdout)")
 	runID := fs.String("run", "", "pipeline run id (default: the latest run)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseRequired(fs, args[1:], errors.New("model report: --out is required\n\n"+modelUsage), "out"); err != nil {
 		return err
-	}
-	if *out == "" {
-		return errors.New("model report: --out is required\n\n" + modelUsage)
 	}
 	st, err := c.openStore(ctx)
 	if err != nil {

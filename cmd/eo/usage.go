@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/eodata/eo/access"
@@ -20,9 +19,8 @@ func cmdUsage(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
 		return fmt.Errorf("usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)")
 	}
-	fs := flag.NewFlagSet("usage export", flag.ContinueOnError)
 	c := common{cfg: cfg}
-	c.register(fs)
+	fs := c.flags("usage export")
 	log, st, err := c.parseOpen(ctx, fs, args[1:])
 	if err != nil {
 		return err

@@ -25,11 +25,9 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	out := fs.String("out", "", "also write the markdown report to this file")
 	period := fs.Duration("model-period", 0, "experiment: eo_model rating period instead of the pipeline's (e.g. 24h)")
 	initRD := fs.Float64("model-rd", 0, "experiment: eo_model initial rating deviation instead of the pipeline's")
-	if err := fs.Parse(args); err != nil {
+	usage := fmt.Errorf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
+	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
 		return err
-	}
-	if *source == "" || *path == "" {
-		return fmt.Errorf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
 	}
 	var o validate.Options
 	if *from != "" {
