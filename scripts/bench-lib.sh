@@ -158,13 +158,20 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f %%", 100 * a / b }'; }
 # fetch URL FILE: the body of one authenticated GET (fails on a non-200).
 fetch() { curl -fsS -H "Authorization: Bearer $KEY" -o "$2" "$1"; }
 
-# up DIR LOG SLOTS: start `eo up` on DIR's world with SLOTS replay slots;
-# sets SERVE_PID and SERVE_URL.
+# get PATH: the body of one authenticated GET of PATH on the edge that
+# serve or up started (SERVE_URL); fails on a non-200.
+get() { curl -fsS -H "Authorization: Bearer $KEY" "$SERVE_URL$1"; }
+
+# first_id PATH: the id of the first item of the list at PATH (see get).
+first_id() { get "$1" | jq -r '.data[0].id'; }
+
+# up DIR LOG SLOTS [SPEED]: start `eo up` on DIR's world with SLOTS replay
+# slots played at SPEED (default LIVE_SPEED); sets SERVE_PID and SERVE_URL.
 up() {
-	local dir=$1 logf=$2 slots=$3 port
+	local dir=$1 logf=$2 slots=$3 speed=${4:-$LIVE_SPEED} port
 	port=$(free_port)
 	"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
-		--live-matches "$slots" --live-speed "$LIVE_SPEED" >"$logf" 2>&1 &
+		--live-matches "$slots" --live-speed "$speed" >"$logf" 2>&1 &
 	SERVE_PID=$!
 	PIDS+=("$SERVE_PID")
 	SERVE_URL="http://127.0.0.1:$port"
@@ -173,7 +180,7 @@ up() {
 
 # events: live events the served view has applied (operator metrics).
 events() {
-	curl -fsS -H "Authorization: Bearer $KEY" "$SERVE_URL/metrics" | awk '$1 == "eo_live_events_total" { print $2 }'
+	get /metrics | awk '$1 == "eo_live_events_total" { print $2 }'
 }
 
 # ratio2 A B: A / B as "1.4x" (p99 of the edge against the bare handler's).

@@ -40,9 +40,8 @@ KEY=$(mint_key "$dir")
 up "$dir" "$LOGS/up.log" "$LIVE_SLOTS"
 URL=$SERVE_URL
 
-get() { curl -fsS -H "Authorization: Bearer $KEY" "$URL$1"; }
-match=$(get "/v1/cs2/matches?status=completed&limit=1" | jq -r '.data[0].id')
-team=$(get "/v1/cs2/teams?limit=1" | jq -r '.data[0].id')
+match=$(first_id "/v1/cs2/matches?status=completed&limit=1")
+team=$(first_id "/v1/cs2/teams?limit=1")
 mixed_lua "$TMPROOT/mixed.lua" \
 	"/v1/cs2/matches?limit=50" \
 	"/v1/cs2/matches?status=live" \

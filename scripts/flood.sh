@@ -25,16 +25,12 @@ DURATION=${DURATION:-60s}
 dir=$TMPROOT/world
 world "$dir" "$MATCHES"
 KEY=$(mint_key "$dir")
-port=$(free_port)
-"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
-	--live-matches 4 >"$LOGS/up.log" 2>&1 &
-EDGE_PID=$!
-PIDS+=("$EDGE_PID")
-wait_http "http://127.0.0.1:$port/health" "$EDGE_PID" 900
+up "$dir" "$LOGS/up.log" 4 1
+EDGE_PID=$SERVE_PID
 log "edge open-file limit: $(awk '/Max open files/ {print $4}' "/proc/$EDGE_PID/limits")"
 
 log "flood: $IDLE idle + $SLOW slow connections for $DURATION"
-"$EO" bench-flood --addr "127.0.0.1:$port" --key "$KEY" --idle "$IDLE" --slow "$SLOW" --duration "$DURATION"
+"$EO" bench-flood --addr "${SERVE_URL#http://}" --key "$KEY" --idle "$IDLE" --slow "$SLOW" --duration "$DURATION"
 if kill -0 "$EDGE_PID" 2>/dev/null; then
 	echo "edge: alive, $(find "/proc/$EDGE_PID/fd" -mindepth 1 -maxdepth 1 | wc -l) fds open after the flood"
 else

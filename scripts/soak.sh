@@ -31,20 +31,14 @@ export EO_POLL_INTERVAL=${EO_POLL_INTERVAL:-5s}
 dir=$TMPROOT/world
 world "$dir" "$MATCHES"
 KEY=$(mint_key "$dir")
+up "$dir" "$LOGS/up.log" "$LIVE_SLOTS" 1
+EDGE_PID=$SERVE_PID
+URL=$SERVE_URL
 
-port=$(free_port)
-"$EO" up --store "$dir/store" --work "$dir/work" --addr "127.0.0.1:$port" --schedule off --land-every 0 \
-	--live-matches "$LIVE_SLOTS" >"$LOGS/up.log" 2>&1 &
-EDGE_PID=$!
-PIDS+=("$EDGE_PID")
-URL="http://127.0.0.1:$port"
-wait_http "$URL/health" "$EDGE_PID" 900
-
-get() { curl -fsS -H "Authorization: Bearer $KEY" "$URL$1"; }
-match=$(get "/v1/cs2/matches?status=completed&limit=1" | jq -r '.data[0].id')
-team=$(get "/v1/cs2/teams?limit=1" | jq -r '.data[0].id')
-player=$(get "/v1/cs2/players?limit=1" | jq -r '.data[0].id')
-tour=$(get "/v1/cs2/tournaments?limit=1" | jq -r '.data[0].id')
+match=$(first_id "/v1/cs2/matches?status=completed&limit=1")
+team=$(first_id "/v1/cs2/teams?limit=1")
+player=$(first_id "/v1/cs2/players?limit=1")
+tour=$(first_id "/v1/cs2/tournaments?limit=1")
 mixed_lua "$TMPROOT/mixed.lua" \
 	"/v1/cs2/matches?limit=50" \
 	"/v1/cs2/matches?status=live" \
