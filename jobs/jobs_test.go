@@ -3,38 +3,20 @@ package jobs
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 )
 
+// landFixture lands the pipeline's test fixture as one batch at at.
 func landFixture(t *testing.T, st publish.Store, at time.Time) {
 	t.Helper()
-	b, err := raw.NewBatch(t.TempDir(), "fixture", at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join("..", "pipelines", "testdata", "fixture")
-	for _, e := range raw.Entities {
-		body, err := os.ReadFile(filepath.Join(dir, string(e)+".ndjson"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-			if err := b.AddLine(e, []byte(l)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := b.Land(context.Background(), st, at); err != nil {
-		t.Fatal(err)
-	}
+	worldtest.LandDir(t, st, filepath.Join("..", "pipelines", "testdata", "fixture"), at, nil)
 }
 
 func newTestRunner(t *testing.T, st publish.Store) *Runner {

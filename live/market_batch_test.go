@@ -13,8 +13,8 @@ import (
 
 	_ "github.com/marcboeker/go-duckdb/v2"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/synth"
 )
@@ -53,20 +53,13 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	b, err := raw.NewBatch(dir, "synth", now)
+	var sink *recSink
+	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 11, Now: now, Matches: 80}, func(b *raw.Batch) synth.Sink {
+		sink = &recSink{b: b}
+		return sink
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &recSink{b: b}
-	if _, err := synth.Generate(ctx, synth.Options{Seed: 11, Now: now, Matches: 80}, sink); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Land(ctx, st, now); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work"),

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
@@ -57,7 +58,7 @@ func runReport(t *testing.T, st publish.Store, rep pipelines.Report) map[string]
 func cleanTables(t *testing.T) map[string]string {
 	t.Helper()
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	return dump(t, runPipeline(t, st))
 }
 
@@ -115,8 +116,8 @@ func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := publish.NewMemory()
-			landDir(t, st, "testdata/fixture", landedAt, nil)
-			landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{c.e: {c.line}})
+			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+			worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{c.e: {c.line}})
 			rep := runPipeline(t, st)
 			wantQuarantined(t, rep, c.entity, c.reason, 1)
 			if rep.QuarantinedTotal() != 1 {
@@ -138,7 +139,7 @@ func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T)
 // normalise's join. It is quarantined like any broken reference.
 func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.DepthDuels: {
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.DepthDuels: {
 		`{"match_id":"m-1","map_number":1,"player_id":"pl-11","opponent_id":"pl-404","kills":1,"deaths":0,"changed_at":"2025-03-02T17:00:00Z"}`}})
 	rep := runPipeline(t, st)
 	wantQuarantined(t, rep, "depth_duels", "unknown opponent_id", 1)
@@ -149,7 +150,7 @@ func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {
 // rest of the file go on.
 func TestUnparseableLineIsQuarantinedNotFatal(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
 		"{\"id\":\"tm-9\",\"name\":\"Bad \xff\xfe name\",\"changed_at\":\"2025-03-01T10:00:00Z\"}",
 		`{"id":"tm-8","name":"Eight \ud800","changed_at":"2025-03-01T10:00:00Z"}`,
 		"{\"id\":\"tm-6\",\"name\":\"NUL \x00 byte\",\"changed_at\":\"2025-03-01T10:00:00Z\"}",
@@ -210,8 +211,8 @@ func TestBadBatchManifestIsSkippedNotFatal(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := publish.NewMemory()
-			landDir(t, st, "testdata/fixture", landedAt, nil)
-			bad := landDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
+			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+			bad := worldtest.LandDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
 				`{"id":"tm-1","name":"Should Not Land","changed_at":"2025-03-10T12:00:00Z"}`}})
 			overwrite(t, st, raw.BatchesPrefix+bad+"/"+raw.BatchManifestName, []byte(c.manifest(bad)))
 			var logs bytes.Buffer
@@ -246,8 +247,8 @@ func TestBadBatchManifestIsSkippedNotFatal(t *testing.T) {
 func TestListedFileMissingIsQuarantinedAndTheBatchLands(t *testing.T) {
 	for name, st := range map[string]publish.Store{"memory": publish.NewMemory(), "local": must(publish.NewLocal(t.TempDir()))} {
 		t.Run(name, func(t *testing.T) {
-			landDir(t, st, "testdata/fixture", landedAt, nil)
-			id := landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
+			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+			id := worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
 				`{"id":"tm-7","name":"Late Arrivals","changed_at":"2025-03-10T12:00:00Z"}`}})
 			overwrite(t, st, raw.BatchesPrefix+id+"/"+raw.BatchManifestName, []byte(`{"batch_id":"`+id+`",`+
 				`"contract_version":1,"source":"x","landed_at":"2025-03-11T00:00:00Z","files":{"teams":1,"players":3}}`))
@@ -284,7 +285,7 @@ func TestBatchIDIsNotUsedAsAPath(t *testing.T) {
 		[]byte(`{"id":"tm-1","name":"From Outside","changed_at":"2025-03-10T12:00:00Z"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	folder := raw.NewBatchID(landedAt.Add(time.Hour))
 	overwrite(t, st, raw.BatchesPrefix+folder+"/"+raw.BatchManifestName, []byte(`{"batch_id":"../../../../outside",`+
 		`"contract_version":1,"source":"x","landed_at":"2025-03-10T01:00:00Z","files":{"teams":1}}`))
@@ -307,7 +308,7 @@ func TestBatchIDIsNotUsedAsAPath(t *testing.T) {
 // quarantined; the run goes on.
 func TestUnknownEntityFileIsNotReadAndIsQuarantined(t *testing.T) {
 	st := publish.NewMemory()
-	id := landDir(t, st, "testdata/fixture", landedAt, nil)
+	id := worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	ctx := context.Background()
 	if err := publish.PutBytes(ctx, st, raw.BatchesPrefix+id+"/coaches.ndjson", []byte("{}\n")); err != nil {
 		t.Fatal(err)
@@ -333,7 +334,7 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 	// two-byte runes: the kept prefix ends inside one
 	long := `{"id":"tm-9","name":"` + strings.Repeat("é", maxLine/2) + `","changed_at":"2025-03-01T10:00:00Z"}`
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {long,
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {long,
 		`{"id":"tm-7","name":"After One","changed_at":"2025-03-01T10:00:00Z"}`,
 		`{"id":"tm-8","name":"After Two","changed_at":"2025-03-01T10:00:00Z"}`,
 		`{"id":"tm-9","name":"After Three","changed_at":"2025-03-01T10:00:00Z"}`,
@@ -360,14 +361,14 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 // correction forever; it is quarantined instead.
 func TestFutureChangeTimeDoesNotWinOverLaterCorrections(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
 		raw.Teams: {`{"id":"tm-1","name":"Alpha Forever","changed_at":"2099-01-01T00:00:00Z"}`},
 		raw.PriceCaptures: {`{"book":"bk-1","market":"match_winner","match_id":"m-1","outcome":"home","price":1.5,` +
 			`"captured_at":"2099-01-01T00:00:00Z"}`},
 		raw.Lineups: {`{"match_id":"m-1","team_id":"tm-1","player_ids":["pl-11"],"captured_at":"2099-01-01T00:00:00Z",` +
 			`"changed_at":"2025-03-09T10:00:00Z"}`},
 	})
-	landDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
+	worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
 		`{"id":"tm-1","name":"Alpha Pack","short_name":"AP","region":"Europe","country_code":"DE","external_rank":3,"changed_at":"2025-03-10T12:00:00Z"}`}})
 	rep := runPipeline(t, st)
 	teams := dump(t, rep)["teams"]
@@ -389,7 +390,7 @@ func TestFutureChangeTimeDoesNotWinOverLaterCorrections(t *testing.T) {
 // a text longer than its field's limit are rejected with the field named.
 func TestWrongJSONTypeOutOfRangeAndOversizedValuesAreRejected(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
 		raw.Teams: {
 			`{"id":"tm-20","name":123,"changed_at":"2025-03-01T10:00:00Z"}`,
 			`{"id":"tm-21","name":"Twenty One","external_rank":"5","changed_at":"2025-03-01T10:00:00Z"}`,

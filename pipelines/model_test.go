@@ -3,16 +3,14 @@ package pipelines_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/synth"
 )
 
@@ -23,35 +21,14 @@ func runWorld(t *testing.T, o synth.Options, mo pipelines.ModelOptions) (pipelin
 	t.Helper()
 	ctx := context.Background()
 	st := publish.NewMemory()
-	b, err := raw.NewBatch(t.TempDir(), "synth", o.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.Generate(ctx, o, b); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Land(ctx, st, o.Now); err != nil {
+	if err := worldtest.Land(ctx, st, o, t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), Model: mo, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
-		t.Fatal(err)
-	}
-	for _, tf := range rep.Tables {
-		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s')`, tf.Name, filepath.ToSlash(tf.Path))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rep, st, db
+	return rep, st, openOut(t, rep)
 }
 
 func one[T any](t *testing.T, db *sql.DB, q string) T {

@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
@@ -24,46 +24,22 @@ import (
 
 // The synthetic world for the odds property tests: a few hundred matches run
 // through the real pipeline once per test binary.
-var (
-	oddsWorldOnce sync.Once
-	oddsWorldRep  pipelines.Report
-	oddsWorldErr  error
-	oddsWorldDir  string
-)
+var oddsShared = worldtest.Shared[pipelines.Report]{
+	World:  synth.Options{Seed: 11, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), Matches: 400},
+	Prefix: "eo-odds-world-"}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	oddsShared.Remove()
+	os.Exit(code)
+}
 
 func oddsWorld(t *testing.T) pipelines.Report {
 	t.Helper()
-	oddsWorldOnce.Do(func() {
-		ctx := context.Background()
-		oddsWorldDir, oddsWorldErr = os.MkdirTemp("", "eo-odds-world-")
-		if oddsWorldErr != nil {
-			return
-		}
-		st, err := publish.NewLocal(filepath.Join(oddsWorldDir, "store"))
-		if err != nil {
-			oddsWorldErr = err
-			return
-		}
-		now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-		b, err := raw.NewBatch(oddsWorldDir, "synth", now)
-		if err != nil {
-			oddsWorldErr = err
-			return
-		}
-		if _, err := synth.Generate(ctx, synth.Options{Seed: 11, Now: now, Matches: 400}, b); err != nil {
-			oddsWorldErr = err
-			return
-		}
-		if _, err := b.Land(ctx, st, now); err != nil {
-			oddsWorldErr = err
-			return
-		}
-		oddsWorldRep, oddsWorldErr = pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: filepath.Join(oddsWorldDir, "work")})
+	_, rep := oddsShared.Get(t, func(ctx context.Context, st *publish.Local, dir string) (pipelines.Report, error) {
+		return pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work")})
 	})
-	if oddsWorldErr != nil {
-		t.Fatal(oddsWorldErr)
-	}
-	return oddsWorldRep
+	return rep
 }
 
 // openOut opens DuckDB with a view per exported table of a run.
@@ -79,7 +55,7 @@ func openOut(t *testing.T, rep pipelines.Report) *sql.DB {
 		t.Fatal(err)
 	}
 	for _, tf := range rep.Tables {
-		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s')`, tf.Name, tf.Path)); err != nil {
+		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s')`, tf.Name, filepath.ToSlash(tf.Path))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -361,7 +337,7 @@ var handCaptures = []string{
 func runCaptures(t *testing.T, caps []string) pipelines.Report {
 	t.Helper()
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: caps})
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: caps})
 	rep := runPipeline(t, st)
 	if q := rep.QuarantinedTotal(); q != 0 {
 		t.Fatalf("hand captures quarantined: %v", rep.Quarantined)
@@ -612,7 +588,7 @@ func TestOddsHandCases(t *testing.T) {
 // the raw bytes or in any decoded value, nor in the run's log.
 func TestOddsNoBookLeaks(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: handCaptures})
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: handCaptures})
 	var logBuf bytes.Buffer
 	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir(),
 		Logger: newTextLogger(&logBuf)})
@@ -638,21 +614,15 @@ func TestOddsNoBookLeaks(t *testing.T) {
 		cols, _ := rows.Columns()
 		var sb strings.Builder
 		sb.WriteString(strings.Join(cols, "\t"))
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		eachRow(t, rows, func(vals []any) {
 			for _, v := range vals {
-				sb.WriteString("\t" + v.String)
+				sb.WriteByte('\t')
+				if v != nil { // NULL: an empty field
+					fmt.Fprint(&sb, v)
+				}
 			}
 			sb.WriteByte('\n')
-		}
-		rows.Close()
+		})
 		scanBookLeaks(t, tf.Name+" (decoded)", []byte(sb.String()))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/marcboeker/go-duckdb/v2"
 
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
@@ -22,39 +23,6 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 var landedAt = time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
-
-// landDir lands every NDJSON file of a folder as one batch.
-func landDir(t *testing.T, st publish.Store, dir string, at time.Time, extra map[raw.Entity][]string) string {
-	t.Helper()
-	b, err := raw.NewBatch(t.TempDir(), "fixture", at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range raw.Entities {
-		body, err := os.ReadFile(filepath.Join(dir, string(e)+".ndjson"))
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-			if line == "" {
-				continue
-			}
-			if err := b.AddLine(e, []byte(line)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, line := range extra[e] {
-			if err := b.AddLine(e, []byte(line)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	m, err := b.Land(context.Background(), st, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.BatchID
-}
 
 func runPipeline(t *testing.T, st publish.Store) pipelines.Report {
 	t.Helper()
@@ -89,15 +57,7 @@ func dump(t *testing.T, rep pipelines.Report) map[string]string {
 			fmt.Fprintf(&sb, "%s:%s ", c, types[i].DatabaseTypeName())
 		}
 		sb.WriteString("\n")
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		eachRow(t, rows, func(vals []any) {
 			for i, v := range vals {
 				if i > 0 {
 					sb.WriteString(" | ")
@@ -114,11 +74,35 @@ func dump(t *testing.T, rep pipelines.Report) map[string]string {
 				}
 			}
 			sb.WriteString("\n")
-		}
-		rows.Close()
+		})
 		out[tf.Name] = sb.String()
 	}
 	return out
+}
+
+// eachRow calls f with the values of every row of rows, in order, and
+// closes rows.
+func eachRow(t *testing.T, rows *sql.Rows, f func(vals []any)) {
+	t.Helper()
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		f(vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -126,7 +110,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	rep := runPipeline(t, st)
 	if q := rep.QuarantinedTotal(); q != 0 {
 		t.Fatalf("clean fixture quarantined %d lines: %v", q, rep.Quarantined)
@@ -171,7 +155,7 @@ func TestRerunIsIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	first := dump(t, runPipeline(t, st))
 	second := dump(t, runPipeline(t, st))
 	for name := range first {
@@ -195,14 +179,14 @@ func TestRerunIsIdentical(t *testing.T) {
 
 func TestRenameChangesSlugOnly(t *testing.T) {
 	st := publish.NewMemory()
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	before := dump(t, runPipeline(t, st))
 	if !strings.Contains(before["teams"], "bravo-reborn") {
 		t.Fatalf("renamed team should carry the new name's slug:\n%s", before["teams"])
 	}
 	// A later batch renames Alpha Wolves.
 	later := landedAt.Add(24 * time.Hour)
-	landDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
+	worldtest.LandDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
 		`{"id":"tm-1","name":"Alpha Pack","short_name":"AP","region":"Europe","country_code":"DE","external_rank":3,"changed_at":"2025-03-06T00:00:00Z"}`}})
 	after := dump(t, runPipeline(t, st))
 	if !strings.Contains(after["teams"], "alpha-pack") || strings.Contains(after["teams"], "alpha-wolves") {
@@ -248,7 +232,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 		},
 		raw.Players: {`[1,2,3]`, `   `},
 	}
-	landDir(t, st, "testdata/fixture", landedAt, bad)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, bad)
 	rep := runPipeline(t, st)
 	want := map[string]string{
 		"teams/malformed JSON":                 "1",
@@ -273,7 +257,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 	}
 	// The rest of the batch landed: the fixture's tables are unchanged.
 	clean := publish.NewMemory()
-	landDir(t, clean, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, clean, "testdata/fixture", landedAt, nil)
 	want2, got2 := dump(t, runPipeline(t, clean)), dump(t, rep)
 	for _, name := range []string{"teams", "matches", "map_results", "players"} {
 		if want2[name] != got2[name] {
@@ -337,7 +321,7 @@ func TestSnapshotDocumentsEveryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	landDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	got := dump(t, runPipeline(t, st))
 	b, err := os.ReadFile("../SNAPSHOT.md")
 	if err != nil {
