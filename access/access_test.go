@@ -30,19 +30,11 @@ func ctx() context.Context           { return context.Background() }
 // backends runs a test against every Counters implementation.
 func backends(t *testing.T, fn func(t *testing.T, c Counters)) {
 	t.Run("embedded", func(t *testing.T) {
-		e, err := OpenEmbedded(filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := openEmbedded(t, filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
 		fn(t, e)
 	})
 	t.Run("redis", func(t *testing.T) {
-		r, err := OpenRedis(ctx(), redistest.Start(t), "t:")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r := openRedis(t, redistest.Start(t), "t:")
 		fn(t, r)
 	})
 }
@@ -204,6 +196,30 @@ func header(d Decision, name string) string {
 		}
 	}
 	return ""
+}
+
+// openEmbedded opens embedded counters at path that flush every flush;
+// they are closed when the test ends.
+func openEmbedded(t testing.TB, path string, flush time.Duration) *Embedded {
+	t.Helper()
+	e, err := OpenEmbedded(path, flush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// openRedis opens counters on the Redis at url under the key prefix; they
+// are closed when the test ends.
+func openRedis(t testing.TB, url, prefix string) *Redis {
+	t.Helper()
+	r, err := OpenRedis(ctx(), url, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 func openKeys(t *testing.T, clk *clock) *Store {
@@ -433,11 +449,7 @@ func TestCrashRecovery(t *testing.T) {
 	time.Sleep(3 * DefaultFlushInterval) // past the documented loss window
 	cmd.Process.Kill()
 	cmd.Wait()
-	e, err := OpenEmbedded(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEmbedded(t, path, 0)
 	vals, _ := e.Get(ctx(), time.Now(), []string{"q:month:acct"})
 	if vals[0] != 777 {
 		t.Fatalf("after kill -9 the counter is %d, want 777", vals[0])

@@ -37,11 +37,7 @@ func TestHotPathAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { _, _ = kr.Authenticate(ctx(), key) }); n != 0 {
 		t.Errorf("Keyring.Authenticate: %v allocs, want 0", n)
 	}
-	e, err := OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour) // no flush during the count
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEmbedded(t, filepath.Join(t.TempDir(), "counters.db"), time.Hour) // no flush during the count
 	m := &Meter{C: e, Plans: DefaultPlans(), Accounts: kr, Now: clk.Now}
 	if d, err := m.Check(ctx(), p, "GET /v1/{game}/matches", true); err != nil || d.Code != "" {
 		t.Fatalf("check: %+v %v", d, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/reload"
 )
 
@@ -45,11 +46,23 @@ func withStore(t *testing.T, path string, clk *clock, fn func(s *Store)) {
 	}
 }
 
+// keyringOn makes a key file on a fake clock, fills it with fill (one
+// `eo keys` invocation), and opens a keyring on it, as eo serve does.
+func keyringOn(t *testing.T, fill func(s *Store)) (kr *Keyring, path string, clk *clock) {
+	t.Helper()
+	clk = newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
+	path = filepath.Join(t.TempDir(), "access.db")
+	withStore(t, path, clk, fill)
+	kr, err := OpenKeyring(path, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr, path, clk
+}
+
 func TestKeyringFollowsTheStore(t *testing.T) {
-	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
-	path := filepath.Join(t.TempDir(), "access.db")
 	var plain, sandbox, acctID, keyID string
-	withStore(t, path, clk, func(s *Store) {
+	kr, path, clk := keyringOn(t, func(s *Store) {
 		a, _ := s.CreateAccount("acme", 7)
 		acctID = a.ID
 		var k Key
@@ -62,10 +75,6 @@ func TestKeyringFollowsTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	kr, err := OpenKeyring(path, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := kr.Authenticate(ctx(), plain)
 	if err != nil || p.KeyID != keyID || p.AccountID != acctID || p.Plan != PlanStandard || strings.Contains(p.Display, plain[8:40]) {
 		t.Fatalf("authenticate: %+v %v", p, err)
@@ -144,17 +153,11 @@ func TestKeyringFollowsTheStore(t *testing.T) {
 }
 
 func TestKeyringWatchAndBadFile(t *testing.T) {
-	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
-	path := filepath.Join(t.TempDir(), "access.db")
 	var acct string
-	withStore(t, path, clk, func(s *Store) {
+	kr, path, clk := keyringOn(t, func(s *Store) {
 		a, _ := s.CreateAccount("acme", 0)
 		acct = a.ID
 	})
-	kr, err := OpenKeyring(path, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go kr.Watch(c, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -200,10 +203,8 @@ func TestKeyringWatchAndBadFile(t *testing.T) {
 // kills the process; now it reads a private copy, and a torn copy is a
 // failed reload that keeps the keys.
 func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
-	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
-	path := filepath.Join(t.TempDir(), "access.db")
 	var plain string
-	withStore(t, path, clk, func(s *Store) {
+	kr, path, _ := keyringOn(t, func(s *Store) {
 		a, _ := s.CreateAccount("acme", 0)
 		for i := 0; i < 3000; i++ { // a file of a few MB: reads take a while
 			p, _, err := s.CreateKey(a.ID, PlanStandard)
@@ -217,29 +218,13 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := OpenKeyring(path, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Force a read on every reload (not only when the file's stamp moved).
 	if kr.cur, err = reload.Start(context.Background(), func(ctx context.Context, _ *keyringData) (*keyringData, error) {
 		return kr.load(ctx, nil)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			kr.Reload()
-		}
-	}()
+	stop := proctest.Hammer(1, func(int) { kr.Reload() })
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		// What cp does: truncate, then write the bytes back in chunks.
@@ -253,8 +238,7 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 		}
 		f.Close()
 	}
-	close(stop)
-	<-done
+	stop()
 	if _, err := kr.Authenticate(ctx(), plain); err != nil {
 		t.Fatalf("keys lost: %v", err)
 	}

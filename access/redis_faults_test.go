@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/publish"
 )
 
@@ -18,11 +19,7 @@ import (
 // (kill -9), restarted empty on its port.
 func TestRedisFrozenFailsFast(t *testing.T) {
 	srv := redistest.StartServer(t)
-	r, err := OpenRedis(ctx(), srv.URL, "t:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRedis(t, srv.URL, "t:")
 	m := &Meter{C: r, Plans: DefaultPlans(), Now: time.Now}
 	p := Principal{KeyID: "k", AccountID: "a", Plan: PlanInternal}
 	if _, err := m.Check(ctx(), p, "GET /x", true); err != nil {
@@ -78,11 +75,7 @@ func TestRedisRacingExporters(t *testing.T) {
 	st := publish.NewMemory()
 	var edges []*Redis
 	for i := 0; i < 2; i++ {
-		r, err := OpenRedis(ctx(), url, "eo:")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r := openRedis(t, url, "eo:")
 		edges = append(edges, r)
 	}
 	a, _ := edges[0].UsageSource(ctx())
@@ -92,13 +85,12 @@ func TestRedisRacingExporters(t *testing.T) {
 	}
 	want := map[string]bool{}
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	var exportErr error
 	var mu sync.Mutex
 	for i, r := range edges {
 		prefix := fmt.Sprintf("e%d", i)
 		idSet(prefix, 3000, want)
-		wg.Add(2)
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 3000; j++ {
@@ -109,24 +101,16 @@ func TestRedisRacingExporters(t *testing.T) {
 				}
 			}
 		}()
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := ExportUsage(ctx(), r, st, 250); err != nil && !errors.Is(err, ErrExportBusy) {
-					mu.Lock()
-					exportErr = err
-					mu.Unlock()
-				}
-			}
-		}()
 	}
+	stop := proctest.Hammer(len(edges), func(i int) {
+		if _, err := ExportUsage(ctx(), edges[i], st, 250); err != nil && !errors.Is(err, ErrExportBusy) {
+			mu.Lock()
+			exportErr = err
+			mu.Unlock()
+		}
+	})
 	time.Sleep(500 * time.Millisecond)
-	close(stop)
+	stop()
 	wg.Wait()
 	if exportErr != nil {
 		t.Fatal(exportErr)
@@ -146,11 +130,7 @@ func TestRedisRacingExporters(t *testing.T) {
 // events are exported from its start, under their own watermark.
 func TestRedisEmptiedIsNewSource(t *testing.T) {
 	srv := redistest.StartServer(t)
-	r, err := OpenRedis(ctx(), srv.URL, "eo:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRedis(t, srv.URL, "eo:")
 	st := publish.NewMemory()
 	recordN(t, r, "before", 30)
 	if n, err := ExportUsage(ctx(), r, st, 0); err != nil || n != 30 {

@@ -15,11 +15,7 @@ func TestRedisUsageBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenRedis(ctx(), url, "eo:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openRedis(t, url, "eo:")
 	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 3 {
 		if err := a.Record(ctx(), UsageEvent{Time: t0.Add(time.Duration(i) * time.Second), KeyID: "k", AccountID: "acct",

@@ -141,16 +141,8 @@ func TestExportAfterNewCountersDB(t *testing.T) {
 // may skip the other's events or overwrite the other's files.
 func TestExportTwoHostsOneStore(t *testing.T) {
 	st := publish.NewMemory()
-	a, err := OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := openEmbedded(t, filepath.Join(t.TempDir(), "counters.db"), time.Hour)
+	b := openEmbedded(t, filepath.Join(t.TempDir(), "counters.db"), time.Hour)
 	recordN(t, a, "a", 120)
 	recordN(t, b, "b", 80)
 	for _, c := range []Counters{a, b, a, b} {
@@ -191,11 +183,7 @@ func TestUsagePrunedAfterExport(t *testing.T) {
 // stops growing (bbolt reuses the pages of pruned events).
 func TestEmbeddedFileStaysFlat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counters.db")
-	e, err := OpenEmbedded(path, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEmbedded(t, path, time.Hour)
 	st := publish.NewMemory()
 	size := func() int64 {
 		fi, err := os.Stat(path)
@@ -224,11 +212,7 @@ func TestEmbeddedFileStaysFlat(t *testing.T) {
 // once there is room again every one of them is written.
 func TestEmbeddedFlushFailureKeepsEvents(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counters.db")
-	e, err := OpenEmbedded(path, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEmbedded(t, path, time.Hour)
 	if err := e.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -566,11 +550,7 @@ func TestUsageMetrics(t *testing.T) {
 func TestExporterExportsEarly(t *testing.T) {
 	defer func(d time.Duration) { earlyCheck = d }(earlyCheck)
 	earlyCheck = 20 * time.Millisecond
-	e, err := OpenEmbedded(filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openEmbedded(t, filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
 	st := publish.NewMemory()
 	x := NewUsageExporter(e, st, time.Hour, nil)
 	x.EarlyAt = 100

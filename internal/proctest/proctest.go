@@ -1,5 +1,7 @@
-// Package proctest holds what the fault tests' server helpers (MinIO,
-// redis-server) share about the processes they control.
+// Package proctest holds what the fault and load tests share: what the
+// server helpers (MinIO, redis-server) need of the processes they control,
+// a buffer for the output of a process or logger, and goroutines that keep
+// the code under test busy (Hammer).
 package proctest
 
 import (
