@@ -95,14 +95,8 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	if files == nil {
 		t.Fatal("no corruption fails the load")
 	}
-	m := ts.Current().Meta
-	bad, err := publish.Publish(context.Background(), ts.store, publish.Manifest{
-		CreatedAt: time.Now().Add(time.Minute), SchemaVersion: m.SchemaVersion, PipelineVersion: m.PipelineVersion,
-	}, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = ts.Load(context.Background())
+	bad := ts.publishNext(t, files)
+	err := ts.Load(context.Background())
 	if !errors.Is(err, view.ErrCorrupt) {
 		t.Fatalf("Load of the corrupt snapshot: %v, want view.ErrCorrupt", err)
 	}

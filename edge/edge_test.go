@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
 )
@@ -27,32 +28,15 @@ import (
 // The fixture: a small synthetic world run through the real pipeline and
 // published to a local store, built once per test binary.
 var (
-	fixtureOnce  sync.Once
-	fixtureDir   string
-	fixtureErr   error
-	fixtureNow   = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	fixtureWorld = synth.Options{Seed: 7, Now: fixtureNow, Matches: 160}
+	fixtureNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	fixture    = worldtest.Shared[publish.Manifest]{World: synth.Options{Seed: 7, Now: fixtureNow, Matches: 160},
+		Prefix: "eo-edge-fixture-"}
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
+	fixture.Remove()
 	os.Exit(code)
-}
-
-// landWorld generates a world and lands it as one batch.
-func landWorld(ctx context.Context, st publish.Store, o synth.Options, tmp string) error {
-	b, err := raw.NewBatch(tmp, "synth", o.Now)
-	if err != nil {
-		return err
-	}
-	if _, err := synth.Generate(ctx, o, b); err != nil {
-		return err
-	}
-	_, err = b.Land(ctx, st, o.Now)
-	return err
 }
 
 func publishOnce(ctx context.Context, st publish.Store, work string) (publish.Manifest, error) {
@@ -64,25 +48,9 @@ func publishOnce(ctx context.Context, st publish.Store, work string) (publish.Ma
 // fixtureStore returns a copy of the fixture store (tests may publish into it).
 func fixtureStore(t testing.TB) *publish.Local {
 	t.Helper()
-	fixtureOnce.Do(func() {
-		ctx := context.Background()
-		fixtureDir, fixtureErr = os.MkdirTemp("", "eo-edge-fixture-")
-		if fixtureErr != nil {
-			return
-		}
-		st, err := publish.NewLocal(filepath.Join(fixtureDir, "store"))
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		if fixtureErr = landWorld(ctx, st, fixtureWorld, fixtureDir); fixtureErr != nil {
-			return
-		}
-		_, fixtureErr = publishOnce(ctx, st, filepath.Join(fixtureDir, "work"))
+	fixtureDir, _ := fixture.Get(t, func(ctx context.Context, st *publish.Local, dir string) (publish.Manifest, error) {
+		return publishOnce(ctx, st, filepath.Join(dir, "work"))
 	})
-	if fixtureErr != nil {
-		t.Fatal(fixtureErr)
-	}
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join(fixtureDir, "store"))); err != nil {
 		t.Fatal(err)
@@ -225,6 +193,21 @@ func (ts *testServer) do(t testing.TB, req *http.Request) result {
 }
 
 func (ts *testServer) snap() *Snapshot { return ts.Current() }
+
+// publishNext publishes files to the server's store as a snapshot created a
+// minute from now, of the serving snapshot's schema and pipeline versions,
+// and returns its manifest.
+func (ts *testServer) publishNext(t testing.TB, files []publish.TableFile) publish.Manifest {
+	t.Helper()
+	m := ts.Current().Meta
+	man, err := publish.Publish(context.Background(), ts.store, publish.Manifest{
+		CreatedAt: time.Now().Add(time.Minute), SchemaVersion: m.SchemaVersion, PipelineVersion: m.PipelineVersion,
+	}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return man
+}
 
 func TestHealthIsBareAndKeyless(t *testing.T) {
 	ts := newTestServer(t)
@@ -785,36 +768,23 @@ func TestTeamProfileAndHeadToHead(t *testing.T) {
 func TestSwapUnderLoad(t *testing.T) {
 	ts := newTestServer(t)
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	var failures, total int64
 	var mu sync.Mutex
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				req := httptest.NewRequest(http.MethodGet, "/v1/cs2/matches?limit=20", nil)
-				req.Header.Set("Authorization", "Bearer "+goodKey)
-				resp, err := ts.App().Test(req, 10000)
-				mu.Lock()
-				total++
-				if err != nil || resp.StatusCode != 200 {
-					failures++
-				}
-				mu.Unlock()
-				if resp != nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-			}
-		}()
-	}
+	stop := proctest.Hammer(4, func(int) {
+		req := httptest.NewRequest(http.MethodGet, "/v1/cs2/matches?limit=20", nil)
+		req.Header.Set("Authorization", "Bearer "+goodKey)
+		resp, err := ts.App().Test(req, 10000)
+		mu.Lock()
+		total++
+		if err != nil || resp.StatusCode != 200 {
+			failures++
+		}
+		mu.Unlock()
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
 	seen := map[string]bool{ts.Current().ID: true}
 	for i := 0; i < 3; i++ {
 		if _, err := publishOnce(ctx, ts.store, t.TempDir()); err != nil {
@@ -825,8 +795,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 		seen[ts.Current().ID] = true
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if len(seen) != 4 {
 		t.Errorf("expected 4 distinct snapshots served, got %d", len(seen))
 	}

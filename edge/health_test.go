@@ -42,15 +42,8 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // recover once Redis answers again.
 func TestRedisFaultsFailFastAndShowInHealth(t *testing.T) {
 	srv := redistest.StartServer(t)
-	r, err := access.OpenRedis(context.Background(), srv.URL, "eo:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
-	ms := newMeteredServer(t, r, keys, nil, clk)
-	key := newTestKey(t, keys, access.PlanInternal)
+	ms := meteredOn(t, openRedisCounters(t, srv.URL), nil)
+	key := newTestKey(t, ms.keys, access.PlanInternal)
 	if r := ms.get(t, "/v1/cs2/coverage", key); r.status != 200 {
 		t.Fatalf("before the fault: %d %s", r.status, r.body)
 	}
@@ -109,11 +102,9 @@ func TestEmbeddedWriteFailureDegradesHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
-	ms := newMeteredServer(t, e, keys, nil, clk)
-	acct, _ := keys.CreateAccount("acme", 0)
-	key, _, _ := keys.CreateKey(acct.ID, access.PlanInternal)
+	ms := meteredOn(t, e, nil)
+	acct, _ := ms.keys.CreateAccount("acme", 0)
+	key, _, _ := ms.keys.CreateKey(acct.ID, access.PlanInternal)
 	for i := 0; i < 3000; i++ {
 		e.Record(context.Background(), access.UsageEvent{Time: fixtureNow, KeyID: "k", AccountID: acct.ID, Endpoint: "GET /x",
 			Status: 200, RequestID: fmt.Sprintf("%032x", i)})

@@ -88,14 +88,40 @@ func openEmbedded(t testing.TB) access.Counters {
 	return c
 }
 
-func TestMeteredHeadersAndLimits(t *testing.T) {
+// meteredOn is a metered edge on the counters ctr with a new key store, the
+// plans (nil: the defaults) and a fake clock at fixtureNow.
+func meteredOn(t testing.TB, ctr access.Counters, plans map[string]access.PlanLimits) *meteredServer {
+	t.Helper()
 	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
+	return newMeteredServer(t, ctr, openTestKeys(t, clk), plans, clk)
+}
+
+// planServer is a metered edge on embedded counters whose plan has the
+// given limits (the other plans their defaults).
+func planServer(t testing.TB, plan string, limits access.PlanLimits) *meteredServer {
+	t.Helper()
 	plans := access.DefaultPlans()
-	plans[access.PlanStandard] = access.PlanLimits{Burst: 5, Rate: 1, MonthlyQuota: 8}
-	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
-	acct, _ := keys.CreateAccount("acme", 0)
-	key, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	plans[plan] = limits
+	return meteredOn(t, openEmbedded(t), plans)
+}
+
+// openRedisCounters opens counters on the Redis at url; they are closed
+// when the test ends.
+func openRedisCounters(t testing.TB, url string) access.Counters {
+	t.Helper()
+	r, err := access.OpenRedis(context.Background(), url, "eo:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestMeteredHeadersAndLimits(t *testing.T) {
+	ms := planServer(t, access.PlanStandard, access.PlanLimits{Burst: 5, Rate: 1, MonthlyQuota: 8})
+	clk := ms.clock
+	acct, _ := ms.keys.CreateAccount("acme", 0)
+	key, _, _ := ms.keys.CreateKey(acct.ID, access.PlanStandard)
 	r := ms.get(t, "/v1/cs2/matches?limit=1", key)
 	want := map[string]string{"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-Quota-Limit": "8",
 		"X-Quota-Remaining": "7", "X-Quota-Reset": "2026-07-01T00:00:00Z"}
@@ -142,12 +168,8 @@ func TestMeteredHeadersAndLimits(t *testing.T) {
 }
 
 func TestSandboxScope(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
-	plans := access.DefaultPlans()
-	plans[access.PlanSandbox] = access.PlanLimits{Burst: 1000, Rate: 1000, LifetimeQuota: 1000}
-	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
-	key := newTestKey(t, keys, access.PlanSandbox)
+	ms := planServer(t, access.PlanSandbox, access.PlanLimits{Burst: 1000, Rate: 1000, LifetimeQuota: 1000})
+	key := newTestKey(t, ms.keys, access.PlanSandbox)
 	s := ms.snap()
 	tours, sample := s.Sample()
 	if len(tours) != 2 || len(sample) == 0 {
@@ -200,12 +222,8 @@ func TestSandboxScope(t *testing.T) {
 }
 
 func TestSandboxQuotaHasNoRetryAfter(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
-	plans := access.DefaultPlans()
-	plans[access.PlanSandbox] = access.PlanLimits{Burst: 20, Rate: 5, LifetimeQuota: 2}
-	ms := newMeteredServer(t, openEmbedded(t), keys, plans, clk)
-	key := newTestKey(t, keys, access.PlanSandbox)
+	ms := planServer(t, access.PlanSandbox, access.PlanLimits{Burst: 20, Rate: 5, LifetimeQuota: 2})
+	key := newTestKey(t, ms.keys, access.PlanSandbox)
 	// Outside the sample: 403 and not counted, while allowance remains.
 	if r := ms.get(t, "/v1/cs2/teams", key); r.status != 403 || r.code(t) != "sandbox_scope" {
 		t.Fatalf("out of sample with allowance left: %d %s", r.status, r.body)
@@ -226,8 +244,7 @@ func TestSandboxQuotaHasNoRetryAfter(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	ms := newMeteredServer(t, openEmbedded(t), openTestKeys(t, clk), nil, clk)
+	ms := meteredOn(t, openEmbedded(t), nil)
 	req := httptest.NewRequest(http.MethodOptions, "/v1/cs2/matches", nil)
 	req.Header.Set("Origin", "https://app.example.com")
 	req.Header.Set("Access-Control-Request-Method", "GET")
@@ -257,12 +274,10 @@ func TestCORS(t *testing.T) {
 }
 
 func TestKeysNeverLogged(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	keys := openTestKeys(t, clk)
 	ctr := &failingCounters{Counters: openEmbedded(t)}
-	ms := newMeteredServer(t, ctr, keys, nil, clk)
-	acct, _ := keys.CreateAccount("acme", 0)
-	key, k, _ := keys.CreateKey(acct.ID, access.PlanStandard)
+	ms := meteredOn(t, ctr, nil)
+	acct, _ := ms.keys.CreateAccount("acme", 0)
+	key, k, _ := ms.keys.CreateKey(acct.ID, access.PlanStandard)
 	ms.get(t, "/v1/cs2/matches?limit=1", key)
 	ms.get(t, "/v1/cs2/matches?limit=1&apiKey="+key, "-")
 	ctr.fail = true // the usage write fails: the error is logged with the key's display form
@@ -297,16 +312,8 @@ func TestTwoInstancesShareRedis(t *testing.T) {
 	keys := openTestKeys(t, clk)
 	plans := access.DefaultPlans()
 	plans[access.PlanStandard] = access.PlanLimits{Burst: 6, Rate: 0.001, MonthlyQuota: 10}
-	open := func() access.Counters {
-		r, err := access.OpenRedis(context.Background(), url, "eo:")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		return r
-	}
-	a := newMeteredServer(t, open(), keys, plans, clk)
-	b := newMeteredServer(t, open(), keys, plans, clk)
+	a := newMeteredServer(t, openRedisCounters(t, url), keys, plans, clk)
+	b := newMeteredServer(t, openRedisCounters(t, url), keys, plans, clk)
 	acct, _ := keys.CreateAccount("acme", 0)
 	k1, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)
 	k2, _, _ := keys.CreateKey(acct.ID, access.PlanStandard)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/publish"
@@ -87,13 +86,7 @@ func TestProfilesOfAnOlderSnapshot(t *testing.T) {
 			files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, name+".parquet")})
 		}
 	}
-	m := ts.Current().Meta
-	old, err := publish.Publish(context.Background(), ts.store, publish.Manifest{
-		CreatedAt: time.Now().Add(time.Minute), SchemaVersion: m.SchemaVersion, PipelineVersion: m.PipelineVersion,
-	}, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := ts.publishNext(t, files)
 	logs := &proctest.Buffer{}
 	ts.log = slog.New(slog.NewTextHandler(logs, nil))
 	if err := ts.Load(context.Background()); err != nil {
