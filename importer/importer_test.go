@@ -91,6 +91,22 @@ func noQuarantine(t *testing.T, rep pipelines.Report) {
 	}
 }
 
+// countCheck is a count(*) query of the snapshot and the count it must
+// give; what names the rows counted.
+type countCheck struct {
+	what, q string
+	want    int
+}
+
+func wantCounts(t *testing.T, db *sql.DB, checks ...countCheck) {
+	t.Helper()
+	for _, c := range checks {
+		if n := one[int](t, db, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.what, n, c.want)
+		}
+	}
+}
+
 func TestCSGO2015(t *testing.T) {
 	ds, err := ReadCSGO2015("testdata/csgo2015_results.csv")
 	if err != nil {
@@ -102,19 +118,13 @@ func TestCSGO2015(t *testing.T) {
 	}
 	db, rep := snapshot(t, ds)
 	noQuarantine(t, rep)
-	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 12 {
-		t.Errorf("completed matches %d, want 12", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 19 {
-		t.Errorf("map results %d, want 19", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM teams`); n != 22 {
-		t.Errorf("teams %d, want 22", n)
-	}
-	// the all-Default match is a forfeit
-	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`); n != 1 {
-		t.Errorf("forfeits %d, want 1", n)
-	}
+	wantCounts(t, db,
+		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 12},
+		countCheck{"map results", `SELECT count(*) FROM map_results`, 19},
+		countCheck{"teams", `SELECT count(*) FROM teams`, 22},
+		// the all-Default match is a forfeit
+		countCheck{"forfeits", `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`, 1},
+	)
 	// formats inferred: bo1 (round score in map_wins), bo3, bo5
 	if s := one[string](t, db, `SELECT string_agg(DISTINCT format, ',' ORDER BY format) FROM matches`); s != "bo1,bo3,bo5" {
 		t.Errorf("formats %q", s)
@@ -132,13 +142,11 @@ func TestCSGO2015(t *testing.T) {
 	    JOIN teams w ON w.id = m.winner_team_id WHERE ta.name = 'Recon 5' AND tb.name = 'TeamOne'`); s != "0|2|bo3|2020-03-18 00:00|Recon 5|TeamOne|TeamOne" {
 		t.Errorf("match 2340454: %s", s)
 	}
-	// unknown fields stay null: tier, region
-	if n := one[int](t, db, `SELECT count(*) FROM tournaments WHERE tier IS NOT NULL OR region IS NOT NULL`); n != 0 {
-		t.Errorf("%d tournaments with an invented tier/region", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM teams WHERE region IS NOT NULL OR external_rank IS NULL`); n != 0 {
-		t.Errorf("%d teams with a region or without the HLTV rank", n)
-	}
+	wantCounts(t, db,
+		// unknown fields stay null: tier, region
+		countCheck{"tournaments with an invented tier/region", `SELECT count(*) FROM tournaments WHERE tier IS NOT NULL OR region IS NOT NULL`, 0},
+		countCheck{"teams with a region or without the HLTV rank", `SELECT count(*) FROM teams WHERE region IS NOT NULL OR external_rank IS NULL`, 0},
+	)
 	// games for the harness carry the ranks
 	for _, g := range ds.Games {
 		if g.RankA <= 0 || g.RankB <= 0 {
@@ -157,27 +165,23 @@ func TestCS22024(t *testing.T) {
 	}
 	db, rep := snapshot(t, ds)
 	noQuarantine(t, rep)
-	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 7 {
-		t.Errorf("completed matches %d, want 7", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 10 {
-		t.Errorf("map results %d, want 10", n)
-	}
+	wantCounts(t, db,
+		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 7},
+		countCheck{"map results", `SELECT count(*) FROM map_results`, 10},
+	)
 	// 2386834 Virtus.pro 1-2 3DMAX: map 1 Overpass 13-9 from the round winners, Virtus.pro started T
 	if s := one[string](t, db, `SELECT concat_ws('|', r.map_name, r.score_a, r.score_b, r.first_half_a, r.first_half_b, r.first_half_side_a, m.format, m.score_a, m.score_b)
 	    FROM map_results r JOIN matches m ON m.id = r.match_id JOIN teams ta ON ta.id = m.team_a_id
 	    WHERE ta.name = 'Virtus.pro' AND m.scheduled_at = TIMESTAMPTZ '2025-10-16 05:40:00Z' AND r.map_number = 1`); s != "de_overpass|13|9|5|7|t|bo3|1|2" {
 		t.Errorf("2386834 map 1: %s", s)
 	}
-	// LAN/online is known; tier/region are not
-	if n := one[int](t, db, `SELECT count(*) FROM tournaments WHERE is_lan IS NULL OR tier IS NOT NULL`); n != 0 {
-		t.Errorf("%d tournaments without is_lan or with a tier", n)
-	}
-	// the single-map matches: bo1, 1-0, with the map's round score
-	if n := one[int](t, db, `SELECT count(*) FROM matches m JOIN map_results r ON r.match_id = m.id
-	    WHERE m.format = 'bo1' AND greatest(m.score_a, m.score_b) = 1 AND greatest(r.score_a, r.score_b) >= 13`); n != 4 {
-		t.Errorf("bo1 matches with a map result: %d, want 4", n)
-	}
+	wantCounts(t, db,
+		// LAN/online is known; tier/region are not
+		countCheck{"tournaments without is_lan or with a tier", `SELECT count(*) FROM tournaments WHERE is_lan IS NULL OR tier IS NOT NULL`, 0},
+		// the single-map matches: bo1, 1-0, with the map's round score
+		countCheck{"bo1 matches with a map result", `SELECT count(*) FROM matches m JOIN map_results r ON r.match_id = m.id
+	    WHERE m.format = 'bo1' AND greatest(m.score_a, m.score_b) = 1 AND greatest(r.score_a, r.score_b) >= 13`, 4},
+	)
 }
 
 func TestCS22026(t *testing.T) {
@@ -187,24 +191,14 @@ func TestCS22026(t *testing.T) {
 	}
 	db, rep := snapshot(t, ds)
 	noQuarantine(t, rep)
-	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`); n != 5 {
-		t.Errorf("completed matches %d, want 5", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`); n != 2 {
-		t.Errorf("forfeits %d, want 2", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM map_results`); n != 9 {
-		t.Errorf("map results %d, want 9", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM vetoes`); n != 28 {
-		t.Errorf("vetoes %d, want 28", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM vetoes WHERE choice_type = 'decider' AND team_id IS NULL`); n != 4 {
-		t.Errorf("deciders %d, want 4", n)
-	}
-	if n := one[int](t, db, `SELECT count(*) FROM players`); n != 30 {
-		t.Errorf("players %d, want 30", n)
-	}
+	wantCounts(t, db,
+		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 5},
+		countCheck{"forfeits", `SELECT count(*) FROM matches WHERE result_type = 'forfeit'`, 2},
+		countCheck{"map results", `SELECT count(*) FROM map_results`, 9},
+		countCheck{"vetoes", `SELECT count(*) FROM vetoes`, 28},
+		countCheck{"deciders", `SELECT count(*) FROM vetoes WHERE choice_type = 'decider' AND team_id IS NULL`, 4},
+		countCheck{"players", `SELECT count(*) FROM players`, 30},
+	)
 	// 2389752 SportsBetExpert 2-0 regain: veto 1 regain bans Nuke; Inferno 13-7 (7:5; 6:2); sml 24-13, KAST 0.9
 	if s := one[string](t, db, `SELECT concat_ws('|', v.choice_type, v.map_name, tv.name) FROM vetoes v JOIN teams tv ON tv.id = v.team_id
 	    JOIN matches m ON m.id = v.match_id JOIN teams ta ON ta.id = m.team_a_id WHERE ta.name = 'SportsBetExpert' AND v."order" = 1`); s != "ban|de_nuke|regain" {
