@@ -39,42 +39,15 @@ func TestOddsLinesRenderAsEncodingJSON(t *testing.T) {
 		l := OddsLine{ID: id(), MarketID: id(), Market: pick(), Source: pick(), OutcomeKey: pick(), Label: pick(),
 			Price: fl(), IsClosing: maybe(),
 			CapturedAt: time.Unix(int64(r.IntN(2e9)), int64(r.IntN(3))*int64(r.IntN(1e9))).UTC()}
-		if maybe() {
-			m := id()
-			l.MatchID = &m
-		}
-		if maybe() {
-			tid := id()
-			l.TournamentID = &tid
-		}
-		if maybe() {
-			n := r.IntN(5)
-			l.MapNumber = &n
-		}
-		if maybe() {
-			s := pick()
-			l.ModelVersion = &s
-		}
-		if maybe() {
-			n := r.IntN(40)
-			l.BookCount = &n
-		}
-		if maybe() {
-			s := pick()
-			l.ParticipantType = &s
-		}
-		if maybe() {
-			p := id()
-			l.ParticipantID = &p
-		}
-		if maybe() {
-			f := fl()
-			l.Line = &f
-		}
-		if maybe() {
-			w := maybe()
-			l.IsWinner = &w
-		}
+		l.MatchID = maybeOf(r, id)
+		l.TournamentID = maybeOf(r, id)
+		l.MapNumber = maybeOf(r, func() int { return r.IntN(5) })
+		l.ModelVersion = maybeOf(r, pick)
+		l.BookCount = maybeOf(r, func() int { return r.IntN(40) })
+		l.ParticipantType = maybeOf(r, pick)
+		l.ParticipantID = maybeOf(r, id)
+		l.Line = maybeOf(r, fl)
+		l.IsWinner = maybeOf(r, maybe)
 		lines = append(lines, l)
 	}
 	s := testSnapshot("render", func(t *tables) { t.odds = lines })
@@ -87,6 +60,15 @@ func TestOddsLinesRenderAsEncodingJSON(t *testing.T) {
 			t.Fatalf("line %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
+}
+
+// maybeOf is, one time in two, a pointer to a value from gen; else nil.
+func maybeOf[T any](r *rand.Rand, gen func() T) *T {
+	if r.IntN(2) != 0 {
+		return nil
+	}
+	v := gen()
+	return &v
 }
 
 // TestOddsLineNotFiniteIsCorrupt: a price that has no JSON form fails the

@@ -37,6 +37,15 @@ type colRow struct {
 	IDs   []ID            `col:"ids"`
 }
 
+// appendOrNull appends *v to fb with add, or a null when v is nil.
+func appendOrNull[T any](fb array.Builder, v *T, add func(T)) {
+	if v == nil {
+		fb.AppendNull()
+		return
+	}
+	add(*v)
+}
+
 // writeColRows writes rows (nil pointers as nulls) to a Parquet file in
 // batches of batch rows, as the pipeline's files hold several.
 func writeColRows(t *testing.T, rows []colRow, batch int) string {
@@ -67,41 +76,19 @@ func writeColRows(t *testing.T, rows []colRow, batch int) string {
 	defer b.Release()
 	for i, r := range rows {
 		b.Field(0).(*array.FixedSizeBinaryBuilder).Append(r.ID[:])
-		if r.Ref != nil {
-			b.Field(1).(*array.FixedSizeBinaryBuilder).Append(r.Ref[:])
-		} else {
-			b.Field(1).AppendNull()
-		}
+		appendOrNull(b.Field(1), r.Ref, func(v ID) { b.Field(1).(*array.FixedSizeBinaryBuilder).Append(v[:]) })
 		b.Field(2).(*array.StringBuilder).Append(r.Name)
-		if r.Note != nil {
-			b.Field(3).(*array.StringBuilder).Append(*r.Note)
-		} else {
-			b.Field(3).AppendNull()
-		}
+		appendOrNull(b.Field(3), r.Note, b.Field(3).(*array.StringBuilder).Append)
 		b.Field(4).(*array.Int64Builder).Append(int64(r.N))
-		if r.M != nil {
-			b.Field(5).(*array.Int32Builder).Append(int32(*r.M))
-		} else {
-			b.Field(5).AppendNull()
-		}
+		appendOrNull(b.Field(5), r.M, func(v int) { b.Field(5).(*array.Int32Builder).Append(int32(v)) })
 		b.Field(6).(*array.Float64Builder).Append(r.F)
-		if r.G != nil {
-			b.Field(7).(*array.Float64Builder).Append(*r.G)
-		} else {
-			b.Field(7).AppendNull()
-		}
+		appendOrNull(b.Field(7), r.G, b.Field(7).(*array.Float64Builder).Append)
 		b.Field(8).(*array.BooleanBuilder).Append(r.B)
-		if r.C != nil {
-			b.Field(9).(*array.BooleanBuilder).Append(*r.C)
-		} else {
-			b.Field(9).AppendNull()
-		}
+		appendOrNull(b.Field(9), r.C, b.Field(9).(*array.BooleanBuilder).Append)
 		b.Field(10).(*array.TimestampBuilder).Append(arrow.Timestamp(r.At.UnixMicro()))
-		if r.Maybe != nil {
-			b.Field(11).(*array.TimestampBuilder).Append(arrow.Timestamp(r.Maybe.UnixMicro()))
-		} else {
-			b.Field(11).AppendNull()
-		}
+		appendOrNull(b.Field(11), r.Maybe, func(v time.Time) {
+			b.Field(11).(*array.TimestampBuilder).Append(arrow.Timestamp(v.UnixMicro()))
+		})
 		b.Field(12).(*array.StringBuilder).Append(string(r.JS))
 		lb := b.Field(13).(*array.ListBuilder)
 		lb.Append(true)
