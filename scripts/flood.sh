@@ -16,11 +16,12 @@ cd "$(dirname "$0")/.."
 
 BENCH_NAME=flood
 MATCHES=${MATCHES:-3000}
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
+# Set before bench-lib, whose defaults (DURATION 10s) would apply otherwise.
 IDLE=${IDLE:-5000}
 SLOW=${SLOW:-1000}
 DURATION=${DURATION:-60s}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 
 dir=$TMPROOT/world
 world "$dir" "$MATCHES"

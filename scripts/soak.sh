@@ -18,13 +18,15 @@ cd "$(dirname "$0")/.."
 
 BENCH_NAME=soak
 MATCHES=${MATCHES:-3000}
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
+# Set before bench-lib, whose defaults (CONNS "32 64", LIVE_SLOTS 8) would
+# apply otherwise.
 MINUTES=${MINUTES:-10}
 WARM=${WARM:-2}
 CONNS=${CONNS:-64}
 SWAP_EVERY=${SWAP_EVERY:-60}
 LIVE_SLOTS=${LIVE_SLOTS:-4}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 export EO_USAGE_EXPORT_INTERVAL=${SOAK_EXPORT_INTERVAL:-1m}
 export EO_POLL_INTERVAL=${EO_POLL_INTERVAL:-5s}
 
