@@ -13,28 +13,32 @@ import (
 
 // renderTeamProfiles renders each team's profile with its maps.
 func renderTeamProfiles(rows []TeamProfile, maps []TeamMapProfile) map[ID][]byte {
-	byTeam := byOwner(maps, func(m TeamMapProfile) (ID, string) { return m.TeamID, m.MapName })
-	out := make(map[ID][]byte, len(rows))
-	for _, p := range rows {
-		p.Maps = append([]TeamMapProfile{}, byTeam[p.TeamID]...)
-		out[p.TeamID] = mustJSON(p)
-	}
-	return out
+	return renderWithMaps(rows, maps, func(p *TeamProfile, byOwner map[ID][]TeamMapProfile) ID {
+		p.Maps = append([]TeamMapProfile{}, byOwner[p.TeamID]...)
+		return p.TeamID
+	}, func(m TeamMapProfile) (ID, string) { return m.TeamID, m.MapName })
 }
 
 // renderPlayerSummaries renders each player's summary with its maps.
 func renderPlayerSummaries(rows []PlayerSummary, maps []PlayerMapSummary) map[ID][]byte {
-	byPlayer := byOwner(maps, func(m PlayerMapSummary) (ID, string) { return m.PlayerID, m.MapName })
+	return renderWithMaps(rows, maps, func(p *PlayerSummary, byOwner map[ID][]PlayerMapSummary) ID {
+		p.Maps = append([]PlayerMapSummary{}, byOwner[p.PlayerID]...)
+		return p.PlayerID
+	}, func(m PlayerMapSummary) (ID, string) { return m.PlayerID, m.MapName })
+}
+
+// renderWithMaps renders each row with its per-map rows (by owner, in map
+// name order; attach sets them and says the row's owner), keyed by owner.
+func renderWithMaps[R, M any](rows []R, maps []M, attach func(*R, map[ID][]M) ID, key func(M) (ID, string)) map[ID][]byte {
+	owned := byOwner(maps, key)
 	out := make(map[ID][]byte, len(rows))
-	for _, p := range rows {
-		p.Maps = append([]PlayerMapSummary{}, byPlayer[p.PlayerID]...)
-		out[p.PlayerID] = mustJSON(p)
+	for _, r := range rows {
+		out[attach(&r, owned)] = mustJSON(r)
 	}
 	return out
 }
 
-// byOwner groups per-map rows by the team or player they belong to, each
-// group ordered by map name.
+// byOwner groups per-map rows by owner, each group in map name order.
 func byOwner[M any](rows []M, key func(M) (ID, string)) map[ID][]M {
 	out := map[ID][]M{}
 	for _, m := range rows {
