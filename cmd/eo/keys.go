@@ -18,7 +18,7 @@ A key is printed once, at creation or rotation; afterwards only its prefix and l
 `
 
 func cmdKeys(cfg Config, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Print(keysUsage)
 		return nil
 	}

@@ -3,11 +3,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/eodata/eo/model"
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/raw"
 )
 
 const usage = `eo: Counter-Strike 2 match data and odds service
@@ -24,6 +33,7 @@ Usage:
   eo model report --out FILE write the eo_model review report (HTML) of the latest pipeline run
   eo import --source S --path P   land a public HLTV dataset (csgo2015, cs2-2024, cs2-2026) as one raw batch
   eo validate --source S --path P walk-forward evaluation of eo_model vs baselines on real matches
+  eo version                 the build: module version, commit, Go, pipeline, schema and model versions
 
 Run "eo <command> -h" for a command's flags. Flags fall back to EO_* environment
 variables (EO_STORE, EO_WORK, EO_ADDR); README.md lists every EO_* setting.
@@ -32,10 +42,19 @@ variables (EO_STORE, EO_WORK, EO_ADDR); README.md lists every EO_* setting.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := run(ctx, os.Args[1:]); exitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "eo:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is 0 for success and for a command asked for help (-h: the flag
+// package has printed the flags and returns flag.ErrHelp), 1 otherwise.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 func run(ctx context.Context, args []string) error {
@@ -43,14 +62,21 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || isHelp(args[0]) || args[0] == "help" {
 		fmt.Print(usage)
 		return nil
 	}
 	switch args[0] {
+	case "version":
+		fmt.Print(versionText())
+		return nil
 	case "generate":
 		return cmdGenerate(ctx, cfg, args[1:])
 	case "pipeline":
+		if len(args) == 2 && isHelp(args[1]) {
+			fmt.Println("usage: eo pipeline run [flags]  (eo pipeline run -h for the flags)")
+			return nil
+		}
 		if len(args) < 2 || args[1] != "run" {
 			return fmt.Errorf("usage: eo pipeline run [flags]")
 		}
@@ -80,4 +106,30 @@ func run(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
 	}
+}
+
+// isHelp: -h, -help or --help. A command asked for help prints its usage
+// and exits 0 (flag.ErrHelp, once the flag package has printed the flags).
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// versionText describes the build: the module version and VCS commit Go
+// stamped into the binary, the Go release, and the versions of what it
+// writes and serves.
+func versionText() string {
+	mod, rev, modified, goVersion := "(devel)", "unknown", "", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		mod = cmp.Or(bi.Main.Version, mod)
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = " (modified)"
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("eo %s\ncommit %s%s\n%s\npipeline %s, snapshot schema %d, raw contract %d, model %s\n",
+		mod, rev, modified, goVersion, pipelines.Version, pipelines.SchemaVersion, raw.ContractVersion, model.Version)
 }

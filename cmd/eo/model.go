@@ -18,6 +18,10 @@ const modelUsage = `Usage:
 
 // cmdModel handles "eo model ...".
 func cmdModel(ctx context.Context, cfg Config, args []string) error {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Print(modelUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "report" {
 		return errors.New(modelUsage)
 	}

@@ -16,8 +16,13 @@ import (
 // itself every EO_USAGE_EXPORT_INTERVAL); with Redis it may run beside the
 // edges (one export of a source runs at a time).
 func cmdUsage(ctx context.Context, cfg Config, args []string) error {
+	const usageUsage = "usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Println(usageUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "export" {
-		return fmt.Errorf("usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)")
+		return errors.New(usageUsage)
 	}
 	c := common{cfg: cfg}
 	fs := c.flags("usage export")
