@@ -19,7 +19,7 @@ import (
 // it.
 type reqState struct {
 	idHex     [32]byte
-	id        string // idHex (requestState), shared rather than copied
+	id        string // idHex (requestState), shared rather than copied, or the client's own id
 	view      *view.View
 	principal access.Principal
 	// page is the page cache's entry the body came from or went to:
@@ -40,6 +40,14 @@ func requestState(c *fiber.Ctx) *reqState {
 		return st
 	}
 	st := new(reqState)
+	if cid := c.Request().Header.PeekBytes(hdrRequestID); validRequestID(cid) {
+		// The client's own id, so that its logs and ours name the request
+		// alike (one allocation, only for clients that send one).
+		st.id = string(cid)
+		c.Locals(stateKey, st)
+		c.Response().Header.SetCanonical(hdrRequestID, cid)
+		return st
+	}
 	// Request ids correlate logs and support tickets; they need to be
 	// unique, not unguessable: the runtime's per-thread ChaCha8 source
 	// instead of a getrandom system call per request.
@@ -55,6 +63,28 @@ func requestState(c *fiber.Ctx) *reqState {
 	c.Locals(stateKey, st)
 	c.Response().Header.SetCanonical(hdrRequestID, st.idHex[:])
 	return st
+}
+
+// maxRequestID is the longest client request id the edge echoes.
+const maxRequestID = 128
+
+// validRequestID: a client's X-Request-Id the edge takes as the request's
+// id: 1 to 128 characters of A-Z, a-z, 0-9 and - _ . : (a UUID, a ULID, a
+// trace id). Anything else is ignored and the edge assigns its own: an id
+// goes into logs and error bodies, so it must not carry spaces, quotes or
+// control characters.
+func validRequestID(b []byte) bool {
+	if len(b) == 0 || len(b) > maxRequestID {
+		return false
+	}
+	for _, ch := range b {
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '-', ch == '_', ch == '.', ch == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // requestID is the request's id ("" before requestMiddleware ran).
