@@ -248,6 +248,18 @@ func TestAuth(t *testing.T) {
 	if r := ts.get(t, "/v1/cs2/matches?limit=1&apiKey="+revokedKey); r.status != 200 {
 		t.Errorf("header must win over apiKey: %d", r.status)
 	}
+	// A key without the Bearer scheme (or another scheme) is refused with
+	// the fix in the message; a good key in the right form still passes.
+	for _, h := range []string{goodKey, "Basic " + goodKey, "Bearer"} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/cs2/matches?limit=1", nil)
+		req.Header.Set("Authorization", h)
+		r := ts.do(t, req)
+		var env errorBody
+		_ = json.Unmarshal(r.body, &env)
+		if r.status != 401 || env.Error.Code != "invalid_api_key" || !strings.Contains(env.Error.Message, "Bearer <API_KEY>") {
+			t.Errorf("Authorization %q: %d %s, want 401 invalid_api_key naming the Bearer form", h, r.status, r.body)
+		}
+	}
 }
 
 func TestPanicGivesInternalErrorEnvelope(t *testing.T) {

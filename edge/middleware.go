@@ -55,7 +55,7 @@ func apiKey(c *fiber.Ctx) (string, *APIError) {
 				return k, nil
 			}
 		}
-		return "", errInvalidKey
+		return "", errMalformedAuth
 	}
 	if k := c.Query("apiKey"); k != "" {
 		return k, nil
@@ -76,6 +76,13 @@ func (s *Server) principal(c *fiber.Ctx) (access.Principal, error) {
 	}
 	return p, nil
 }
+
+// errMalformedAuth answers an Authorization header that is not "Bearer
+// <key>" (a bare key, Basic credentials): the same code as an invalid key,
+// with the fix in the message (a client sending its key without the
+// scheme got "invalid API key" and no hint).
+var errMalformedAuth = apiErr(fiber.StatusUnauthorized, "invalid_api_key",
+	"invalid API key: the Authorization header must be \"Bearer <API_KEY>\"")
 
 // errInvalidKey is the one answer for unknown, revoked and expired keys.
 var errInvalidKey = apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid API key")
