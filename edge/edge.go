@@ -100,6 +100,7 @@ type Options struct {
 type Server struct {
 	o       Options
 	app     *fiber.App
+	methods routeMethods // the methods each route answers (405 Allow)
 	log     *slog.Logger
 	view    view.Current
 	cursors cursorCodec

@@ -61,7 +61,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		case fiber.StatusNotFound:
 			ae = apiErr(fe.Code, "not_found", "no such endpoint")
 		case fiber.StatusMethodNotAllowed:
-			ae = apiErr(fe.Code, "not_found", "no such endpoint for this method")
+			ae = apiErr(fe.Code, "method_not_allowed", "no such endpoint for this method")
 		case fiber.StatusServiceUnavailable:
 			ae = apiErr(fe.Code, "unavailable", "service unavailable")
 		default:

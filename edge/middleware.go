@@ -27,10 +27,18 @@ func (r v1Router) Get(path string, h fiber.Handler) { r.add(fiber.MethodGet, pat
 // Post registers a POST route; POST /ws-token draws a bucket token only.
 func (r v1Router) Post(path string, h fiber.Handler) { r.add(fiber.MethodPost, path, h) }
 
+// add registers the route; a GET route answers HEAD too, with the same
+// headers and no body, metered as the GET (one endpoint, one request).
 func (r v1Router) add(method, path string, h fiber.Handler) {
 	endpoint := EndpointName(method, path)
-	r.app.Add(method, "/v1/:game"+path, r.s.authenticate(endpoint), r.s.gameMiddleware,
-		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), h)
+	handlers := []fiber.Handler{r.s.authenticate(endpoint), r.s.gameMiddleware,
+		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), h}
+	r.app.Add(method, "/v1/:game"+path, handlers...)
+	r.s.methods.add("/v1/:game"+path, method)
+	if method == fiber.MethodGet {
+		r.app.Add(fiber.MethodHead, "/v1/:game"+path, handlers...)
+		r.s.methods.add("/v1/:game"+path, fiber.MethodHead)
+	}
 }
 
 // EndpointName is what counts as one endpoint (the trial's per-endpoint

@@ -2,7 +2,9 @@ package edge
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,10 @@ func (s *Server) routes() {
 	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
 	app.Get("/openapi.yaml", s.openapiHandler)
 	app.Get("/docs", s.docsHandler)
+	for _, p := range []string{"/health", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
+		s.methods.add(p, fiber.MethodGet) // app.Get answers HEAD as well
+		s.methods.add(p, fiber.MethodHead)
+	}
 
 	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
 	// outside /v1/:game; the ticket mint inside it.
@@ -64,7 +70,67 @@ func (s *Server) routes() {
 	v1.Get("/rankings", s.cachedPages(s.listRankings, nil))
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)
-	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	app.Use(s.noRoute)
+}
+
+// routeMethods are the methods each route template answers (the 405's
+// Allow header). Fiber would say 405 by itself, but the catch-all below
+// (every unmatched request gets the error envelope) matches every path.
+type routeMethods []struct {
+	segs    []string // the template's path segments; ":name" matches any one
+	methods []string
+}
+
+func (rm *routeMethods) add(template, method string) {
+	segs := strings.Split(strings.Trim(template, "/"), "/")
+	for i := range *rm {
+		if slices.Equal((*rm)[i].segs, segs) {
+			(*rm)[i].methods = append((*rm)[i].methods, method)
+			return
+		}
+	}
+	*rm = append(*rm, struct {
+		segs    []string
+		methods []string
+	}{segs, []string{method}})
+}
+
+// allow lists the methods of the routes whose template matches path.
+func (rm routeMethods) allow(path string) []string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	var out []string
+	for _, r := range rm {
+		if len(r.segs) != len(segs) {
+			continue
+		}
+		match := true
+		for i, t := range r.segs {
+			if !strings.HasPrefix(t, ":") && t != segs[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			for _, m := range r.methods {
+				if !slices.Contains(out, m) {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// noRoute answers a request no route took: 405 method_not_allowed with
+// Allow when the path is a route's under another method (CORS preflights
+// are answered before this), else 404 not_found.
+func (s *Server) noRoute(c *fiber.Ctx) error {
+	if allow := s.methods.allow(c.Path()); len(allow) > 0 {
+		c.Set(fiber.HeaderAllow, strings.Join(allow, ", "))
+		return apiErr(fiber.StatusMethodNotAllowed, "method_not_allowed", "%s is not served here; this path answers %s",
+			c.Method(), strings.Join(allow, ", "))
+	}
+	return fiber.ErrNotFound
 }
 
 // requestMiddleware assigns the request id (header and error bodies share
