@@ -252,6 +252,14 @@ func TestMeterStandardMonthAndBucket(t *testing.T) {
 		if header(d, "X-Quota-Remaining") != "2" || header(d, "X-Quota-Reset") != "2026-02-01T00:00:00Z" {
 			t.Fatalf("a rate-limited request must not draw quota: %+v", d.Headers())
 		}
+		// Burst 3 at 1 token/s, empty: full again in 3 s; the IETF fields
+		// say the same as the X- ones.
+		for name, want := range map[string]string{"X-RateLimit-Reset": "3", "RateLimit-Policy": `"burst";q=3;w=3`,
+			"RateLimit": `"burst";r=0;t=3`} {
+			if got := header(d, name); got != want {
+				t.Errorf("empty bucket: %s %q, want %q", name, got, want)
+			}
+		}
 		clk.Add(10 * time.Second)
 		for i := 0; i < 2; i++ {
 			if d, _ := m.Check(ctx(), p, "GET /x", true); d.Code != "" {

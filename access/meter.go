@@ -177,6 +177,8 @@ type Decision struct {
 	HasRate        bool
 	RateLimit      float64
 	RateRemaining  int64
+	RateReset      int64 // seconds until the bucket is full again
+	RateWindow     int64 // seconds a drained bucket takes to refill
 	HasQuota       bool
 	QuotaLimit     int64
 	QuotaRemaining int64
@@ -185,15 +187,24 @@ type Decision struct {
 
 // DecisionHeaders are the response headers a Decision may carry, in the
 // order of Decision.AppendHeader's index.
-var DecisionHeaders = [...]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit",
-	"X-Quota-Remaining", "X-Quota-Reset"}
+//
+// X-RateLimit-Reset and the IETF fields (draft-ietf-httpapi-ratelimit-
+// headers) describe the token bucket as a policy named "burst": q tokens
+// refilled over w seconds (RateLimit-Policy), r whole tokens left and t
+// seconds until the bucket is full again (RateLimit). The monthly quota keeps
+// its X-Quota-* headers.
+var DecisionHeaders = [...]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+	"RateLimit-Policy", "RateLimit", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset"}
+
+// rateHeaders is how many of DecisionHeaders describe the bucket.
+const rateHeaders = 5
 
 // AppendHeader appends the value of header DecisionHeaders[i] to dst, or
 // reports false when the decision does not carry it. The caller owns dst,
 // so rendering the headers allocates nothing.
 func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 	switch {
-	case i < 2 && !d.HasRate, i >= 2 && !d.HasQuota:
+	case i < rateHeaders && !d.HasRate, i >= rateHeaders && !d.HasQuota:
 		return dst, false
 	}
 	switch i {
@@ -202,10 +213,22 @@ func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 	case 1:
 		return strconv.AppendInt(dst, d.RateRemaining, 10), true
 	case 2:
-		return strconv.AppendInt(dst, d.QuotaLimit, 10), true
+		return strconv.AppendInt(dst, d.RateReset, 10), true
 	case 3:
-		return strconv.AppendInt(dst, d.QuotaRemaining, 10), true
+		dst = append(dst, `"burst";q=`...)
+		dst = strconv.AppendFloat(dst, d.RateLimit, 'f', -1, 64)
+		dst = append(dst, ";w="...)
+		return strconv.AppendInt(dst, d.RateWindow, 10), true
 	case 4:
+		dst = append(dst, `"burst";r=`...)
+		dst = strconv.AppendInt(dst, d.RateRemaining, 10)
+		dst = append(dst, ";t="...)
+		return strconv.AppendInt(dst, d.RateReset, 10), true
+	case 5:
+		return strconv.AppendInt(dst, d.QuotaLimit, 10), true
+	case 6:
+		return strconv.AppendInt(dst, d.QuotaRemaining, 10), true
+	case 7:
 		return append(dst, d.QuotaReset...), true
 	}
 	return dst, false
@@ -221,6 +244,15 @@ func (d *Decision) Headers() [][2]string {
 		}
 	}
 	return out
+}
+
+// refillSeconds is how long a bucket holding tokens takes to be full
+// again, in whole seconds rounded up.
+func refillSeconds(pl PlanLimits, tokens float64) int64 {
+	if pl.Rate <= 0 || tokens >= pl.Burst {
+		return 0
+	}
+	return int64(math.Ceil((pl.Burst - tokens) / pl.Rate))
 }
 
 // NeverResets is the X-Quota-Reset value of a sandbox key, whose allowance
@@ -357,6 +389,7 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		return d, err
 	}
 	d.HasRate, d.RateLimit, d.RateRemaining = true, pl.Burst, int64(math.Floor(tok.Remaining))
+	d.RateReset, d.RateWindow = refillSeconds(pl, tok.Remaining), refillSeconds(pl, 0)
 	switch {
 	case !tok.OK:
 		d.Code, d.Message = "rate_limited", "rate limit exceeded; retry after the Retry-After delay"

@@ -226,8 +226,8 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 }
 
 // ExposedHeaders are the response headers a browser may read.
-var ExposedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit",
-	"X-Quota-Remaining", "X-Quota-Reset", "Retry-After", "ETag"}
+var ExposedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+	"RateLimit-Policy", "RateLimit", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset", "Retry-After", "ETag"}
 
 // corsMiddleware answers preflights (no key needed) for the configured
 // origins only.

@@ -124,7 +124,9 @@ func TestMeteredHeadersAndLimits(t *testing.T) {
 	key, _, _ := ms.keys.CreateKey(acct.ID, access.PlanStandard)
 	r := ms.get(t, "/v1/cs2/matches?limit=1", key)
 	want := map[string]string{"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-Quota-Limit": "8",
-		"X-Quota-Remaining": "7", "X-Quota-Reset": "2026-07-01T00:00:00Z"}
+		"X-Quota-Remaining": "7", "X-Quota-Reset": "2026-07-01T00:00:00Z",
+		// 4 of 5 tokens left at 1 a second: full again in 1 s; drained, in 5.
+		"X-RateLimit-Reset": "1", "RateLimit-Policy": `"burst";q=5;w=5`, "RateLimit": `"burst";r=4;t=1`}
 	for h, v := range want {
 		if got := r.header.Get(h); got != v {
 			t.Errorf("%s = %q, want %q", h, got, v)
@@ -260,7 +262,8 @@ func TestCORS(t *testing.T) {
 	req.Header.Set("Origin", "https://app.example.com")
 	resp, _ = ms.App().Test(req)
 	exposed := resp.Header.Get("Access-Control-Expose-Headers")
-	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset", "Retry-After"} {
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy",
+		"RateLimit", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset", "Retry-After"} {
 		if !strings.Contains(exposed, h) {
 			t.Errorf("Access-Control-Expose-Headers lacks %s: %q", h, exposed)
 		}
