@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -205,6 +206,7 @@ func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("snapshots")
+	asJSON := fs.Bool("json", false, "print a JSON array (snapshot_id, state, created_at, tables, rows, bytes) instead of lines")
 	_, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
@@ -215,16 +217,39 @@ func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 	}
 	// current: served now; published: served before; orphan: its publish
 	// stopped before the pointer moved (never served; Clean removes it).
+	type snapshotLine struct {
+		SnapshotID string    `json:"snapshot_id"`
+		State      string    `json:"state"`
+		CreatedAt  time.Time `json:"created_at"`
+		Tables     int       `json:"tables"`
+		Rows       int64     `json:"rows"`
+		Bytes      int64     `json:"bytes"`
+	}
+	out := []snapshotLine{}
 	for _, l := range ls {
-		var rows, bytes int64
+		line := snapshotLine{SnapshotID: l.SnapshotID, State: string(l.State), CreatedAt: l.CreatedAt.UTC(), Tables: len(l.Tables)}
 		for _, t := range l.Tables {
-			rows += t.Rows
-			bytes += t.Bytes
+			line.Rows += t.Rows
+			line.Bytes += t.Bytes
 		}
+		out = append(out, line)
+	}
+	if *asJSON {
+		return printJSON(out)
+	}
+	for _, l := range out {
 		fmt.Printf("%-9s %s  %s  %d tables  %d rows  %d bytes\n", l.State, l.SnapshotID, l.CreatedAt.Format(time.RFC3339),
-			len(l.Tables), rows, bytes)
+			l.Tables, l.Rows, l.Bytes)
 	}
 	return nil
+}
+
+// printJSON prints v as indented JSON on stdout (the --json output of the
+// listing commands).
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func cmdJobs(ctx context.Context, cfg Config, args []string) error {

@@ -11,7 +11,7 @@ const keysUsage = `Usage:
   eo keys account create --name NAME [--trial-days N]
   eo keys account subscribe --account ID
   eo keys create --account ID [--plan standard|trial|sandbox|internal]
-  eo keys list [--account ID]
+  eo keys list [--account ID] [--json]
   eo keys rotate --key KEY_ID
   eo keys revoke --key KEY_ID
 A key is printed once, at creation or rotation; afterwards only its prefix and last four characters.
@@ -37,6 +37,7 @@ func cmdKeys(cfg Config, args []string) error {
 	account := fs.String("account", "", "account id")
 	plan := fs.String("plan", access.PlanStandard, "plan: standard, trial, sandbox or internal")
 	keyID := fs.String("key", "", "key id")
+	asJSON := fs.Bool("json", false, "list: print a JSON array instead of lines (never the key itself or its hash)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -75,6 +76,9 @@ func cmdKeys(cfg Config, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			return printJSON(keyLines(keys))
+		}
 		for _, k := range keys {
 			state := "active"
 			switch {
@@ -100,4 +104,34 @@ func cmdKeys(cfg Config, args []string) error {
 		return fmt.Errorf("unknown keys command %q\n%s", sub, keysUsage)
 	}
 	return nil
+}
+
+// keyLine is one key in eo keys list --json: what identifies it, never
+// the key or its hash.
+type keyLine struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"account_id"`
+	Plan       string     `json:"plan"`
+	Display    string     `json:"display"` // prefix…last4
+	State      string     `json:"state"`   // active, rotated, revoked
+	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	ReplacedBy string     `json:"replaced_by,omitempty"`
+}
+
+func keyLines(keys []access.Key) []keyLine {
+	out := []keyLine{}
+	for _, k := range keys {
+		state := "active"
+		switch {
+		case k.RevokedAt != nil:
+			state = "revoked"
+		case k.ExpiresAt != nil:
+			state = "rotated"
+		}
+		out = append(out, keyLine{ID: k.ID, AccountID: k.AccountID, Plan: k.Plan, Display: k.Display(), State: state,
+			CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt, ExpiresAt: k.ExpiresAt, ReplacedBy: k.ReplacedBy})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,5 +76,50 @@ func TestKeysRoundTrip(t *testing.T) {
 	}
 	if list := eoCLI(t, env, "keys", "list", "--account", acct[1]); !strings.Contains(list, "revoked") {
 		t.Errorf("eo keys list does not show the revocation:\n%s", list)
+	}
+	raw := eoCLI(t, env, "keys", "list", "--account", acct[1], "--json")
+	var keys []struct {
+		ID, AccountID, Plan, Display, State string
+		Hash                                string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(raw), &keys); err != nil || len(keys) != 1 {
+		t.Fatalf("eo keys list --json: %v\n%s", err, raw)
+	}
+	if k := keys[0]; k.ID != keyID || k.State != "revoked" || k.Plan != "standard" || k.Hash != "" ||
+		strings.Contains(raw, key) || !strings.HasSuffix(k.Display, key[len(key)-4:]) {
+		t.Errorf("eo keys list --json: %+v\n%s", k, raw)
+	}
+}
+
+// eo snapshots --json lists the published snapshots as JSON: the current
+// one with its table, row and byte counts.
+func TestSnapshotsJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the shared world")
+	}
+	store := sharedWorld(t)
+	raw := eoCLI(t, []string{"EO_STORE=" + store, "EO_WORK=" + t.TempDir()}, "snapshots", "--json")
+	var snaps []struct {
+		SnapshotID string    `json:"snapshot_id"`
+		State      string    `json:"state"`
+		CreatedAt  time.Time `json:"created_at"`
+		Tables     int       `json:"tables"`
+		Rows       int64     `json:"rows"`
+		Bytes      int64     `json:"bytes"`
+	}
+	if err := json.Unmarshal([]byte(raw), &snaps); err != nil || len(snaps) == 0 {
+		t.Fatalf("eo snapshots --json: %v\n%s", err, raw)
+	}
+	current := 0
+	for _, s := range snaps {
+		if s.State == "current" {
+			current++
+			if s.Tables < 25 || s.Rows == 0 || s.Bytes == 0 || s.CreatedAt.IsZero() || s.SnapshotID == "" {
+				t.Errorf("the current snapshot: %+v", s)
+			}
+		}
+	}
+	if current != 1 {
+		t.Errorf("%d current snapshots in %s", current, raw)
 	}
 }
