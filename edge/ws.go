@@ -200,10 +200,17 @@ func (w *wsConn) writeLoop() {
 		case <-w.done:
 			return
 		case <-w.slow:
-			// Best effort: tell the client why, then cut it off.
-			_ = w.c.SetWriteDeadline(time.Now().Add(time.Second))
-			_ = w.c.WriteMessage(websocket.TextMessage, errorFrame("slow_consumer", "",
-				"the client did not read its frames fast enough; reconnect and subscribe again"))
+			// Best effort: tell the client why and close the WebSocket
+			// (1008 policy violation, reason slow_consumer) before cutting
+			// the connection: a client that reads again sees a clean close,
+			// not a dropped connection (1006).
+			deadline := time.Now().Add(time.Second)
+			_ = w.c.SetWriteDeadline(deadline)
+			if w.c.WriteMessage(websocket.TextMessage, errorFrame("slow_consumer", "",
+				"the client did not read its frames fast enough; reconnect and subscribe again")) == nil {
+				_ = w.c.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "slow_consumer"), deadline)
+			}
 			w.kill()
 			return
 		case f := <-w.send:

@@ -1,8 +1,10 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -641,4 +643,43 @@ type noAccounts struct{}
 
 func (noAccounts) GetAccount(id string) (access.Account, error) {
 	return access.Account{ID: id, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, nil
+}
+
+// A client whose queue overflows gets the slow_consumer error frame and
+// then a close frame (1008, reason slow_consumer), not a dropped
+// connection: the frames queued before it still arrive in order.
+func TestSlowConsumerGetsACloseFrame(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{SendQueue: 1})
+	m, _ := liveMatchOf(t, ls)
+	target := "match:" + m.ID.String()
+	c := ls.open(t)
+	c.send(map[string]string{"type": "subscribe", "target": target})
+	c.expect("subscribed", target)
+	c.expect("snapshot", target)
+	// Frames pushed faster than the writer drains a queue of one: the
+	// queue overflows within a few (each takes a write system call).
+	frame := []byte(`{"type":"update","target":"` + target + `","data":{}}`)
+	for i := 0; i < 1_000_000 && ls.Server.live.hub.Broadcast(target, frame) > 0; i++ {
+		if !ls.Server.live.hub.Has(target) {
+			break
+		}
+	}
+	var sawError bool
+	for {
+		_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, b, err := c.c.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || ce.Text != "slow_consumer" {
+				t.Fatalf("the connection ended with %v, want a close frame 1008 slow_consumer", err)
+			}
+			break
+		}
+		if bytes.Contains(b, []byte(`"code":"slow_consumer"`)) {
+			sawError = true
+		}
+	}
+	if !sawError {
+		t.Error("no slow_consumer error frame before the close")
+	}
 }
