@@ -220,7 +220,7 @@ func (s *Server) viewFor(cursor string) *view.View {
 // are carried over (rebased), in one change of the view.
 func (s *Server) swap(next *view.Snapshot) {
 	var gen uint64
-	s.view.Update(func(cur *view.View) *view.View {
+	s.view.Update(func(cur *view.View) (*view.View, func()) {
 		nv := view.New(next)
 		if cur != nil {
 			nv = cur.Rebase(next)
@@ -233,8 +233,9 @@ func (s *Server) swap(next *view.Snapshot) {
 			gen = s.swaps.Add(1)
 			s.prev.Store(&pinnedView{v: cur, until: s.o.Now().Add(s.o.CursorGrace), gen: gen})
 		}
-		s.live.swapped(cur, nv)
-		return nv
+		// Subscribers get the frames the new snapshot changed once it is
+		// served (Current.Update).
+		return nv, func() { s.live.swapped(cur, nv) }
 	})
 	s.metrics.snapshotLoaded(next)
 	s.state.served(next.ID)

@@ -88,10 +88,10 @@ func (t *Tracker) Start(ctx context.Context, f Feed) error {
 // each touched market evaluated once, at its newest capture, as the batch
 // pipeline evaluates a market once per capture instant.
 func (t *Tracker) Apply(evs []Event) {
-	t.cur.Update(func(v *view.View) *view.View {
+	t.cur.Update(func(v *view.View) (*view.View, func()) {
 		if v == nil {
 			t.dropped.Add(int64(len(evs)))
-			return nil
+			return nil, nil
 		}
 		snap := v.Snapshot()
 		type touched struct {
@@ -148,12 +148,13 @@ func (t *Tracker) Apply(evs []Event) {
 		nv, ap := v.Apply(ch)
 		t.skipped.Add(int64(ap.Skipped))
 		if nv == v {
-			return nil
+			return nil, nil
 		}
-		if t.onApply != nil {
-			t.onApply(nv, ap)
+		if t.onApply == nil {
+			return nv, nil
 		}
-		return nv
+		// The frames go out once nv is served (Current.Update).
+		return nv, func() { t.onApply(nv, ap) }
 	})
 }
 

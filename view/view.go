@@ -48,15 +48,21 @@ type Current struct {
 func (c *Current) Load() *View { return c.p.Load() }
 
 // Update runs fn with the current view under the writers' lock and serves
-// the view it returns (nil: no change). fn may do more work that must be
-// ordered with the change (pushing its WebSocket frames, say): nothing else
-// changes the view meanwhile.
-func (c *Current) Update(fn func(cur *View) *View) *View {
+// the view it returns (nil: no change). Then, still under the lock, it runs
+// the announce fn returned (nil: none): what tells clients about the change
+// (its WebSocket frames) runs once the view is served, so a client that
+// reacts to a frame with a REST request reads the view the frame came from
+// or a later one, never the one before; and nothing else changes the view
+// before the announcement is done.
+func (c *Current) Update(fn func(cur *View) (next *View, announce func())) *View {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := fn(c.p.Load())
+	next, announce := fn(c.p.Load())
 	if next != nil {
 		c.p.Store(next)
+	}
+	if announce != nil {
+		announce()
 	}
 	return c.p.Load()
 }
