@@ -217,14 +217,6 @@ func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 	}
 	// current: served now; published: served before; orphan: its publish
 	// stopped before the pointer moved (never served; Clean removes it).
-	type snapshotLine struct {
-		SnapshotID string    `json:"snapshot_id"`
-		State      string    `json:"state"`
-		CreatedAt  time.Time `json:"created_at"`
-		Tables     int       `json:"tables"`
-		Rows       int64     `json:"rows"`
-		Bytes      int64     `json:"bytes"`
-	}
 	out := []snapshotLine{}
 	for _, l := range ls {
 		line := snapshotLine{SnapshotID: l.SnapshotID, State: string(l.State), CreatedAt: l.CreatedAt.UTC(), Tables: len(l.Tables)}
@@ -242,6 +234,16 @@ func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
 			l.Tables, l.Rows, l.Bytes)
 	}
 	return nil
+}
+
+// snapshotLine is one snapshot in eo snapshots (--json).
+type snapshotLine struct {
+	SnapshotID string    `json:"snapshot_id"`
+	State      string    `json:"state"`
+	CreatedAt  time.Time `json:"created_at"`
+	Tables     int       `json:"tables"`
+	Rows       int64     `json:"rows"`
+	Bytes      int64     `json:"bytes"`
 }
 
 // printJSON prints v as indented JSON on stdout (the --json output of the

@@ -99,14 +99,7 @@ func TestSnapshotsJSON(t *testing.T) {
 	}
 	store := sharedWorld(t)
 	raw := eoCLI(t, []string{"EO_STORE=" + store, "EO_WORK=" + t.TempDir()}, "snapshots", "--json")
-	var snaps []struct {
-		SnapshotID string    `json:"snapshot_id"`
-		State      string    `json:"state"`
-		CreatedAt  time.Time `json:"created_at"`
-		Tables     int       `json:"tables"`
-		Rows       int64     `json:"rows"`
-		Bytes      int64     `json:"bytes"`
-	}
+	var snaps []snapshotLine
 	if err := json.Unmarshal([]byte(raw), &snaps); err != nil || len(snaps) == 0 {
 		t.Fatalf("eo snapshots --json: %v\n%s", err, raw)
 	}
