@@ -95,6 +95,11 @@ func TestOpenAPIParses(t *testing.T) {
 			t.Errorf("document invalid: %s", describeViolation(e))
 		}
 	}
+	// /docs and a client generated from /openapi.yaml call the host that
+	// served them: the server is relative, not a local address.
+	if len(m.Servers) != 1 || m.Servers[0].URL != "/" || strings.Contains(string(openapiYAML), "127.0.0.1") {
+		t.Errorf("servers must be the relative \"/\" and the contract name no local address: %+v", m.Servers)
+	}
 	ops := documentedOps(m)
 
 	// Every registered route is documented, and everything documented is routed.
