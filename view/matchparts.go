@@ -250,7 +250,8 @@ func (l *loader) useParts() (bool, error) {
 	return true, nil
 }
 
-// readPartsFile reads match_parts.parquet into the packed parts.
+// readPartsFile reads match_parts.parquet into the packed parts (a flat
+// table: readParquet reads it with the Parquet column readers).
 func (l *loader) readPartsFile(p *packedParts) {
 	byName := map[string]map[ID]Packed{}
 	for _, part := range p.named() {
@@ -258,7 +259,12 @@ func (l *loader) readPartsFile(p *packedParts) {
 		byName[part.name] = *part.m
 	}
 	l.read(MatchPartsTable, func(path string) error {
-		return readParts(l.ctx, path, func(r *partRow) error {
+		rows, err := readParquet[partRow](l.ctx, path)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			r := &rows[i]
 			m := byName[r.Part]
 			if m == nil {
 				return fmt.Errorf("%s: unknown part %q: %w", MatchPartsTable, r.Part, ErrCorrupt)
@@ -267,142 +273,9 @@ func (l *loader) readPartsFile(p *packedParts) {
 				return fmt.Errorf("%s: match %s %s: checksum mismatch: %w", MatchPartsTable, r.MatchID, r.Part, ErrCorrupt)
 			}
 			m[r.MatchID] = Packed{z: r.Frame, n: r.N}
-			return nil
-		})
+		}
+		return nil
 	})
-}
-
-// partColumns are match_parts' columns in file order, with their physical
-// types; every one is required (no nulls).
-var partColumns = []struct {
-	name string
-	typ  parquet.Type
-}{
-	{"match_id", parquet.Types.FixedLenByteArray}, {"part", parquet.Types.ByteArray},
-	{"n", parquet.Types.Int64}, {"frame", parquet.Types.ByteArray}, {"crc32c", parquet.Types.Int64},
-}
-
-// readParts reads match_parts.parquet a row group at a time with the
-// Parquet column readers (not through Arrow arrays, which would copy every
-// frame twice and clear the memory in between) and calls fn on each row.
-// A row group's frames are copied into one allocation: they hold no
-// pointers, so the collector never scans them.
-func readParts(ctx context.Context, path string, fn func(*partRow) error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
-		}
-	}()
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer pf.Close()
-	sc := pf.MetaData().Schema
-	if sc.NumColumns() != len(partColumns) {
-		return fmt.Errorf("read %s: %d columns, want %d: %w", path, sc.NumColumns(), len(partColumns), ErrCorrupt)
-	}
-	for i, c := range partColumns {
-		d := sc.Column(i)
-		if d.Name() != c.name || d.PhysicalType() != c.typ || d.MaxDefinitionLevel() != 0 || d.MaxRepetitionLevel() != 0 {
-			return fmt.Errorf("read %s: column %d is %s %s, want a required %s %s: %w", path, i, d.Name(), d.PhysicalType(), c.name, c.typ, ErrCorrupt)
-		}
-	}
-	for g := 0; g < pf.NumRowGroups(); g++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := readPartsGroup(pf.RowGroup(g), fn); err != nil {
-			return fmt.Errorf("read %s row group %d: %w", path, g, err)
-		}
-	}
-	return nil
-}
-
-func readPartsGroup(rg *file.RowGroupReader, fn func(*partRow) error) error {
-	n := rg.NumRows()
-	rows := make([]partRow, n)
-	col := func(i int) file.ColumnChunkReader {
-		c, err := rg.Column(i)
-		if err != nil {
-			panic(err)
-		}
-		return c
-	}
-	err := readColumn(n, col(0).(*file.FixedLenByteArrayColumnChunkReader).ReadBatchInPage,
-		func(i int, v parquet.FixedLenByteArray) { copy(rows[i].MatchID[:], v) })
-	err = cmp.Or(err, readColumn(n, col(1).(*file.ByteArrayColumnChunkReader).ReadBatchInPage,
-		func(i int, v parquet.ByteArray) { rows[i].Part = partNames.intern(v) }))
-	err = cmp.Or(err, readColumn(n, col(2).(*file.Int64ColumnChunkReader).ReadBatchInPage,
-		func(i int, v int64) { rows[i].N = int(v) }))
-	// The column chunk's size bounds its frames' (it adds page headers and
-	// a length before each value).
-	cc, cerr := rg.MetaData().ColumnChunk(3)
-	if cerr != nil {
-		return cerr
-	}
-	arena := make([]byte, 0, cc.TotalUncompressedSize())
-	err = cmp.Or(err, readColumn(n, col(3).(*file.ByteArrayColumnChunkReader).ReadBatchInPage,
-		func(i int, v parquet.ByteArray) {
-			if len(arena)+len(v) > cap(arena) {
-				panic("frames larger than their column chunk")
-			}
-			arena = append(arena, v...)
-			rows[i].Frame = arena[len(arena)-len(v) : len(arena) : len(arena)]
-		}))
-	err = cmp.Or(err, readColumn(n, col(4).(*file.Int64ColumnChunkReader).ReadBatchInPage,
-		func(i int, v int64) { rows[i].CRC = v }))
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		if err := fn(&rows[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readColumn reads n values of a required column a page at a time (read is
-// a column reader's ReadBatchInPage: the values it gives are valid until
-// the next call) and hands each to each with its row number.
-func readColumn[T any](n int64, read func(int64, []T, []int16, []int16) (int64, int, error), each func(int, T)) error {
-	buf := make([]T, min(n, 4096))
-	for i := 0; int64(i) < n; {
-		_, got, err := read(min(int64(len(buf)), n-int64(i)), buf, nil, nil)
-		if err != nil {
-			return err
-		}
-		if got == 0 {
-			return fmt.Errorf("a column ends after %d of %d rows: %w", i, n, ErrCorrupt)
-		}
-		for _, v := range buf[:got] {
-			each(i, v)
-			i++
-		}
-	}
-	return nil
-}
-
-// partNames interns the part names read (one string each, not one a row).
-var partNames = internTable(func() []string {
-	var p packedParts
-	var names []string
-	for _, n := range p.named() {
-		names = append(names, n.name)
-	}
-	return names
-}())
-
-type internTable []string
-
-func (t internTable) intern(b []byte) string {
-	for _, s := range t {
-		if s == string(b) {
-			return s
-		}
-	}
-	return string(b) // unknown: readPartsFile reports it
 }
 
 // MatchPartsSource says where the snapshot's match parts came from:

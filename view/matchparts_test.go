@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -24,6 +25,14 @@ func TestMatchPartsFormat(t *testing.T) {
 	if err := writeParts(filepath.Join(dir, MatchPartsTable+".parquet"), []partRow{row}); err != nil {
 		t.Fatal(err)
 	}
+	pf, err := file.OpenParquetFile(filepath.Join(dir, MatchPartsTable+".parquet"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flatBindings(reflect.TypeFor[partRow](), pf.MetaData().Schema); err != nil {
+		t.Fatalf("match_parts is not read flat: %v", err)
+	}
+	pf.Close()
 	g, ctx := errgroup.WithContext(context.Background())
 	l := &loader{g: g, ctx: ctx, dir: dir, id: "t", has: map[string]bool{MatchPartsTable: true}}
 	if use, err := l.useParts(); !use || err != nil {
