@@ -649,15 +649,17 @@ func (noAccounts) GetAccount(id string) (access.Account, error) {
 // then a close frame (1008, reason slow_consumer), not a dropped
 // connection: the frames queued before it still arrive in order.
 func TestSlowConsumerGetsACloseFrame(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{SendQueue: 1})
+	ls := newLiveServer(t, LiveOptions{SendQueue: 8})
 	m, _ := liveMatchOf(t, ls)
 	target := "match:" + m.ID.String()
 	c := ls.open(t)
 	c.send(map[string]string{"type": "subscribe", "target": target})
 	c.expect("subscribed", target)
 	c.expect("snapshot", target)
-	// Frames pushed faster than the writer drains a queue of one: the
-	// queue overflows within a few (each takes a write system call).
+	// The queue holds the subscription replies (a queue of one could
+	// overflow on "subscribed" and "snapshot" alone). Frames pushed
+	// faster than the writer drains it overflow it within a few (each
+	// write takes a system call).
 	frame := []byte(`{"type":"update","target":"` + target + `","data":{}}`)
 	for i := 0; i < 1_000_000 && ls.Server.live.hub.Broadcast(target, frame) > 0; i++ {
 		if !ls.Server.live.hub.Has(target) {
