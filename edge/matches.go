@@ -23,12 +23,15 @@ func parseDate(c *fiber.Ctx, name string) (time.Time, bool, error) {
 }
 
 func (s *Server) listMatches(c *fiber.Ctx) error {
-	f := view.MatchFilter{Status: c.Query("status")}
+	var f view.MatchFilter
 	var err error
-	if f.Tournament, err = queryID(c, "tournament"); err != nil {
+	if f.Status, err = anyOf(c, "status"); err != nil {
 		return err
 	}
-	if f.Team, err = queryID(c, "team"); err != nil {
+	if f.Tournament, err = anyID(c, "tournament"); err != nil {
+		return err
+	}
+	if f.Team, err = anyID(c, "team"); err != nil {
 		return err
 	}
 	from, hasFrom, err := parseDate(c, "date_from")

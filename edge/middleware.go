@@ -32,7 +32,7 @@ func (r v1Router) Post(path string, h fiber.Handler) { r.add(fiber.MethodPost, p
 func (r v1Router) add(method, path string, h fiber.Handler) {
 	endpoint := EndpointName(method, path)
 	handlers := []fiber.Handler{r.s.authenticate(endpoint), r.s.gameMiddleware,
-		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), h}
+		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), r.s.checkParams(path), h}
 	r.app.Add(method, "/v1/:game"+path, handlers...)
 	r.s.methods.add("/v1/:game"+path, method)
 	if method == fiber.MethodGet {
@@ -200,7 +200,7 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 		case path == "/coverage" || path == "/model/metrics":
 			allowed = true
 		case path == "/matches":
-			allowed = tourOK(c.Query("tournament"))
+			allowed = everyIn(c.Query("tournament"), tourOK)
 		case strings.HasPrefix(path, "/matches/:id"):
 			allowed = path != "/matches/:id/odds" && matchOK(c.Params("id"))
 		case path == "/tournaments/:id" || path == "/tournaments/:id/teams":
@@ -223,6 +223,20 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 		}
 		return c.Next()
 	}
+}
+
+// everyIn reports whether a comma-separated list is non-empty and each of
+// its items passes ok (a sandbox key's ?tournament=a,b: both in the sample).
+func everyIn(list string, ok func(string) bool) bool {
+	if list == "" {
+		return false
+	}
+	for it := range strings.SplitSeq(list, ",") {
+		if !ok(it) {
+			return false
+		}
+	}
+	return true
 }
 
 // ExposedHeaders are the response headers a browser may read.

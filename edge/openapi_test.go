@@ -138,7 +138,7 @@ func TestOpenAPIParses(t *testing.T) {
 		if op.Security != nil {
 			t.Errorf("%s overrides the document's security", key)
 		}
-		for _, code := range []string{"401", "404", "429", "500", "503"} {
+		for _, code := range []string{"400", "401", "404", "429", "500", "503"} {
 			if op.Responses.Codes.GetOrZero(code) == nil {
 				t.Errorf("%s does not document %s", key, code)
 			}

@@ -50,7 +50,10 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := view.TeamFilter{Slug: c.Query("slug"), Region: c.Query("region")}
+	f := view.TeamFilter{Slug: c.Query("slug")}
+	if f.Region, err = anyOf(c, "region"); err != nil {
+		return err
+	}
 	return s.sendPage(c, "teams", viewOf(c).TeamPage(f, spec, after, parseLimit(c, limTeams)))
 }
 
@@ -110,7 +113,10 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := view.PlayerFilter{Slug: c.Query("slug"), Role: c.Query("role")}
+	f := view.PlayerFilter{Slug: c.Query("slug")}
+	if f.Role, err = anyOf(c, "role"); err != nil {
+		return err
+	}
 	if f.Team, err = queryID(c, "team"); err != nil {
 		return err
 	}
@@ -150,7 +156,15 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := view.TournamentFilter{Slug: c.Query("slug"), Tier: c.Query("tier"), Region: c.Query("region"), Status: c.Query("status")}
+	f := view.TournamentFilter{Slug: c.Query("slug")}
+	for _, p := range []struct {
+		dst  *view.AnyOf
+		name string
+	}{{&f.Tier, "tier"}, {&f.Region, "region"}, {&f.Status, "status"}} {
+		if *p.dst, err = anyOf(c, p.name); err != nil {
+			return err
+		}
+	}
 	if v := c.Query("year"); v != "" {
 		y, err := strconv.Atoi(v)
 		if err != nil || y < 1900 || y > 9999 {
@@ -189,7 +203,15 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, viewOf(c).Rankings(typ, c.Query("region"), c.Query("role"), spec, parseLimit(c, limRankings)), nil)
+	region, err := anyOf(c, "region")
+	if err != nil {
+		return err
+	}
+	role, err := anyOf(c, "role")
+	if err != nil {
+		return err
+	}
+	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings)), nil)
 }
 
 func (s *Server) coverage(c *fiber.Ctx) error { return sendJSON(c, viewOf(c).Coverage()) }

@@ -29,22 +29,19 @@ var IncludeKeys = []string{"teams", "tournament", "odds", "maps", "stats", "veto
 // MatchFilter is /matches' filters, combined with AND; zero fields do not
 // filter.
 type MatchFilter struct {
-	Status     string
-	Tournament *ID
-	Team       *ID
+	Status     AnyOf
+	Tournament AnyID
+	Team       AnyID // either side
 	From       time.Time // scheduled_at at or after (zero: unbounded)
 	Until      time.Time // scheduled_at before (zero: unbounded)
 	Has        Has
 }
 
 func (f *MatchFilter) keep(m *Match) bool {
-	if f.Status != "" && m.Status != f.Status {
+	if !f.Status.Has(m.Status) || !f.Tournament.Has(m.TournamentID) {
 		return false
 	}
-	if f.Tournament != nil && m.TournamentID != *f.Tournament {
-		return false
-	}
-	if f.Team != nil && m.TeamAID != *f.Team && m.TeamBID != *f.Team {
+	if len(f.Team) > 0 && !f.Team.Has(m.TeamAID) && !f.Team.Has(m.TeamBID) {
 		return false
 	}
 	if !f.Until.IsZero() && !m.ScheduledAt.Before(f.Until) {
@@ -118,22 +115,23 @@ func (w *merged) next() (*order, int, bool) {
 func (v *View) MatchPage(f MatchFilter, after *Key, limit int) Page {
 	s := v.base
 	ord, extra := s.matchOrder, (*order)(nil)
-	if f.Status != "" {
-		ord, extra = s.matchesByStat[f.Status], v.d.statusIn[f.Status]
+	if len(f.Status) == 1 {
+		ord, extra = s.matchesByStat[f.Status[0]], v.d.statusIn[f.Status[0]]
 	}
 	// Tournament and team never change live: their index is exact, and a
 	// smaller one than the status index (with its live entries) is walked
-	// instead, the status checked on each row.
+	// instead, the status checked on each row. A filter of several values
+	// walks the narrowest index it has, or every match, and checks each.
 	narrow := func(o *order) {
 		if n := len(ord.idxOrNil()) + len(extra.idxOrNil()); o == nil || len(o.idx) < n {
 			ord, extra = o, nil
 		}
 	}
-	if f.Tournament != nil {
-		narrow(s.matchesByTour[*f.Tournament])
+	if len(f.Tournament) == 1 {
+		narrow(s.matchesByTour[f.Tournament[0]])
 	}
-	if f.Team != nil {
-		narrow(s.matchesByTeam[*f.Team])
+	if len(f.Team) == 1 {
+		narrow(s.matchesByTeam[f.Team[0]])
 	}
 	if ord == nil && extra == nil {
 		return Page{Spec: MatchSorts.Def}

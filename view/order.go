@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,6 +27,23 @@ func strPtrVal(p *string) SortVal {
 // strEq is an exact filter on a nullable text column: null (unknown, e.g.
 // an imported tournament's tier) matches no value.
 func strEq(p *string, v string) bool { return p != nil && *p == v }
+
+// AnyOf is a set filter: a row matches when its value is one of the set's
+// (a comma-separated query value); an empty set matches every row.
+type AnyOf []string
+
+// Has reports whether v passes the filter.
+func (a AnyOf) Has(v string) bool { return len(a) == 0 || slices.Contains(a, v) }
+
+// HasPtr reports whether a nullable value passes the filter: a null one
+// matches no value of a set.
+func (a AnyOf) HasPtr(p *string) bool { return len(a) == 0 || p != nil && slices.Contains(a, *p) }
+
+// AnyID is a set filter over ids; an empty set matches every row.
+type AnyID []ID
+
+// Has reports whether id passes the filter.
+func (a AnyID) Has(id ID) bool { return len(a) == 0 || slices.Contains(a, id) }
 func intPtrVal(p *int) SortVal {
 	if p == nil {
 		return SortVal{Null: true}

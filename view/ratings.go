@@ -103,7 +103,7 @@ func rankingValue(r *RankingRow, key string) rankVal {
 // rankings returns the board of typ in the order of spec, filtered by the
 // exact region and role (role matches nothing on the team board: teams have
 // none), truncated to limit.
-func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte {
+func (s *Snapshot) rankings(typ string, region, role AnyOf, spec string, limit int) [][]byte {
 	if s.ratings == nil {
 		return nil
 	}
@@ -121,10 +121,7 @@ func (s *Snapshot) rankings(typ, region, role, spec string, limit int) [][]byte 
 			break
 		}
 		r := &b.rows[i]
-		if region != "" && !strEq(r.Region, region) {
-			continue
-		}
-		if role != "" && (r.Role == nil || *r.Role != role) {
+		if !region.HasPtr(r.Region) || !role.HasPtr(r.Role) {
 			continue
 		}
 		out = append(out, b.json[i])

@@ -38,30 +38,33 @@ func TestRankingsPlayerBoard(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, c := range []struct {
-		region, role, spec string
-		limit              int
-		want               string
+		region, role AnyOf
+		spec         string
+		limit        int
+		want         string
 	}{
-		{"", "", "rank", 100, "1,2,3,4,5"},
-		{"", "", "-rank", 100, "5,4,3,2,1"},
-		{"", "", "matches", 100, "4,1,5,2,3"},
-		{"", "", "-matches", 2, "3,2"},
-		{"Europe", "", "rank", 100, "2,3,4"},
-		{"Europe", "AWP", "rank", 100, "2,4"},
-		{"", "AWP", "rank", 100, "2,4,5"},
-		{"Asia", "AWP", "rank", 100, ""},
-		{"", "AWP", "-value", 1, "2"},
-		{"", "Support", "rank", 100, ""},
-		{"", "", "rd", 100, "1,2,3,4,5"}, // all null: rank order
+		{nil, nil, "rank", 100, "1,2,3,4,5"},
+		{nil, nil, "-rank", 100, "5,4,3,2,1"},
+		{nil, nil, "matches", 100, "4,1,5,2,3"},
+		{nil, nil, "-matches", 2, "3,2"},
+		{AnyOf{"Europe"}, nil, "rank", 100, "2,3,4"},
+		{AnyOf{"Europe"}, AnyOf{"AWP"}, "rank", 100, "2,4"},
+		{nil, AnyOf{"AWP"}, "rank", 100, "2,4,5"},
+		{AnyOf{"Asia"}, AnyOf{"AWP"}, "rank", 100, ""},
+		{nil, AnyOf{"AWP"}, "-value", 1, "2"},
+		{nil, AnyOf{"Support"}, "rank", 100, ""},
+		{nil, nil, "rd", 100, "1,2,3,4,5"},                          // all null: rank order
+		{AnyOf{"Asia", "Europe"}, AnyOf{"AWP"}, "rank", 100, "2,4"}, // a set: any of its values
+		{nil, AnyOf{"Support", "AWP"}, "rank", 100, "2,4,5"},
 	} {
 		if got := ranks(s.rankings("player", c.region, c.role, c.spec, c.limit)); got != c.want {
-			t.Errorf("region %q role %q sort %s limit %d: %s, want %s", c.region, c.role, c.spec, c.limit, got, c.want)
+			t.Errorf("region %v role %v sort %s limit %d: %s, want %s", c.region, c.role, c.spec, c.limit, got, c.want)
 		}
 	}
-	if got := s.rankings("player", "", "", "-rank", 1); len(got) != 1 || !strings.Contains(string(got[0]), `"region":null`) {
+	if got := s.rankings("player", nil, nil, "-rank", 1); len(got) != 1 || !strings.Contains(string(got[0]), `"region":null`) {
 		t.Errorf("rank 5 (unknown region) must serve region null: %s", got)
 	}
-	if got := s.rankings("team", "", "", "rank", 10); len(got) != 0 {
+	if got := s.rankings("team", nil, nil, "rank", 10); len(got) != 0 {
 		t.Errorf("missing board: %d rows", len(got))
 	}
 }

@@ -79,7 +79,10 @@ func (c *Current) Hold(fn func(cur *View)) {
 // ---- teams
 
 // TeamFilter is /teams' filters; empty fields do not filter.
-type TeamFilter struct{ Slug, Region string }
+type TeamFilter struct {
+	Slug   string
+	Region AnyOf
+}
 
 // TeamPage is one page of /teams under a sort spec (TeamSorts), after a
 // cursor's key (nil: the first page).
@@ -87,7 +90,7 @@ func (v *View) TeamPage(f TeamFilter, spec string, after *Key, limit int) Page {
 	s := v.base
 	keep := func(i int32) bool {
 		t := &s.teams[i]
-		return (f.Slug == "" || t.Slug == f.Slug) && (f.Region == "" || strEq(t.Region, f.Region))
+		return (f.Slug == "" || t.Slug == f.Slug) && f.Region.HasPtr(t.Region)
 	}
 	return pageOf(s.teamOrders[spec], after, limit, keep, func(i int32) []byte { return s.teamJSON[i] })
 }
@@ -116,9 +119,10 @@ func (v *View) TeamProfile(team ID) []byte {
 
 // PlayerFilter is /players' filters; empty fields do not filter.
 type PlayerFilter struct {
-	Team       *ID
-	Slug, Role string
-	IDs        map[ID]bool // nil: any
+	Team *ID
+	Slug string
+	Role AnyOf
+	IDs  map[ID]bool // nil: any
 }
 
 // PlayerPage is one page of /players under a sort spec (PlayerSorts).
@@ -130,7 +134,7 @@ func (v *View) PlayerPage(f PlayerFilter, spec string, after *Key, limit int) Pa
 	}
 	keep := func(i int32) bool {
 		p := &s.players[i]
-		return (f.Slug == "" || p.Slug == f.Slug) && (f.Role == "" || (p.Role != nil && *p.Role == f.Role)) &&
+		return (f.Slug == "" || p.Slug == f.Slug) && f.Role.HasPtr(p.Role) &&
 			(f.IDs == nil || f.IDs[p.ID])
 	}
 	return pageOf(o, after, limit, keep, func(i int32) []byte { return s.playerJSON[i] })
@@ -158,8 +162,9 @@ func (v *View) PlayerStats(player ID) []byte {
 
 // TournamentFilter is /tournaments' filters; empty fields do not filter.
 type TournamentFilter struct {
-	Slug, Tier, Region, Status string
-	Year                       int
+	Slug                 string
+	Tier, Region, Status AnyOf
+	Year                 int
 }
 
 // TournamentPage is one page of /tournaments (TournamentSorts' default
@@ -169,8 +174,7 @@ func (v *View) TournamentPage(f TournamentFilter, now time.Time, after *Key, lim
 	keep := func(i int32) bool {
 		t := &s.tournaments[i]
 		// A null tier or region (imported data) matches no filter value.
-		if (f.Slug != "" && t.Slug != f.Slug) || (f.Tier != "" && !strEq(t.Tier, f.Tier)) ||
-			(f.Region != "" && !strEq(t.Region, f.Region)) {
+		if (f.Slug != "" && t.Slug != f.Slug) || !f.Tier.HasPtr(t.Tier) || !f.Region.HasPtr(t.Region) {
 			return false
 		}
 		if f.Year != 0 && (t.StartsAt == nil || t.StartsAt.Year() != f.Year) {
@@ -178,7 +182,7 @@ func (v *View) TournamentPage(f TournamentFilter, now time.Time, after *Key, lim
 		}
 		// A tournament with no start date has a null status and is
 		// excluded by any status filter.
-		return f.Status == "" || t.Status(now) == f.Status
+		return len(f.Status) == 0 || t.StartsAt != nil && f.Status.Has(t.Status(now))
 	}
 	return pageOf(s.tournamentOrder, after, limit, keep, func(i int32) []byte { return s.appendTournament(nil, i, now) })
 }
@@ -211,7 +215,7 @@ func (v *View) TournamentTeams(idOrSlug string) (Array, bool) {
 
 // Rankings is the board of typ in the order of spec (RankingSorts),
 // filtered by the exact region and role, truncated to limit.
-func (v *View) Rankings(typ, region, role, spec string, limit int) [][]byte {
+func (v *View) Rankings(typ string, region, role AnyOf, spec string, limit int) [][]byte {
 	return v.base.rankings(typ, region, role, spec, limit)
 }
 

@@ -158,7 +158,7 @@ func checkConsistent(t *testing.T, v *View) {
 			}
 		}
 		var got []string
-		for _, r := range walk(t, v, MatchFilter{Status: st}) {
+		for _, r := range walk(t, v, MatchFilter{Status: AnyOf{st}}) {
 			if r.Status != st {
 				t.Errorf("?status=%s returned a %s row", st, r.Status)
 			}
@@ -167,6 +167,19 @@ func checkConsistent(t *testing.T, v *View) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("?status=%s: %v, the unfiltered walk holds %v", st, got, want)
 		}
+	}
+	// A set of statuses is the union of its members, in the same order.
+	var wantSet, gotSet []string
+	for _, r := range all {
+		if r.Status == "live" || r.Status == "scheduled" {
+			wantSet = append(wantSet, r.ID)
+		}
+	}
+	for _, r := range walk(t, v, MatchFilter{Status: AnyOf{"scheduled", "live"}}) {
+		gotSet = append(gotSet, r.ID)
+	}
+	if !reflect.DeepEqual(gotSet, wantSet) {
+		t.Errorf("?status=scheduled,live: %v, the unfiltered walk holds %v", gotSet, wantSet)
 	}
 	var withMaps []string
 	for _, r := range all {
@@ -232,17 +245,17 @@ func TestApplyMovesStatusAndMaps(t *testing.T) {
 		t.Fatalf("applied %+v", ap)
 	}
 	checkConsistent(t, v1)
-	live := walk(t, v1, MatchFilter{Status: "live"})
+	live := walk(t, v1, MatchFilter{Status: AnyOf{"live"}})
 	if len(live) != 2 || live[0].ID != m1.String() {
 		t.Fatalf("?status=live after m1 went live: %+v", live)
 	}
-	for _, r := range walk(t, v1, MatchFilter{Status: "scheduled"}) {
+	for _, r := range walk(t, v1, MatchFilter{Status: AnyOf{"scheduled"}}) {
 		if r.ID == m1.String() {
 			t.Fatal("m1 is still listed as scheduled")
 		}
 	}
 	// The old view is unchanged: views are immutable.
-	if r := walk(t, v0, MatchFilter{Status: "live"}); len(r) != 1 {
+	if r := walk(t, v0, MatchFilter{Status: AnyOf{"live"}}); len(r) != 1 {
 		t.Fatalf("the previous view changed: %+v", r)
 	}
 	checkConsistent(t, v0)
@@ -268,7 +281,7 @@ func TestApplyMovesStatusAndMaps(t *testing.T) {
 		!d.EndedAt.Equal(end) || d.LiveState != nil && string(d.LiveState) != "null" || !d.StartedAt.Equal(at) || len(d.Maps) != 2 {
 		t.Fatalf("m1 completed: %s", mustDetail(t, v3, m1))
 	}
-	if n := len(walk(t, v3, MatchFilter{Status: "completed"})); n != 2 {
+	if n := len(walk(t, v3, MatchFilter{Status: AnyOf{"completed"}})); n != 2 {
 		t.Fatalf("?status=completed has %d rows, want m1 and m2", n)
 	}
 }
@@ -557,7 +570,7 @@ func snapshotOf(v *View) string {
 		b.Write(r)
 	}
 	for _, st := range []string{"", "scheduled", "live", "completed"} {
-		for _, r := range v.MatchPage(MatchFilter{Status: st}, nil, 100).Rows {
+		for _, r := range v.MatchPage(MatchFilter{Status: AnyOf{st}}, nil, 100).Rows {
 			b.Write(r)
 		}
 	}
@@ -672,24 +685,24 @@ func TestOddsHistoryPagesExactly(t *testing.T) {
 // seen.
 func TestStatusWalkAcrossApply(t *testing.T) {
 	v := New(testSnapshot("s1", nil))
-	p := v.MatchPage(MatchFilter{Status: "scheduled"}, nil, 1)
+	p := v.MatchPage(MatchFilter{Status: AnyOf{"scheduled"}}, nil, 1)
 	first := decodeRow(t, p.Rows[0]).ID // m4: the later scheduled_at
 	v, _ = v.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
 	k := p.Last
-	rest := walkFrom(t, v, MatchFilter{Status: "scheduled"}, &k)
+	rest := walkFrom(t, v, MatchFilter{Status: AnyOf{"scheduled"}}, &k)
 	if first != m4.String() || len(rest) != 0 {
 		t.Fatalf("scheduled walk: first %s, then %v (m1 went live between the pages)", first, rest)
 	}
 	// And the other way: a match that joins a status behind the walk's
 	// position is not seen; one ahead of it is.
 	v, _ = v.Apply(Changes{Matches: []MatchState{{ID: m4, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
-	p = v.MatchPage(MatchFilter{Status: "live"}, nil, 1)
+	p = v.MatchPage(MatchFilter{Status: AnyOf{"live"}}, nil, 1)
 	if got := decodeRow(t, p.Rows[0]).ID; got != m4.String() {
 		t.Fatalf("first live row %s, want m4", got)
 	}
 	k = p.Last
 	var ids []string
-	for _, r := range walkFrom(t, v, MatchFilter{Status: "live"}, &k) {
+	for _, r := range walkFrom(t, v, MatchFilter{Status: AnyOf{"live"}}, &k) {
 		ids = append(ids, r.ID)
 	}
 	if fmt.Sprint(ids) != fmt.Sprint([]string{m1.String(), m3.String()}) {

@@ -1,0 +1,185 @@
+package edge
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/eodata/eo/view"
+)
+
+// Strict query parameters. A mistake in a query must not come back as 200
+// with unfiltered data: every /v1/{game} route declares the parameters it
+// accepts (routeParams, held equal to the contract by
+// TestRouteParamsMatchContract), and a request with a parameter the route
+// does not take, one given empty or one given twice gets 400
+// invalid_parameter naming the accepted ones. apiKey is accepted
+// everywhere (it is the key's fallback). What the spec makes lenient stays
+// so: an empty or nonsensical limit falls back to the default, and the bulk
+// /odds snapshot ignores cursor, empty or not.
+
+// routeParams are the query parameters each /v1/{game} route accepts
+// besides apiKey, in the order the error lists them.
+var routeParams = map[string][]string{
+	"/matches":                  {"status", "tournament", "team", "date_from", "date_to", "has", "limit", "cursor"},
+	"/matches/:id":              {"include"},
+	"/teams":                    {"slug", "region", "sort", "limit", "cursor"},
+	"/teams/:id/head-to-head":   {"opponent"},
+	"/players":                  {"team", "slug", "role", "ids", "sort", "limit", "cursor"},
+	"/tournaments":              {"slug", "tier", "region", "year", "status", "limit", "cursor"},
+	"/odds":                     {"match", "source", "limit", "cursor"},
+	"/rankings":                 {"type", "region", "role", "sort", "limit"},
+	"/matches/:id/maps":         nil,
+	"/matches/:id/stats":        nil,
+	"/matches/:id/vetoes":       nil,
+	"/matches/:id/rounds":       nil,
+	"/matches/:id/depth":        nil,
+	"/matches/:id/lineups":      nil,
+	"/matches/:id/history":      nil,
+	"/matches/:id/streams":      nil,
+	"/teams/:id":                nil,
+	"/teams/:id/roster-history": nil,
+	"/teams/:id/profile":        nil,
+	"/players/:id":              nil,
+	"/players/:id/stats":        nil,
+	"/tournaments/:id":          nil,
+	"/tournaments/:id/teams":    nil,
+	"/coverage":                 nil,
+	"/model/metrics":            nil,
+	"/ws-token":                 nil,
+}
+
+// routeLimits are the page limits of the routes that take limit: a value
+// above the maximum is clamped (the spec's rule) and the response says so
+// in X-Limit-Clamped.
+var routeLimits = map[string]pageLimits{
+	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
+	"/odds": limOdds, "/rankings": limRankings,
+}
+
+// maxQueryParams bounds the parameters one request may carry: no route
+// takes more than eight, and a hostile query of thousands is refused
+// before anything walks it twice.
+const maxQueryParams = 32
+
+// HeaderLimitClamped is set, to the limit applied, on a response whose
+// requested limit was above the endpoint's maximum.
+const HeaderLimitClamped = "X-Limit-Clamped"
+
+// checkParams is the strict-parameter check of the route at path (a key of
+// routeParams). It runs before the page cache, so a cached page is never
+// served to a request that would have been refused.
+func (s *Server) checkParams(path string) fiber.Handler {
+	accepted, ok := routeParams[path]
+	if !ok {
+		panic("edge: route " + path + " has no routeParams entry")
+	}
+	lim, hasLimit := routeLimits[path]
+	list := "none besides apiKey"
+	if len(accepted) > 0 {
+		list = strings.Join(accepted, ", ") + " (and apiKey)"
+	}
+	return func(c *fiber.Ctx) error {
+		args := c.Context().QueryArgs()
+		if args.Len() == 0 {
+			return c.Next()
+		}
+		if args.Len() > maxQueryParams {
+			return badParam("too many query parameters (%d); this endpoint accepts %s", args.Len(), list)
+		}
+		var bad error
+		args.VisitAll(func(k, v []byte) {
+			if bad == nil {
+				bad = checkParam(args, k, v, path, accepted, list)
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+		if hasLimit {
+			if n, err := strconv.Atoi(string(args.Peek("limit"))); err == nil && n > lim.max {
+				c.Set(HeaderLimitClamped, strconv.Itoa(lim.max))
+			}
+		}
+		return c.Next()
+	}
+}
+
+// checkParam judges one query parameter k=v of a request to path.
+func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string, list string) error {
+	name := string(k) // no allocation: the compiler converts in place for comparisons
+	switch {
+	case name == "apiKey":
+		return nil
+	case !contains(accepted, k):
+		return badParam("unknown parameter %q; this endpoint accepts %s", k, list)
+	case countArg(args, k) > 1:
+		return badParam("parameter %q is given more than once; give it once (a comma-separated list where it takes several values)", k)
+	case len(v) == 0 && name != "limit" && !(path == "/odds" && name == "cursor"):
+		return badParam("parameter %q is empty; give a value or leave it out", k)
+	}
+	return nil
+}
+
+func contains(names []string, k []byte) bool {
+	for _, n := range names {
+		if n == string(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func countArg(args *fasthttp.Args, k []byte) int {
+	n := 0
+	args.VisitAll(func(key, _ []byte) {
+		if string(key) == string(k) {
+			n++
+		}
+	})
+	return n
+}
+
+// maxListValues bounds a set filter (status=live,scheduled; team=a,b).
+const maxListValues = 100
+
+// anyOf reads a set filter: a comma-separated list of values, any of which
+// a row may match (empty: the parameter is absent). An empty item
+// (status=live,) is a 400; a value no row has matches nothing, like any
+// filter value.
+func anyOf(c *fiber.Ctx, name string) (view.AnyOf, error) {
+	v := c.Query(name)
+	if v == "" {
+		return nil, nil
+	}
+	items := strings.Split(v, ",")
+	if len(items) > maxListValues {
+		return nil, badParam("%s takes at most %d comma-separated values", name, maxListValues)
+	}
+	for _, it := range items {
+		if it == "" {
+			return nil, badParam("%s has an empty item; give comma-separated values without empty ones", name)
+		}
+	}
+	return items, nil
+}
+
+// anyID reads a set filter of ids (400 when an item is not a canonical
+// UUID).
+func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
+	items, err := anyOf(c, name)
+	if err != nil || items == nil {
+		return nil, err
+	}
+	ids := make(view.AnyID, len(items))
+	for i, it := range items {
+		id, ok := view.ParseID(it)
+		if !ok {
+			return nil, badParam("%s must be canonical lowercase UUIDs, comma-separated; %q is not one", name, it)
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}

@@ -1,0 +1,179 @@
+package edge
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A mistake in a query gets 400 invalid_parameter naming what the endpoint
+// accepts, never 200 with unfiltered data; what the spec makes lenient
+// stays lenient.
+func TestStrictParameters(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.get(t, "/v1/cs2/matches?limit=1").data(t)[0].(map[string]any)
+	refused := []struct{ path, says string }{
+		{"/v1/cs2/matches?name=navi", `unknown parameter "name"; this endpoint accepts status, tournament, team, date_from, date_to, has, limit, cursor (and apiKey)`},
+		{"/v1/cs2/matches?search=navi", `unknown parameter "search"`},
+		{"/v1/cs2/matches?q=navi", `unknown parameter "q"`},
+		{"/v1/cs2/matches?page=2", `unknown parameter "page"`},
+		{"/v1/cs2/matches?per_page=2", `unknown parameter "per_page"`},
+		{"/v1/cs2/matches?sort=scheduled_at", `unknown parameter "sort"`},
+		{"/v1/cs2/tournaments?sort=name", `unknown parameter "sort"`},
+		{"/v1/cs2/odds?market=map_winner", `unknown parameter "market"; this endpoint accepts match, source, limit, cursor`},
+		{"/v1/cs2/odds?is_closing=true", `unknown parameter "is_closing"`},
+		{"/v1/cs2/matches/" + m["id"].(string) + "/maps?limit=5", `unknown parameter "limit"; this endpoint accepts none besides apiKey`},
+		{"/v1/cs2/coverage?x=1", `unknown parameter "x"`},
+		{"/v1/cs2/odds?match=", `parameter "match" is empty`},
+		{"/v1/cs2/matches?team=", `parameter "team" is empty`},
+		{"/v1/cs2/matches/" + m["id"].(string) + "?include=", `parameter "include" is empty`},
+		{"/v1/cs2/matches?date_from=", `parameter "date_from" is empty`},
+		{"/v1/cs2/matches?cursor=", `parameter "cursor" is empty`},
+		{"/v1/cs2/matches?status=live&status=completed", `parameter "status" is given more than once`},
+		{"/v1/cs2/matches?status=live,", `status has an empty item`},
+		{"/v1/cs2/matches?team=" + m["team_a_id"].(string) + ",nope", `team must be canonical lowercase UUIDs`},
+		{"/v1/cs2/matches?" + strings.Repeat("limit=1&", maxQueryParams+1), "too many query parameters"},
+	}
+	for _, tc := range refused {
+		r := ts.get(t, tc.path)
+		if r.status != 400 || r.code(t) != "invalid_parameter" || !strings.Contains(string(r.body), jsonText(tc.says)) {
+			t.Errorf("%s: %d %s, want 400 invalid_parameter saying %s", tc.path, r.status, r.body, tc.says)
+		}
+	}
+	accepted := []string{
+		"/v1/cs2/matches?limit=",             // the spec: a nonsensical limit is the default
+		"/v1/cs2/matches?limit=abc",          //
+		"/v1/cs2/odds?cursor=",               // the bulk snapshot ignores cursor
+		"/v1/cs2/odds?cursor=whatever",       //
+		"/v1/cs2/teams?apiKey=" + goodKey,    // the key's fallback, everywhere
+		"/v1/cs2/matches?status=postponed",   // a value no row has: []
+		"/v1/cs2/rankings?type=team&limit=3", //
+	}
+	for _, p := range accepted {
+		if r := ts.get(t, p); r.status != 200 {
+			t.Errorf("%s: %d %s, want 200", p, r.status, r.body)
+		}
+	}
+}
+
+func jsonText(s string) string { return strings.ReplaceAll(s, `"`, `\"`) }
+
+// A comma-separated filter on an enumeration or an id matches any of its
+// values: the rows are the union of the single-value lists, in list order.
+func TestSetFilters(t *testing.T) {
+	ts := newTestServer(t)
+	all := pageAll(t, ts, "/v1/cs2/matches?limit=200")
+	ids := func(path string) []string { return pageAll(t, ts, path) }
+	union := func(paths ...string) []string {
+		in := map[string]bool{}
+		for _, p := range paths {
+			for _, id := range ids(p) {
+				in[id] = true
+			}
+		}
+		var out []string
+		for _, id := range all { // the list order
+			if in[id] {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	rows := ts.get(t, "/v1/cs2/matches?limit=50").data(t)
+	a := rows[0].(map[string]any)["team_a_id"].(string)
+	var b string
+	for _, r := range rows {
+		if x := r.(map[string]any)["team_a_id"].(string); x != a {
+			b = x
+			break
+		}
+	}
+	for _, tc := range []struct {
+		set  string
+		each []string
+	}{
+		{"/v1/cs2/matches?limit=7&status=completed,scheduled", []string{"/v1/cs2/matches?limit=200&status=completed", "/v1/cs2/matches?limit=200&status=scheduled"}},
+		{"/v1/cs2/matches?limit=3&team=" + a + "," + b, []string{"/v1/cs2/matches?limit=200&team=" + a, "/v1/cs2/matches?limit=200&team=" + b}},
+		{"/v1/cs2/teams?limit=4&region=Europe,CIS", []string{"/v1/cs2/teams?limit=200&region=Europe", "/v1/cs2/teams?limit=200&region=CIS"}},
+	} {
+		got, want := ids(tc.set), union(tc.each...)
+		if strings.HasPrefix(tc.set, "/v1/cs2/teams") {
+			want = ids(tc.each[0])
+			want = append(want, ids(tc.each[1])...)
+			slices.Sort(want)
+			got = slices.Clone(got)
+			slices.Sort(got)
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows, want the union of %v: %d rows", tc.set, len(got), tc.each, len(want))
+		}
+	}
+	st := ts.get(t, "/v1/cs2/tournaments?limit=200&status=finished,ongoing").data(t)
+	for _, r := range st {
+		if s := r.(map[string]any)["status"]; s != "finished" && s != "ongoing" {
+			t.Errorf("status=finished,ongoing returned a tournament %v", s)
+		}
+	}
+	if len(st) == 0 {
+		t.Error("status=finished,ongoing returned no tournament")
+	}
+}
+
+// A limit above the endpoint's maximum is clamped (the spec's rule) and
+// the response says so, also when the page comes from the page cache.
+func TestLimitClampedHeader(t *testing.T) {
+	ts := newTestServer(t)
+	for range 3 { // the second request stores the page, the third is a cache hit
+		r := ts.get(t, "/v1/cs2/matches?limit=100000")
+		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(limMatches.max) {
+			t.Errorf("limit=100000: %s %q, want %d", HeaderLimitClamped, got, limMatches.max)
+		}
+		if n := len(r.data(t)); n > limMatches.max {
+			t.Errorf("limit=100000 gave %d rows", n)
+		}
+	}
+	for _, p := range []string{"/v1/cs2/matches?limit=200", "/v1/cs2/matches?limit=5", "/v1/cs2/matches"} {
+		if got := ts.get(t, p).header.Get(HeaderLimitClamped); got != "" {
+			t.Errorf("%s: %s %q, want none", p, HeaderLimitClamped, got)
+		}
+	}
+	if got := ts.get(t, "/v1/cs2/odds?limit=5000").header.Get(HeaderLimitClamped); got != fmt.Sprint(limOdds.max) {
+		t.Errorf("odds limit=5000: %s %q", HeaderLimitClamped, got)
+	}
+}
+
+// The parameters each route accepts are the ones its operation documents.
+func TestRouteParamsMatchContract(t *testing.T) {
+	ops := documentedOps(oapiModel(t))
+	for path, accepted := range routeParams {
+		method := "GET"
+		if path == "/ws-token" {
+			method = "POST"
+		}
+		key := method + " /v1/{game}" + fiberParam.ReplaceAllString(path, "{$1}")
+		op := ops[key]
+		if op == nil {
+			t.Errorf("routeParams has %s, the contract has no %s", path, key)
+			continue
+		}
+		var documented []string
+		for _, p := range op.Parameters {
+			if p.In == "query" {
+				documented = append(documented, p.Name)
+			}
+		}
+		if !slices.Equal(documented, accepted) {
+			t.Errorf("%s: the route accepts %v, the contract documents %v", key, accepted, documented)
+		}
+	}
+	for key := range ops {
+		if strings.HasPrefix(key, "GET /v1/{game}/") || strings.HasPrefix(key, "POST /v1/{game}/") {
+			path := strings.SplitN(key, " /v1/{game}", 2)[1]
+			if _, ok := routeParams[regexp.MustCompile(`\{([a-z]+)\}`).ReplaceAllString(path, ":$1")]; !ok {
+				t.Errorf("%s is documented but has no routeParams entry", key)
+			}
+		}
+	}
+}
