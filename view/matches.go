@@ -31,7 +31,7 @@ var IncludeKeys = []string{"teams", "tournament", "odds", "maps", "stats", "veto
 type MatchFilter struct {
 	Status     AnyOf
 	Tournament AnyID
-	Team       AnyID // either side
+	Team       AnyID     // either side
 	From       time.Time // scheduled_at at or after (zero: unbounded)
 	Until      time.Time // scheduled_at before (zero: unbounded)
 	Has        Has
