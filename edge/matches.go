@@ -22,6 +22,20 @@ func parseDate(c *fiber.Ctx, name string) (time.Time, bool, error) {
 	return t, true, nil
 }
 
+// dateRange reads date_from and date_to as the instants [from, until) of
+// scheduled_at (zero: unbounded): date_to includes its whole day.
+func dateRange(c *fiber.Ctx) (from, until time.Time, err error) {
+	from, _, err = parseDate(c, "date_from")
+	if err != nil {
+		return
+	}
+	to, hasTo, err := parseDate(c, "date_to")
+	if err == nil && hasTo {
+		until = to.AddDate(0, 0, 1)
+	}
+	return
+}
+
 func (s *Server) listMatches(c *fiber.Ctx) error {
 	var f view.MatchFilter
 	var err error
@@ -34,19 +48,8 @@ func (s *Server) listMatches(c *fiber.Ctx) error {
 	if f.Team, err = anyID(c, "team"); err != nil {
 		return err
 	}
-	from, hasFrom, err := parseDate(c, "date_from")
-	if err != nil {
+	if f.From, f.Until, err = dateRange(c); err != nil {
 		return err
-	}
-	to, hasTo, err := parseDate(c, "date_to")
-	if err != nil {
-		return err
-	}
-	if hasFrom {
-		f.From = from
-	}
-	if hasTo {
-		f.Until = to.AddDate(0, 0, 1) // the whole day
 	}
 	if h := c.Query("has"); h != "" {
 		for _, k := range strings.Split(h, ",") {

@@ -28,3 +28,35 @@ func (s *Server) listOdds(c *fiber.Ctx) error {
 	}
 	return s.sendPage(c, "odds", v.OddsPage(*match, source, after, limit))
 }
+
+// listClosing is /odds/closing: the closing lines of completed matches,
+// newest match first, paged.
+func (s *Server) listClosing(c *fiber.Ctx) error {
+	var f view.ClosingFilter
+	var err error
+	if f.Market, err = anyOf(c, "market"); err != nil {
+		return err
+	}
+	if f.Source, err = anyOf(c, "source"); err != nil {
+		return err
+	}
+	for _, src := range f.Source {
+		if !view.OddsSources[src] {
+			return badParam("source accepts eo_market and eo_model, comma-separated; %q is not one", src)
+		}
+	}
+	if f.Tournament, err = anyID(c, "tournament"); err != nil {
+		return err
+	}
+	if f.Team, err = anyID(c, "team"); err != nil {
+		return err
+	}
+	if f.From, f.Until, err = dateRange(c); err != nil {
+		return err
+	}
+	after, err := s.decodeCursor(c, "odds_closing", view.ClosingSpec, view.ClosingSpec)
+	if err != nil {
+		return err
+	}
+	return s.sendPage(c, "odds_closing", viewOf(c).ClosingPage(f, after, parseLimit(c, limClosing)))
+}

@@ -30,6 +30,7 @@ var routeParams = map[string][]string{
 	"/players":                  {"team", "slug", "role", "ids", "sort", "limit", "cursor"},
 	"/tournaments":              {"slug", "tier", "region", "year", "status", "limit", "cursor"},
 	"/odds":                     {"match", "source", "limit", "cursor"},
+	"/odds/closing":             {"market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
 	"/rankings":                 {"type", "region", "role", "sort", "limit"},
 	"/matches/:id/maps":         nil,
 	"/matches/:id/stats":        nil,
@@ -56,7 +57,7 @@ var routeParams = map[string][]string{
 // in X-Limit-Clamped.
 var routeLimits = map[string]pageLimits{
 	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
-	"/odds": limOdds, "/rankings": limRankings,
+	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings,
 }
 
 // maxQueryParams bounds the parameters one request may carry: no route

@@ -27,6 +27,7 @@ var (
 	limPlayers     = pageLimits{50, 200}
 	limTournaments = pageLimits{50, 200}
 	limOdds        = pageLimits{100, 1000}
+	limClosing     = pageLimits{100, 1000}
 	limRankings    = pageLimits{100, 500}
 )
 
@@ -67,6 +68,7 @@ func (s *Server) routes() {
 	v1.Get("/tournaments/:id", s.cachedPages(s.getTournament, always))
 	v1.Get("/tournaments/:id/teams", s.cachedPages(s.tournamentTeams, nil))
 	v1.Get("/odds", s.cachedPages(s.listOdds, bulkOdds))
+	v1.Get("/odds/closing", s.cachedPages(s.listClosing, nil))
 	v1.Get("/rankings", s.cachedPages(s.listRankings, nil))
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)

@@ -55,6 +55,9 @@ type oddsIndex struct {
 	openTour  []int32
 	openMatch []int32
 	openKey   []Key
+	// closing: each completed match's closing lines, in reading order
+	// (closing.go).
+	closing map[ID][]int32
 }
 
 type seriesKey struct {
@@ -227,6 +230,7 @@ func buildOdds(s *Snapshot, lines []OddsLine, p *oddsPrep) *oddsIndex {
 	}
 	x := p.x
 	x.indexLatest(s, lines, p.latest, p.settled)
+	x.indexClosing(s, lines)
 	x.strs.idx = nil // built: only the rendered strings are read from here on
 	for id, hs := range x.heads {
 		sortHeads(hs)
