@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,15 +125,45 @@ func (w *wsConn) Send(frame []byte) bool {
 	case w.send <- frame:
 		return true
 	default:
-		w.once.Do(func() {
-			close(w.slow)
-			// Unblock a write stuck on a client that does not read.
-			if nc := w.c.NetConn(); nc != nil {
-				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-			}
-		})
+		w.markSlow()
 		return false
 	}
+}
+
+// markSlow cuts the client off as a slow consumer (once).
+func (w *wsConn) markSlow() {
+	w.once.Do(func() {
+		close(w.slow)
+		// Unblock a write stuck on a client that does not read.
+		if nc := w.c.NetConn(); nc != nil {
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+		}
+	})
+}
+
+// waitRoom holds the reader until the send queue is at most half full, so
+// the frames answering the client's own frame (an acknowledgement, a
+// snapshot, an error: at most two) never overflow it. A client sending
+// frames faster than it reads the answers is paced by its own reading
+// (the reader stops, TCP pushes back) instead of being cut off as a slow
+// consumer; one that does not read at all for WriteTimeout still is. The
+// wait is outside the view's lock: live updates go on meanwhile.
+func (w *wsConn) waitRoom() bool {
+	if len(w.send) <= cap(w.send)/2 {
+		return true
+	}
+	deadline := time.Now().Add(w.l.o.WriteTimeout)
+	for len(w.send) > cap(w.send)/2 {
+		if w.dead.Load() || time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-w.slow:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return true
 }
 
 func errorFrame(code, target, msg string) []byte {
@@ -255,6 +286,10 @@ func (w *wsConn) readLoop() {
 			return
 		}
 		alive()
+		if !w.waitRoom() {
+			w.markSlow() // the queue stayed full: the client does not read
+			return
+		}
 		var f clientFrame
 		if mt != websocket.TextMessage || json.Unmarshal(msg, &f) != nil {
 			w.Send(errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
@@ -288,7 +323,9 @@ func (w *wsConn) subscribe(target string) {
 		return
 	}
 	if !w.subs[target] && len(w.subs) >= l.o.MaxSubscriptions {
-		w.Send(errorFrame("invalid_target", target, "too many subscriptions on this connection"))
+		w.Send(errorFrame("subscription_limit", target, fmt.Sprintf(
+			"this connection holds its maximum of %d subscriptions; unsubscribe from one first, or open another connection",
+			l.o.MaxSubscriptions)))
 		return
 	}
 	l.s.view.Hold(func(v *view.View) {

@@ -685,3 +685,49 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 		t.Error("no slow_consumer error frame before the close")
 	}
 }
+
+// A client that sends 2,000 subscribes without reading the answers gets
+// every answer, in order, at the pace it reads: subscribed and snapshot for
+// the targets within the cap, a subscription_limit error naming each target
+// past it, and the connection stays open (not cut off as a slow consumer
+// for its own requests, whatever the queue size).
+func TestUnpacedSubscribesPastTheCap(t *testing.T) {
+	const limit, frames = 5, 2000
+	ls := newLiveServer(t, LiveOptions{MaxSubscriptions: limit, SendQueue: 8})
+	var targets []string
+	for _, m := range ls.snap().Matches()[:10] {
+		targets = append(targets, "match:"+m.ID.String(), "odds:"+m.ID.String())
+	}
+	c := ls.open(t)
+	sent := make(chan error, 1)
+	go func() {
+		for i := range frames {
+			b, _ := json.Marshal(map[string]string{"type": "subscribe", "target": targets[i%len(targets)]})
+			if err := c.c.WriteMessage(websocket.TextMessage, b); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	within := map[string]bool{}
+	for i := range frames {
+		target := targets[i%len(targets)]
+		if len(within) < limit {
+			within[target] = true
+		}
+		if within[target] {
+			c.expect("subscribed", target)
+			c.expect("snapshot", target)
+			continue
+		}
+		if f := c.expect("error", target); f.Code != "subscription_limit" {
+			t.Fatalf("subscribe %d (%s) past the cap: %s, want subscription_limit", i, target, f.raw)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("sending the subscribes: %v", err)
+	}
+	c.send(map[string]string{"type": "unsubscribe", "target": targets[0]})
+	c.expect("unsubscribed", targets[0])
+}
