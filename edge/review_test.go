@@ -162,6 +162,7 @@ var reviewLimits = map[string]pageLimits{
 	"limTournaments": limTournaments,
 	"limOdds":        limOdds,
 	"limRankings":    limRankings,
+	"limClosing":     limClosing,
 }
 
 // definedPageLimits lists the package-level variables of type pageLimits in
