@@ -347,6 +347,12 @@ func viewMeta(m publish.Manifest) view.Meta {
 		SchemaVersion: m.SchemaVersion}
 	for _, t := range m.Tables {
 		meta.Tables = append(meta.Tables, t.Name)
+		if t.File != t.Name+".parquet" {
+			if meta.Files == nil {
+				meta.Files = map[string]string{}
+			}
+			meta.Files[t.Name] = t.File
+		}
 	}
 	return meta
 }

@@ -99,6 +99,12 @@ const (
 	slugsKey = "state/slugs.parquet"
 )
 
+// InternalTables are tables the edge reads that are not for customers:
+// upstream ids (live_ids; the docs promise they never appear) and the
+// matches' pre-rendered parts. They are published under internal/ and
+// documented apart in SNAPSHOT.md.
+var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true}
+
 // PublishedTables are the tables a snapshot holds: the exported ones and
 // the matches' pre-rendered parts (renderParts).
 var PublishedTables = append(slices.Clone(OutputTables), view.MatchPartsTable)
@@ -709,7 +715,7 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 			return total, err
 		}
 		total += n
-		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n})
+		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
 	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return total, nil
@@ -730,7 +736,7 @@ func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
 		return 0, err
 	}
 	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable,
-		Path: filepath.Join(outDir, view.MatchPartsTable+".parquet"), Rows: n})
+		Path: filepath.Join(outDir, view.MatchPartsTable+".parquet"), Rows: n, Internal: true})
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, nil
 }

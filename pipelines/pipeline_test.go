@@ -355,8 +355,12 @@ func TestSnapshotDocumentsEveryTable(t *testing.T) {
 // <table>" section's column names, from the first cell of its table rows
 // ("| `a`, `b` | ..." names two).
 func documentedColumns(md string) map[string][]string {
-	_, tables, _ := strings.Cut(md, "\n## Tables\n")
-	tables, _, _ = strings.Cut(tables, "\n## ")
+	section := func(title string) string {
+		_, s, _ := strings.Cut(md, "\n## "+title+"\n")
+		s, _, _ = strings.Cut(s, "\n## ")
+		return s
+	}
+	tables := section("Tables") + "\n" + section("Internal tables")
 	out := map[string][]string{}
 	var cur string
 	for _, line := range strings.Split(tables, "\n") {

@@ -37,7 +37,14 @@ type TableFile struct {
 	Name string // table name, e.g. "matches"; stored as <Name>.parquet
 	Path string // local path of the Parquet file
 	Rows int64  // row count, recorded in the manifest
+	// Internal marks a table the service reads but does not publish to
+	// customers (upstream ids, pre-rendered parts): it is stored as
+	// internal/<Name>.parquet, outside the snapshot's public tables.
+	Internal bool
 }
+
+// InternalDir is the folder of a snapshot's internal tables.
+const InternalDir = "internal"
 
 // TableEntry describes one published table in a manifest.
 type TableEntry struct {
@@ -46,6 +53,8 @@ type TableEntry struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"` // lowercase hex
+	// Internal: a table for the service, not for customers (TableFile.Internal).
+	Internal bool `json:"internal,omitempty"`
 }
 
 // Manifest lists the tables of one snapshot. It is written after every table
@@ -104,8 +113,9 @@ func validTableFile(file string) error {
 	return validKey(file)
 }
 
-// Publish uploads every table file to snapshots/<id>/<name>.parquet (size
-// and SHA-256 computed while streaming), then writes
+// Publish uploads every table file to snapshots/<id>/<name>.parquet (an
+// internal one to snapshots/<id>/internal/<name>.parquet; size and SHA-256
+// computed while streaming), then writes
 // snapshots/<id>/manifest.json, then moves the pointer. Any error aborts
 // before the pointer moves, so readers keep the previous snapshot.
 //
@@ -204,6 +214,9 @@ func (c *hashCounter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
 
 func uploadTable(ctx context.Context, s Store, id string, f TableFile) (TableEntry, error) {
 	file := f.Name + ".parquet"
+	if f.Internal {
+		file = InternalDir + "/" + file
+	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		return TableEntry{}, fmt.Errorf("publish: upload %s: %w", file, err)
@@ -222,7 +235,7 @@ func uploadTable(ctx context.Context, s Store, id string, f TableFile) (TableEnt
 	if hc.n != fi.Size() {
 		return TableEntry{}, fmt.Errorf("publish: upload %s: read %d bytes, want %d", file, hc.n, fi.Size())
 	}
-	return TableEntry{Name: f.Name, File: file, Rows: f.Rows, Bytes: hc.n, SHA256: hc.sum()}, nil
+	return TableEntry{Name: f.Name, File: file, Rows: f.Rows, Bytes: hc.n, SHA256: hc.sum(), Internal: f.Internal}, nil
 }
 
 // ReadPointer returns the current pointer; the error wraps ErrNoSnapshot if

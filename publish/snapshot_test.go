@@ -626,3 +626,55 @@ func TestOrphanIsNotKeptOverAServedSnapshot(t *testing.T) {
 		t.Fatalf("Clean removed %v; want only the orphan (kept %s and %s)", removed, m1.SnapshotID, m2.SnapshotID)
 	}
 }
+
+// An internal table is stored under internal/, flagged in the manifest,
+// fetched to the same relative path and removed with its snapshot.
+func testInternalTables(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	files := writeTables(t, t.TempDir(), "matches", "live_ids")
+	files[1].Internal = true
+	old := mustPublish(t, s, newManifest(now.Add(-48*time.Hour)), files)
+	for _, e := range old.Tables {
+		want := e.Name + ".parquet"
+		if e.Name == "live_ids" {
+			want = InternalDir + "/live_ids.parquet"
+		}
+		if e.File != want || e.Internal != (e.Name == "live_ids") {
+			t.Errorf("manifest entry %+v, want file %s", e, want)
+		}
+	}
+	if _, err := s.Stat(ctx, "snapshots/"+old.SnapshotID+"/internal/live_ids.parquet"); err != nil {
+		t.Fatalf("the internal table is not under internal/: %v", err)
+	}
+	dir, err := Fetch(ctx, s, old, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(files[1].Path)
+	if got, err := os.ReadFile(filepath.Join(dir, "internal", "live_ids.parquet")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("fetched internal table: %v", err)
+	}
+	mustPublish(t, s, newManifest(now), writeTables(t, t.TempDir(), "matches"))
+	if _, err := Clean(ctx, s, CleanOptions{Retention: time.Hour, Keep: 0, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range listKeys(t, s, "snapshots/") {
+		if strings.Contains(k, old.SnapshotID) {
+			t.Errorf("Clean left %s of the removed snapshot", k)
+		}
+	}
+}
+
+func TestInternalTablesMemory(t *testing.T) { testInternalTables(t, NewMemory()) }
+
+func TestInternalTablesLocal(t *testing.T) {
+	s, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testInternalTables(t, s)
+	assertNoTempFiles(t, s.Dir())
+}
+
+func TestInternalTablesS3(t *testing.T) { testInternalTables(t, newTestS3(t, "eo/internal")) }

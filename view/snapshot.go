@@ -127,9 +127,12 @@ type liveIDRow struct {
 
 // Meta describes a published snapshot (from its manifest).
 type Meta struct {
-	ID              string
-	CreatedAt       time.Time
-	Tables          []string // the tables it holds
+	ID        string
+	CreatedAt time.Time
+	Tables    []string // the tables it holds
+	// Files are the tables' files relative to the snapshot folder, where
+	// one is not <table>.parquet (an internal table: internal/live_ids.parquet).
+	Files           map[string]string
 	PipelineVersion string
 	SchemaVersion   int
 }
@@ -228,7 +231,7 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	if o.Workers > 0 {
 		g.SetLimit(o.Workers)
 	}
-	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}, bigWorkers: cmp.Or(o.Workers, 2)}
+	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}, files: m.Files, bigWorkers: cmp.Or(o.Workers, 2)}
 	for _, name := range m.Tables {
 		l.has[name] = true
 	}
@@ -268,8 +271,9 @@ type loader struct {
 	g       *errgroup.Group
 	ctx     context.Context // the group's: cancelled on the first failure
 	dir, id string
-	has     map[string]bool // the tables the manifest lists
-	missing []string        // the tables this build reads that it does not
+	has     map[string]bool   // the tables the manifest lists
+	files   map[string]string // Meta.Files
+	missing []string          // the tables this build reads that it does not
 	// parts: the match parts come from match_parts.parquet (matchparts.go);
 	// partsSource says so, or why they are rendered at load.
 	parts       bool
@@ -291,7 +295,12 @@ func (l *loader) run(what string, fn func() error) {
 	})
 }
 
-func (l *loader) path(name string) string { return filepath.Join(l.dir, name+".parquet") }
+func (l *loader) path(name string) string {
+	if f, ok := l.files[name]; ok {
+		return filepath.Join(l.dir, filepath.FromSlash(f))
+	}
+	return filepath.Join(l.dir, name+".parquet")
+}
 
 // read runs fn on table name's file, or records the table as missing.
 func (l *loader) read(name string, fn func(path string) error) {
