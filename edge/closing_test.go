@@ -8,14 +8,23 @@ import (
 )
 
 // pageRows walks every page of a list and returns its rows.
-func pageRows(t *testing.T, ts *testServer, path string) []map[string]any {
+func pageRows(t testing.TB, ts *testServer, path string) []map[string]any {
+	return pageRowsFrom(t, ts, path, "")
+}
+
+// pageRowsFrom walks the pages of a list from a cursor ("" = the first
+// page) and returns their rows.
+func pageRowsFrom(t testing.TB, ts *testServer, path, next string) []map[string]any {
 	t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
 	var out []map[string]any
-	next := ""
 	for range 10000 {
 		p := path
 		if next != "" {
-			p += "&cursor=" + url.QueryEscape(next)
+			p += sep + "cursor=" + url.QueryEscape(next)
 		}
 		r := ts.get(t, p)
 		if r.status != 200 {

@@ -38,14 +38,8 @@ func dateRange(c *fiber.Ctx) (from, until time.Time, err error) {
 
 func (s *Server) listMatches(c *fiber.Ctx) error {
 	var f view.MatchFilter
-	var err error
-	if f.Status, err = anyOf(c, "status"); err != nil {
-		return err
-	}
-	if f.Tournament, err = anyID(c, "tournament"); err != nil {
-		return err
-	}
-	if f.Team, err = anyID(c, "team"); err != nil {
+	err := readSets(c, strSet("status", &f.Status), idSet("tournament", &f.Tournament), idSet("team", &f.Team))
+	if err != nil {
 		return err
 	}
 	if f.From, f.Until, err = dateRange(c); err != nil {

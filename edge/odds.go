@@ -33,23 +33,15 @@ func (s *Server) listOdds(c *fiber.Ctx) error {
 // newest match first, paged.
 func (s *Server) listClosing(c *fiber.Ctx) error {
 	var f view.ClosingFilter
-	var err error
-	if f.Market, err = anyOf(c, "market"); err != nil {
-		return err
-	}
-	if f.Source, err = anyOf(c, "source"); err != nil {
+	err := readSets(c, strSet("market", &f.Market), strSet("source", &f.Source), idSet("tournament", &f.Tournament),
+		idSet("team", &f.Team))
+	if err != nil {
 		return err
 	}
 	for _, src := range f.Source {
 		if !view.OddsSources[src] {
 			return badParam("source accepts eo_market and eo_model, comma-separated; %q is not one", src)
 		}
-	}
-	if f.Tournament, err = anyID(c, "tournament"); err != nil {
-		return err
-	}
-	if f.Team, err = anyID(c, "team"); err != nil {
-		return err
 	}
 	if f.From, f.Until, err = dateRange(c); err != nil {
 		return err

@@ -184,3 +184,30 @@ func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
 	}
 	return ids, nil
 }
+
+// setParam is a set filter to read: a list of strings or of ids.
+type setParam struct {
+	name string
+	str  *view.AnyOf
+	id   *view.AnyID
+}
+
+func strSet(name string, dst *view.AnyOf) setParam { return setParam{name: name, str: dst} }
+func idSet(name string, dst *view.AnyID) setParam  { return setParam{name: name, id: dst} }
+
+// readSets reads set filters into their destinations; the first bad one is
+// the error.
+func readSets(c *fiber.Ctx, ps ...setParam) error {
+	for _, p := range ps {
+		var err error
+		if p.id != nil {
+			*p.id, err = anyID(c, p.name)
+		} else {
+			*p.str, err = anyOf(c, p.name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

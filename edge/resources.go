@@ -157,13 +157,8 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.TournamentFilter{Slug: c.Query("slug")}
-	for _, p := range []struct {
-		dst  *view.AnyOf
-		name string
-	}{{&f.Tier, "tier"}, {&f.Region, "region"}, {&f.Status, "status"}} {
-		if *p.dst, err = anyOf(c, p.name); err != nil {
-			return err
-		}
+	if err := readSets(c, strSet("tier", &f.Tier), strSet("region", &f.Region), strSet("status", &f.Status)); err != nil {
+		return err
 	}
 	if v := c.Query("year"); v != "" {
 		y, err := strconv.Atoi(v)
@@ -203,12 +198,8 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	region, err := anyOf(c, "region")
-	if err != nil {
-		return err
-	}
-	role, err := anyOf(c, "role")
-	if err != nil {
+	var region, role view.AnyOf
+	if err := readSets(c, strSet("region", &region), strSet("role", &role)); err != nil {
 		return err
 	}
 	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings)), nil)
