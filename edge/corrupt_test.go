@@ -25,8 +25,9 @@ func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (stri
 	src := filepath.Join(ts.cacheRoot(), ts.Current().ID)
 	dst := t.TempDir()
 	var files []publish.TableFile
-	for _, name := range ts.Current().Meta.Tables {
-		b, err := os.ReadFile(filepath.Join(src, name+".parquet"))
+	meta := ts.Current().Meta
+	for _, name := range meta.Tables {
+		b, err := os.ReadFile(filepath.Join(src, meta.File(name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,11 +37,14 @@ func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (stri
 				b[off+i] ^= 0x5a
 			}
 		}
-		p := filepath.Join(dst, name+".parquet")
+		p := filepath.Join(dst, meta.File(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, publish.TableFile{Name: name, Path: p})
+		files = append(files, publish.TableFile{Name: name, Path: p, Internal: meta.Internal(name)})
 	}
 	return dst, files
 }

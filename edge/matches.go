@@ -37,9 +37,17 @@ func dateRange(c *fiber.Ctx) (from, until time.Time, err error) {
 }
 
 func (s *Server) listMatches(c *fiber.Ctx) error {
+	// Read one by one, not through readSets: the pointers it takes would
+	// move f to the heap, an allocation on the busiest route.
 	var f view.MatchFilter
-	err := readSets(c, strSet("status", &f.Status), idSet("tournament", &f.Tournament), idSet("team", &f.Team))
-	if err != nil {
+	var err error
+	if f.Status, err = anyOf(c, "status"); err != nil {
+		return err
+	}
+	if f.Tournament, err = anyID(c, "tournament"); err != nil {
+		return err
+	}
+	if f.Team, err = anyID(c, "team"); err != nil {
 		return err
 	}
 	if f.From, f.Until, err = dateRange(c); err != nil {

@@ -76,7 +76,7 @@ func TestCorruptMatchPartsFailTheLoad(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, view.MatchPartsTable+".parquet")
+	path := filepath.Join(dir, cur.Meta.File(view.MatchPartsTable))
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

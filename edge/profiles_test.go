@@ -83,7 +83,8 @@ func TestProfilesOfAnOlderSnapshot(t *testing.T) {
 	var files []publish.TableFile
 	for _, name := range ts.Current().Meta.Tables {
 		if !slices.Contains(profileTables, name) {
-			files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, name+".parquet")})
+			m := ts.Current().Meta
+			files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, m.File(name)), Internal: m.Internal(name)})
 		}
 	}
 	old := ts.publishNext(t, files)

@@ -137,6 +137,18 @@ type Meta struct {
 	SchemaVersion   int
 }
 
+// File is table name's file relative to the snapshot folder.
+func (m Meta) File(name string) string {
+	if f, ok := m.Files[name]; ok {
+		return f
+	}
+	return name + ".parquet"
+}
+
+// Internal reports whether table name is stored apart, as an internal
+// table (SNAPSHOT.md, Internal tables).
+func (m Meta) Internal(name string) bool { return m.File(name) != name+".parquet" }
+
 // tables are a snapshot's rows as read from its files.
 type tables struct {
 	teams       []Team
@@ -296,10 +308,7 @@ func (l *loader) run(what string, fn func() error) {
 }
 
 func (l *loader) path(name string) string {
-	if f, ok := l.files[name]; ok {
-		return filepath.Join(l.dir, filepath.FromSlash(f))
-	}
-	return filepath.Join(l.dir, name+".parquet")
+	return filepath.Join(l.dir, filepath.FromSlash(Meta{Files: l.files}.File(name)))
 }
 
 // read runs fn on table name's file, or records the table as missing.
