@@ -65,6 +65,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// AccessLog, when set, gets one line per HTTP request once its
+	// response is complete (edge/accesslog.go): method, route template and
+	// raw path, query (credentials redacted), status, body bytes,
+	// duration, request id, key id, remote address, page cache outcome and
+	// whether it was a 304. Nil (the default): no access log.
+	AccessLog *slog.Logger
 	// CORSOrigins are the browser origins allowed to call the API (exact
 	// scheme://host[:port]); none by default.
 	CORSOrigins []string

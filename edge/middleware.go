@@ -133,6 +133,7 @@ func (s *Server) operatorOnly(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	requestState(c).principal = p // the access log's key id
 	if p.Plan != access.PlanInternal {
 		return apiErr(fiber.StatusForbidden, "forbidden", "this endpoint needs an internal-plan (operator) key")
 	}

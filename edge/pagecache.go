@@ -102,12 +102,14 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fi
 		slot := &pc.slots[i]
 		if e := slot.Load(); e != nil && e.uri == string(uri) && (e.until == 0 || now < e.until) {
 			s.metrics.pageCacheHits.Add(1)
+			st.cache = cacheHit
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			c.Response().SetBodyRaw(e.body)
 			st.page = e
 			return nil
 		}
 		s.metrics.pageCacheMisses.Add(1)
+		st.cache = cacheMiss
 		var until int64
 		if timed {
 			// Taken before the body is built: a body built across an edge

@@ -26,6 +26,9 @@ type reqState struct {
 	// finishWire takes its tag (no hashing again) and its compressed
 	// forms (each coding compressed once per page, not per request).
 	page *cachedPage
+	// cache is the page cache's outcome (cacheNone, cacheHit, cacheMiss),
+	// for the access log.
+	cache uint8
 }
 
 // stateKey is the Locals key of the request's reqState.

@@ -147,7 +147,7 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 		// chunked body are never read as another request.
 		c.Context().SetConnectionClose()
 		err := s.app.Config().ErrorHandler(c, badParam("a request may not carry both Content-Length and Transfer-Encoding"))
-		s.metrics.observe("unmatched", c.Response().StatusCode(), time.Since(start))
+		s.finished(c, st, "unmatched", start)
 		return err
 	}
 	var v *view.View
@@ -168,8 +168,18 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	if r := c.Route(); r != nil && r.Path != "/" {
 		route = r.Path
 	}
-	s.metrics.observe(route, c.Response().StatusCode(), time.Since(start))
+	s.finished(c, st, route, start)
 	return nil
+}
+
+// finished records a request whose response is complete: its metrics and,
+// when on, its access log line.
+func (s *Server) finished(c *fiber.Ctx, st *reqState, route string, start time.Time) {
+	d := time.Since(start)
+	s.metrics.observe(route, c.Response().StatusCode(), d)
+	if s.o.AccessLog != nil {
+		s.logAccess(c, st, route, d)
+	}
 }
 
 func (s *Server) gameMiddleware(c *fiber.Ctx) error {

@@ -91,6 +91,7 @@ func (s *Server) wsHandshake() fiber.Handler {
 			return errNoTicket
 		}
 		c.Locals("ws_principal", p)
+		requestState(c).principal = p // the access log's key id
 		return upgrade(c)
 	}
 }

@@ -36,6 +36,9 @@ type common struct {
 	// noMetering serves without limits, quotas or usage records (eo serve
 	// --no-metering: benchmarks, or a deployment metered by its gateway).
 	noMetering bool
+	// accessLog logs every request the edge answers (--access-log,
+	// EO_ACCESS_LOG; set by registerEdge).
+	accessLog bool
 }
 
 // flags starts the flag set of the command name with the flags every
@@ -52,6 +55,12 @@ func (c *common) flags(name string) *flag.FlagSet {
 func (c *common) registerPipeline(fs *flag.FlagSet) {
 	fs.StringVar(&c.duckMemory, "duckdb-memory", c.cfg.DuckDBMemory,
 		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
+}
+
+// registerEdge adds the flags of the commands that serve the edge.
+func (c *common) registerEdge(fs *flag.FlagSet) {
+	fs.BoolVar(&c.accessLog, "access-log", c.cfg.AccessLog,
+		"log one line per HTTP request (method, route, status, bytes, duration, request and key ids; never the key)")
 }
 
 func (c *common) logger() *slog.Logger {
@@ -271,6 +280,7 @@ func cmdServe(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("serve")
 	addr := fs.String("addr", cfg.Addr, "listen address")
+	c.registerEdge(fs)
 	fs.BoolVar(&c.noMetering, "no-metering", false,
 		"serve without rate limits, quotas or usage records (keys are still required): for benchmarks, or behind a gateway that meters")
 	if err := fs.Parse(args); err != nil {
@@ -308,6 +318,7 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	fs := c.flags("up")
 	c.registerPipeline(fs)
 	addr := fs.String("addr", cfg.Addr, "listen address")
+	c.registerEdge(fs)
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")
 	spec := fs.String("schedule", cfg.UpSchedule,
 		"cron schedule (UTC) of the in-process pipeline + publish runs, so live events reach the next snapshot; off: none")

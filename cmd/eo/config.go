@@ -16,11 +16,12 @@ import (
 // variable, read once when a command starts (loadConfig) and handed down
 // as options, so no library reads the environment. Flags of the same
 // meaning (--store, --work, --addr, --schedule, --duckdb-memory,
-// --log-json) default to these values. README.md's settings table lists
+// --log-json, --access-log) default to these values. README.md's settings table lists
 // every variable with its default; a test holds the two equal.
 type Config struct {
 	Store, Work, Addr string // EO_STORE, EO_WORK, EO_ADDR
 	LogJSON           bool   // EO_LOG_JSON (any non-empty value)
+	AccessLog         bool   // EO_ACCESS_LOG: eo serve / eo up log every request
 	DuckDBMemory      string // EO_DUCKDB_MEMORY; empty: DuckDB's default
 	Schedule          string // EO_SCHEDULE: eo jobs
 	UpSchedule        string // EO_UP_SCHEDULE: eo up's in-process runs
@@ -58,6 +59,7 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Work:         e.str("EO_WORK", ".eo/work"),
 		Addr:         e.str("EO_ADDR", "127.0.0.1:8080"),
 		LogJSON:      e.str("EO_LOG_JSON", "") != "",
+		AccessLog:    e.boolean("EO_ACCESS_LOG", false),
 		DuckDBMemory: e.str("EO_DUCKDB_MEMORY", ""),
 		Schedule:     e.str("EO_SCHEDULE", "*/15 * * * *"),
 		UpSchedule:   e.str("EO_UP_SCHEDULE", "*/2 * * * *"),

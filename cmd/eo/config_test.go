@@ -29,7 +29,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != ".eo/store" || c.Work != ".eo/work" || c.Addr != "127.0.0.1:8080" || c.LogJSON {
+	if c.Store != ".eo/store" || c.Work != ".eo/work" || c.Addr != "127.0.0.1:8080" || c.LogJSON || c.AccessLog {
 		t.Errorf("store/work/addr/log defaults: %+v", c)
 	}
 	if c.Schedule != "*/15 * * * *" || c.UpSchedule != "*/2 * * * *" || c.RedisPrefix != "eo:" {
@@ -53,15 +53,16 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigZeroMeansNone(t *testing.T) {
 	c, err := loadConfig(envOf(map[string]string{"EO_REDIS_RETRIES": "0", "EO_USAGE_MAX_EVENTS": "0",
 		"EO_CURSOR_GRACE": "0", "EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
-		"GOMEMLIMIT": "4GiB"}, nil))
+		"GOMEMLIMIT": "4GiB", "EO_ACCESS_LOG": "true"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap || c.CursorGrace != edge.NoCursorGrace {
 		t.Errorf("zero settings: retries %d, max events %d, grace %v", c.Redis.MaxRetries, c.UsageMaxEvents, c.CursorGrace)
 	}
-	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) || !c.S3.UseSSL || !c.GoMemLimit {
-		t.Errorf("origins %q, ssl %v, memlimit %v", c.CORSOrigins, c.S3.UseSSL, c.GoMemLimit)
+	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) || !c.S3.UseSSL || !c.GoMemLimit ||
+		!c.AccessLog {
+		t.Errorf("origins %q, ssl %v, memlimit %v, access log %v", c.CORSOrigins, c.S3.UseSSL, c.GoMemLimit, c.AccessLog)
 	}
 }
 
@@ -71,6 +72,7 @@ func TestConfigRejectsMalformedValues(t *testing.T) {
 		"EO_S3_USE_SSL": "maybe", "EO_S3_IO_TIMEOUT": "0s", "EO_S3_MAX_RETRIES": "0", "EO_REDIS_TIMEOUT": "fast",
 		"EO_REDIS_RETRIES": "-1", "EO_USAGE_MAX_EVENTS": "lots", "EO_USAGE_EXPORT_INTERVAL": "-5m",
 		"EO_KEY_RELOAD": "1", "EO_CURSOR_GRACE": "15", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
+		"EO_ACCESS_LOG": "sometimes",
 	}
 	_, err := loadConfig(envOf(bad, nil))
 	if err == nil {

@@ -157,9 +157,14 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		return err
 	}
 	defer closeLive()
+	var accessLog *slog.Logger
+	if c.accessLog {
+		accessLog = log.With("log", "access")
+	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, CORSOrigins: c.cfg.CORSOrigins, Live: lo, CursorGrace: c.cfg.CursorGrace,
-		Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns, Health: health, Metrics: metrics})
+		CursorSecret: secret, Logger: log, AccessLog: accessLog, CORSOrigins: c.cfg.CORSOrigins, Live: lo,
+		CursorGrace: c.cfg.CursorGrace, Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns,
+		Health: health, Metrics: metrics})
 	if err != nil {
 		return err
 	}
