@@ -56,8 +56,9 @@ const batchesKey = "raw_batches"
 
 // Runner runs the pipeline and publish; at most one run at a time.
 type Runner struct {
-	o  Options
-	mu sync.Mutex
+	o       Options
+	mu      sync.Mutex
+	metrics *runMetrics
 }
 
 // NewRunner returns a Runner with defaults filled in.
@@ -74,7 +75,7 @@ func NewRunner(o Options) *Runner {
 	if o.Pipeline.Logger == nil {
 		o.Pipeline.Logger = slog.Default()
 	}
-	return &Runner{o: o}
+	return &Runner{o: o, metrics: newRunMetrics()}
 }
 
 // batchFingerprint is the sorted list of batch ids, joined; a batch the
@@ -93,7 +94,15 @@ func batchFingerprint(batchIDs []string, skipped []raw.SkippedBatch) string {
 
 // RunOnce runs pipeline + publish + clean unless another run is in progress
 // (ErrBusy) or, without Force, nothing new landed since the current snapshot.
+// Every call is counted in the runner's metrics (Collectors).
 func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
+	start := time.Now()
+	res, err := r.runOnce(ctx)
+	r.metrics.record(res, err, time.Since(start), r.o.Now())
+	return res, err
+}
+
+func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	if !r.mu.TryLock() {
 		return Result{}, ErrBusy
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/jobs"
@@ -39,6 +41,9 @@ type common struct {
 	// accessLog logs every request the edge answers (--access-log,
 	// EO_ACCESS_LOG; set by registerEdge).
 	accessLog bool
+	// metrics are more collectors for the edge's /metrics (eo up: its
+	// in-process pipeline runs').
+	metrics []prometheus.Collector
 }
 
 // flags starts the flag set of the command name with the flags every
@@ -268,12 +273,20 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	fs := c.flags("jobs")
 	c.registerPipeline(fs)
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
+	metricsAddr := fs.String("metrics-addr", cfg.JobsMetricsAddr,
+		"serve the pipeline runs' Prometheus metrics at http://ADDR/metrics (no key: keep it private); empty: none")
 	log, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}
+	runner := newRunner(c, log, st, false, nil)
+	if *metricsAddr != "" {
+		if _, err := serveMetrics(ctx, log, *metricsAddr, runner.Collectors()); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
 	log.Info("jobs scheduled", "schedule", *spec, "store", st.String())
-	return newRunner(c, log, st, false, nil).Schedule(ctx, *spec)
+	return runner.Schedule(ctx, *spec)
 }
 
 func cmdServe(ctx context.Context, cfg Config, args []string) error {
@@ -371,6 +384,7 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.metrics = runner.Collectors() // the in-process runs, on the edge's /metrics
 	return serve(ctx, c, *addr, func(s *edge.Server, addr string) error {
 		srv.Store(s)
 		// Live path: replay matches on an in-process feed (cmd/eo/live.go).

@@ -16,7 +16,7 @@ import (
 // variable, read once when a command starts (loadConfig) and handed down
 // as options, so no library reads the environment. Flags of the same
 // meaning (--store, --work, --addr, --schedule, --duckdb-memory,
-// --log-json, --access-log) default to these values. README.md's settings table lists
+// --log-json, --access-log, --metrics-addr) default to these values. README.md's settings table lists
 // every variable with its default; a test holds the two equal.
 type Config struct {
 	Store, Work, Addr string // EO_STORE, EO_WORK, EO_ADDR
@@ -39,6 +39,7 @@ type Config struct {
 	Plans               string        // EO_PLANS: JSON file of plan limit overrides
 	KeyReload           time.Duration // EO_KEY_RELOAD
 	DebugAddr           string        // EO_DEBUG_ADDR: pprof listener
+	JobsMetricsAddr     string        // EO_JOBS_METRICS_ADDR: eo jobs' metrics listener; empty: none
 	CORSOrigins         []string      // EO_CORS_ORIGINS, comma-separated
 	CursorSecret        string        // EO_CURSOR_SECRET; empty: WORK/cursor.secret
 	CursorGrace         time.Duration // EO_CURSOR_GRACE (edge.NoCursorGrace for "0" or negative)
@@ -83,6 +84,7 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Plans:               e.str("EO_PLANS", ""),
 		KeyReload:           e.positive("EO_KEY_RELOAD", time.Second),
 		DebugAddr:           e.str("EO_DEBUG_ADDR", ""),
+		JobsMetricsAddr:     e.str("EO_JOBS_METRICS_ADDR", ""),
 		CursorSecret:        e.str("EO_CURSOR_SECRET", ""),
 		CursorGrace:         e.duration("EO_CURSOR_GRACE", edge.DefaultCursorGrace, "a duration such as 15m (0 or negative: off)"),
 		PollInterval:        e.positive("EO_POLL_INTERVAL", 10*time.Second),

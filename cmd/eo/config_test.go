@@ -43,7 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.UsageMaxEvents != access.DefaultMaxRetainedEvents || c.UsageExportInterval != 5*time.Minute ||
 		c.KeyReload != time.Second || c.CursorGrace != edge.DefaultCursorGrace || c.PollInterval != 10*time.Second ||
-		c.MaxConns != 0 || c.CORSOrigins != nil || c.GoMemLimit {
+		c.MaxConns != 0 || c.CORSOrigins != nil || c.GoMemLimit || c.JobsMetricsAddr != "" {
 		t.Errorf("edge defaults: %+v", c)
 	}
 }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +56,73 @@ func TestServeAccessLog(t *testing.T) {
 	}
 	if strings.Contains(out, p.key) || strings.Contains(out, p.key[len(p.key)-12:]) {
 		t.Errorf("the key is in the output:\n%s", out)
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// metricValue reads one sample of a Prometheus text exposition (the
+// series as written, e.g. `eo_pipeline_runs_total{outcome="ok"}`); false
+// when it is absent.
+func metricValue(text, series string) (float64, bool) {
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// `eo jobs --metrics-addr` serves its runs' metrics: here a scheduled run
+// that finds nothing new is counted as skipped.
+func TestJobsMetricsListener(t *testing.T) {
+	store := sharedWorld(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"jobs", "--store", store, "--work", t.TempDir(), "--schedule", "@every 1s",
+			"--metrics-addr", addr})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("eo jobs: %v", err)
+		}
+	}()
+	var text string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			text = string(b)
+			if n, _ := metricValue(text, `eo_pipeline_runs_total{outcome="skipped"}`); n >= 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no skipped run counted:\n%s", text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, series := range []string{`eo_pipeline_runs_total{outcome="ok"}`, `eo_pipeline_runs_total{outcome="failed"}`,
+		"eo_pipeline_run_duration_seconds_count", "eo_pipeline_last_success_timestamp_seconds"} {
+		if v, ok := metricValue(text, series); !ok || v != 0 {
+			t.Errorf("%s = %v (exported: %v), want 0: nothing ran the pipeline", series, v, ok)
+		}
+	}
+	if _, ok := metricValue(text, "go_goroutines"); !ok {
+		t.Error("the listener lacks the Go runtime metrics")
 	}
 }

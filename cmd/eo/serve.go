@@ -133,7 +133,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	var ctr access.Counters
 	var exporter *access.UsageExporter
 	health := map[string]edge.HealthCheck{}
-	var metrics []prometheus.Collector
+	metrics := append([]prometheus.Collector(nil), c.metrics...)
 	if c.noMetering {
 		log.Warn("metering is off (--no-metering): keys are checked, but no rate limit, quota or usage record applies")
 	} else {
@@ -150,7 +150,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		// so the usage export runs here, every EO_USAGE_EXPORT_INTERVAL.
 		exporter = access.NewUsageExporter(ctr, st, c.cfg.UsageExportInterval, log)
 		health["usage_export"] = func() edge.Check { return edge.CheckOf(exporter.Health()) }
-		metrics = access.Metrics(ctr, exporter)
+		metrics = append(metrics, access.Metrics(ctr, exporter)...)
 	}
 	lo, closeLive, err := liveOptions(ctx, c.cfg)
 	if err != nil {

@@ -217,6 +217,17 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		t.Fatalf("after %d polls: snapshot with live events served %q, a match live %v, WebSocket updates %d",
 			polls, newSnapshot, liveSeen, updates.Load())
 	}
+	// The edge's /metrics holds the in-process runs (the first, and the
+	// scheduled one that published newSnapshot) and the WebSocket's frames.
+	b, _ := get("/metrics", opKey)
+	text := string(b)
+	for series, atLeast := range map[string]float64{`eo_pipeline_runs_total{outcome="ok"}`: 2,
+		`eo_pipeline_published_rows{table="matches"}`: 1, "eo_pipeline_last_success_timestamp_seconds": 1,
+		"eo_pipeline_run_duration_seconds_count": 2} {
+		if v, ok := metricValue(text, series); !ok || v < atLeast {
+			t.Errorf("/metrics: %s = %v (exported: %v), want at least %v", series, v, ok, atLeast)
+		}
+	}
 	ws.Close()
 }
 
