@@ -191,6 +191,7 @@ func New(o Options) (*Server, error) {
 		}
 		return 0
 	})
+	s.metrics.registerWS(func() *wsStats { return &s.live.ws })
 	s.metrics.reg.MustRegister(o.Metrics...)
 	s.routes()
 	return s, nil

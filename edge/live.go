@@ -89,6 +89,8 @@ type liveState struct {
 	// used under the view's writers' lock only.
 	seq   map[string]uint64
 	conns atomic.Int64
+	// ws counts the WebSocket channel for /metrics (edge/ws.go).
+	ws wsStats
 }
 
 func newLiveState(s *Server, o LiveOptions) *liveState {

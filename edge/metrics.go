@@ -118,6 +118,37 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 	)
 }
 
+// registerWS exports the WebSocket channel's counters (edge/ws.go), read
+// through ws when scraped (tests replace the live state after New).
+func (m *metrics) registerWS(ws func() *wsStats) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_connections_total", Help: "WebSocket connections admitted on this instance (past the per-key cap).",
+		}, func() float64 { return float64(ws().accepted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_frames_dropped_total", Help: "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).",
+		}, func() float64 { return float64(ws().dropped.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_slow_consumer_closes_total", Help: "WebSocket connections cut off as slow consumers.",
+		}, func() float64 { return float64(ws().slowCloses.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eo_ws_subscriptions", Help: "Subscriptions (connection, target) held by the open WebSocket connections.",
+		}, func() float64 { return float64(ws().subs.Load()) }),
+	)
+	for k := range numFrameKinds {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_frames_sent_total", Help: "Frames written to WebSocket clients, by type.",
+			ConstLabels: prometheus.Labels{"type": frameKindNames[k]},
+		}, func() float64 { return float64(ws().sent[k].Load()) }))
+	}
+	for i, reason := range refuseReasons {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_connections_refused_total", Help: "WebSocket handshakes refused after the upgrade, by reason: connection_limit (the key's cap), unavailable (the connection leases could not be reached).",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(ws().refused[i].Load()) }))
+	}
+}
+
 func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 	m.snapInfo.Reset()
 	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)

@@ -96,12 +96,53 @@ func (s *Server) wsHandshake() fiber.Handler {
 	}
 }
 
+// frameKind is a server frame's type, the type label of
+// eo_ws_frames_sent_total.
+type frameKind uint8
+
+const (
+	frameUpdate frameKind = iota
+	frameSnapshot
+	frameSubscribed
+	frameUnsubscribed
+	frameError
+	numFrameKinds
+)
+
+var frameKindNames = [numFrameKinds]string{frameUpdate: "update", frameSnapshot: "snapshot",
+	frameSubscribed: "subscribed", frameUnsubscribed: "unsubscribed", frameError: "error"}
+
+// wsStats count the WebSocket channel of an edge for /metrics: atomics,
+// updated by every connection's reader and writer.
+type wsStats struct {
+	accepted   atomic.Uint64                // connections admitted (past the per-key cap)
+	refused    [2]atomic.Uint64             // handshakes upgraded then refused: refuseLimit, refuseUnavailable
+	sent       [numFrameKinds]atomic.Uint64 // frames written to clients, by kind
+	dropped    atomic.Uint64                // frames not queued: the connection's queue was full
+	slowCloses atomic.Uint64                // connections cut off as slow consumers
+	subs       atomic.Int64                 // subscriptions held by open connections
+}
+
+// Indexes of wsStats.refused, and their reason labels.
+const (
+	refuseLimit = iota
+	refuseUnavailable
+)
+
+var refuseReasons = [...]string{refuseLimit: "connection_limit", refuseUnavailable: "unavailable"}
+
+// outFrame is a queued frame and its kind.
+type outFrame struct {
+	b    []byte
+	kind frameKind
+}
+
 // wsConn is one WebSocket connection: a reader (the handler goroutine) and a
 // writer draining a bounded queue.
 type wsConn struct {
 	l    *liveState
 	c    *websocket.Conn
-	send chan []byte
+	send chan outFrame
 	slow chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -119,13 +160,17 @@ func (w *wsConn) kill() {
 	}
 }
 
-// Send queues a frame without blocking; a full queue marks the client as a
-// slow consumer, which cuts it off.
-func (w *wsConn) Send(frame []byte) bool {
+// Send queues an update frame (the hub's broadcast); see queue.
+func (w *wsConn) Send(frame []byte) bool { return w.queue(frameUpdate, frame) }
+
+// queue queues a frame without blocking; a full queue drops it and marks
+// the client as a slow consumer, which cuts it off.
+func (w *wsConn) queue(kind frameKind, frame []byte) bool {
 	select {
-	case w.send <- frame:
+	case w.send <- outFrame{b: frame, kind: kind}:
 		return true
 	default:
+		w.l.ws.dropped.Add(1)
 		w.markSlow()
 		return false
 	}
@@ -134,6 +179,7 @@ func (w *wsConn) Send(frame []byte) bool {
 // markSlow cuts the client off as a slow consumer (once).
 func (w *wsConn) markSlow() {
 	w.once.Do(func() {
+		w.l.ws.slowCloses.Add(1)
 		close(w.slow)
 		// Unblock a write stuck on a client that does not read.
 		if nc := w.c.NetConn(); nc != nil {
@@ -187,22 +233,27 @@ func (l *liveState) serveConn(c *websocket.Conn) {
 	cancel()
 	refuse := func(code, msg string) {
 		_ = c.SetWriteDeadline(time.Now().Add(l.o.WriteTimeout))
-		_ = c.WriteMessage(websocket.TextMessage, errorFrame(code, "", msg))
+		if c.WriteMessage(websocket.TextMessage, errorFrame(code, "", msg)) == nil {
+			l.ws.sent[frameError].Add(1)
+		}
 		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, code),
 			time.Now().Add(time.Second))
 		_ = c.Close()
 	}
 	if err != nil {
 		l.s.log.Error("live: connection slot unavailable", "key", p.Display, "err", err)
+		l.ws.refused[refuseUnavailable].Add(1)
 		refuse("unavailable", "the connection cannot be admitted right now; retry with backoff")
 		return
 	}
 	if !ok {
+		l.ws.refused[refuseLimit].Add(1)
 		refuse("connection_limit", "this key already holds its maximum of concurrent WebSocket connections; close one first (there is no queue)")
 		return
 	}
 	l.conns.Add(1)
-	w := &wsConn{l: l, c: c, send: make(chan []byte, l.o.SendQueue), slow: make(chan struct{}), done: make(chan struct{}),
+	l.ws.accepted.Add(1)
+	w := &wsConn{l: l, c: c, send: make(chan outFrame, l.o.SendQueue), slow: make(chan struct{}), done: make(chan struct{}),
 		subs: map[string]bool{}}
 	writerDone := make(chan struct{})
 	go func() {
@@ -216,6 +267,7 @@ func (l *liveState) serveConn(c *websocket.Conn) {
 		targets = append(targets, t)
 	}
 	l.hub.RemoveAll(w, targets)
+	l.ws.subs.Add(-int64(len(targets)))
 	release()
 	l.conns.Add(-1)
 	close(w.done)
@@ -240,6 +292,7 @@ func (w *wsConn) writeLoop() {
 			_ = w.c.SetWriteDeadline(deadline)
 			if w.c.WriteMessage(websocket.TextMessage, errorFrame("slow_consumer", "",
 				"the client did not read its frames fast enough; reconnect and subscribe again")) == nil {
+				l.ws.sent[frameError].Add(1)
 				_ = w.c.WriteControl(websocket.CloseMessage,
 					websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "slow_consumer"), deadline)
 			}
@@ -252,10 +305,11 @@ func (w *wsConn) writeLoop() {
 			default:
 			}
 			_ = w.c.SetWriteDeadline(time.Now().Add(l.o.WriteTimeout))
-			if err := w.c.WriteMessage(websocket.TextMessage, f); err != nil {
+			if err := w.c.WriteMessage(websocket.TextMessage, f.b); err != nil {
 				w.kill()
 				return
 			}
+			l.ws.sent[f.kind].Add(1)
 		case <-ping.C:
 			if err := w.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(l.o.WriteTimeout)); err != nil {
 				w.kill()
@@ -293,7 +347,7 @@ func (w *wsConn) readLoop() {
 		}
 		var f clientFrame
 		if mt != websocket.TextMessage || json.Unmarshal(msg, &f) != nil {
-			w.Send(errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
+			w.queue(frameError, errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
 			continue
 		}
 		switch f.Type {
@@ -304,10 +358,11 @@ func (w *wsConn) readLoop() {
 			if w.subs[f.Target] {
 				l.hub.Remove(f.Target, w)
 				delete(w.subs, f.Target)
+				l.ws.subs.Add(-1)
 			}
-			w.Send(ackFrame("unsubscribed", f.Target))
+			w.queue(frameUnsubscribed, ackFrame("unsubscribed", f.Target))
 		default:
-			w.Send(errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
+			w.queue(frameError, errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
 		}
 	}
 }
@@ -320,18 +375,18 @@ func (w *wsConn) subscribe(target string) {
 	kind, rest, _ := strings.Cut(target, ":")
 	id, ok := view.ParseID(rest)
 	if !ok || (kind != "match" && kind != "odds") {
-		w.Send(errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
+		w.queue(frameError, errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
 		return
 	}
 	if !w.subs[target] && len(w.subs) >= l.o.MaxSubscriptions {
-		w.Send(errorFrame("subscription_limit", target, fmt.Sprintf(
+		w.queue(frameError, errorFrame("subscription_limit", target, fmt.Sprintf(
 			"this connection holds its maximum of %d subscriptions; unsubscribe from one first, or open another connection",
 			l.o.MaxSubscriptions)))
 		return
 	}
 	l.s.view.Hold(func(v *view.View) {
 		if v == nil {
-			w.Send(errorFrame("unknown_target", target, "no data loaded yet"))
+			w.queue(frameError, errorFrame("unknown_target", target, "no data loaded yet"))
 			return
 		}
 		b := append(make([]byte, 0, 4096), `{"type":"snapshot","target":"`...)
@@ -343,13 +398,15 @@ func (w *wsConn) subscribe(target string) {
 			b, ok = v.AppendOddsFrame(b, id)
 		}
 		if !ok {
-			w.Send(errorFrame("unknown_target", target, "no such match"))
+			w.queue(frameError, errorFrame("unknown_target", target, "no such match"))
 			return
 		}
-		l.hub.Add(target, w)
+		if l.hub.Add(target, w) {
+			l.ws.subs.Add(1)
+		}
 		w.subs[target] = true
-		w.Send(ackFrame("subscribed", target))
-		w.Send(append(b, '}'))
+		w.queue(frameSubscribed, ackFrame("subscribed", target))
+		w.queue(frameSnapshot, append(b, '}'))
 	})
 }
 

@@ -275,6 +275,8 @@ func TestWSConnectionCap(t *testing.T) {
 	if _, _, err := sixth.c.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
 		t.Fatalf("6th connection not closed after the error frame: %v", err)
 	}
+	waitMetrics(t, ls.testServer, map[string]float64{`eo_ws_connections_refused_total{reason="connection_limit"}`: 1,
+		"eo_ws_connections_total": 5, "eo_ws_connections": 5})
 	// The refused connection holds no slot; closing one frees a slot at once.
 	conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	conns[0].c.Close()
@@ -684,6 +686,14 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 	if !sawError {
 		t.Error("no slow_consumer error frame before the close")
 	}
+	text := operatorMetrics(t, ls.testServer)
+	if n, _ := metricValue(text, "eo_ws_slow_consumer_closes_total"); n != 1 {
+		t.Errorf("eo_ws_slow_consumer_closes_total %v, want 1", n)
+	}
+	if n, _ := metricValue(text, "eo_ws_frames_dropped_total"); n < 1 {
+		t.Errorf("eo_ws_frames_dropped_total %v, want the frame that overflowed the queue", n)
+	}
+	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_subscriptions": 0, "eo_ws_connections": 0})
 }
 
 // A client that sends 2,000 subscribes without reading the answers gets
