@@ -150,6 +150,9 @@ type Meter struct {
 
 	mu    sync.RWMutex
 	names map[string]*keyNames // KeyID → the strings its requests are metered under
+
+	metricsOnce sync.Once
+	met         *meterMetrics // the backend calls' latency and errors (Collectors)
 }
 
 // keyNames are the names a standard or internal key's requests are metered
@@ -384,7 +387,9 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		return *stop, nil
 	}
 	d := Decision{}
+	t0 := time.Now()
 	tok, res, err := m.draw(ctx, q.bucket, pl, now, q.counters, drawQuota)
+	m.observe(t0, err)
 	if err != nil {
 		return d, err
 	}
@@ -426,7 +431,9 @@ func (m *Meter) SandboxExhausted(ctx context.Context, p Principal) (Decision, bo
 	for i, c := range q.counters {
 		keys[i] = c.Key
 	}
+	t0 := time.Now()
 	vals, err := m.C.Get(ctx, now, keys)
+	m.observe(t0, err)
 	if err != nil {
 		return Decision{}, false, fmt.Errorf("access: read quota: %w", err)
 	}

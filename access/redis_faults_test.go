@@ -31,6 +31,7 @@ func TestRedisFrozenFailsFast(t *testing.T) {
 		} else {
 			srv.Kill()
 		}
+		before := readMeterMetrics(t, m)
 		var last error
 		for i := 0; i < 10; i++ {
 			start := time.Now()
@@ -43,6 +44,13 @@ func TestRedisFrozenFailsFast(t *testing.T) {
 		// The breaker is open: calls are not even attempted.
 		if !errors.Is(last, ErrUnavailable) {
 			t.Fatalf("%s: after 10 failures the breaker should be open: %v", fault, last)
+		}
+		// Every failed check is a metering error; those attempted (before
+		// the breaker opened) are timed as well, those it refused are not.
+		after := readMeterMetrics(t, m)
+		if after.backend != "redis" || after.errors != before.errors+10 || after.calls <= before.calls ||
+			after.calls >= before.calls+10 {
+			t.Fatalf("%s: metering metrics %+v after 10 failed checks, %+v before", fault, after, before)
 		}
 		if h := r.Health(); h.OK || !h.Required || h.Error == "" || h.Since.IsZero() {
 			t.Fatalf("%s: health %+v", fault, h)

@@ -98,7 +98,8 @@ type Options struct {
 	// edge adds itself when metering is on (edge/health.go).
 	Health map[string]HealthCheck
 	// Metrics are more collectors served at /metrics (the counters
-	// backend's and the usage exporter's: access.Metrics).
+	// backend's and the usage exporter's: access.Metrics). The Meter's
+	// own (access.Meter.Collectors) are added by New.
 	Metrics []prometheus.Collector
 }
 
@@ -192,6 +193,9 @@ func New(o Options) (*Server, error) {
 		return 0
 	})
 	s.metrics.registerWS(func() *wsStats { return &s.live.ws })
+	if o.Meter != nil {
+		s.metrics.reg.MustRegister(o.Meter.Collectors()...)
+	}
 	s.metrics.reg.MustRegister(o.Metrics...)
 	s.routes()
 	return s, nil
