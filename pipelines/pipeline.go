@@ -44,8 +44,9 @@ import (
 const Version = "2.0.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
-// to a published table (a removed or retyped column).
-const SchemaVersion = 1
+// to a published table (a removed or retyped column). 2: ids are text
+// (VARCHAR, the canonical UUID form), where 1 stored 16-byte UUIDs.
+const SchemaVersion = 2
 
 // Options configures one run.
 type Options struct {
@@ -705,8 +706,12 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 	var total int64
 	for _, name := range OutputTables {
 		path := filepath.Join(outDir, name+".parquet")
-		q := fmt.Sprintf(`COPY (SELECT * FROM out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
-			name, orderBy[name], strings.ReplaceAll(path, "'", "''"))
+		star, err := r.idsAsText(ctx, "out_"+name)
+		if err != nil {
+			return total, fmt.Errorf("export %s: %w", name, err)
+		}
+		q := fmt.Sprintf(`COPY (SELECT %s FROM out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+			star, name, orderBy[name], strings.ReplaceAll(path, "'", "''"))
 		if _, err := r.db.ExecContext(ctx, q); err != nil {
 			return total, fmt.Errorf("export %s: %w", name, err)
 		}
@@ -719,6 +724,32 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return total, nil
+}
+
+// idsAsText is the select list exporting table: every column, with UUID
+// columns (and lists of them) as their canonical text. Ids are published
+// as 36-character strings (SNAPSHOT.md, Types): a string filter on an id
+// works the same in DuckDB, Polars and pyarrow, which read a 16-byte UUID
+// as opaque binary (a filter on its text form silently matches nothing).
+func (r *run) idsAsText(ctx context.Context, table string) (string, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_name = ? AND data_type IN ('UUID', 'UUID[]') ORDER BY ordinal_position`, table)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var casts []string
+	for rows.Next() {
+		var col, typ string
+		if err := rows.Scan(&col, &typ); err != nil {
+			return "", err
+		}
+		casts = append(casts, fmt.Sprintf(`CAST("%s" AS %s) AS "%s"`, col, strings.Replace(typ, "UUID", "VARCHAR", 1), col))
+	}
+	if err := rows.Err(); err != nil || len(casts) == 0 {
+		return "*", err
+	}
+	return "* REPLACE (" + strings.Join(casts, ", ") + ")", nil
 }
 
 // renderParts renders each match's sub-resources from the exported tables

@@ -62,11 +62,26 @@ func pointerSetter(et reflect.Type, col arrow.Array) (fieldSetter, error) {
 func valueSetter(t reflect.Type, col arrow.Array) (fieldSetter, error) {
 	switch t {
 	case idType:
-		fb, ok := col.(*array.FixedSizeBinary)
-		if !ok || fb.DataType().(*arrow.FixedSizeBinaryType).ByteWidth != 16 {
-			return nil, fmt.Errorf("want a 16-byte UUID, have %s", col.DataType())
+		switch a := col.(type) {
+		case *array.FixedSizeBinary: // schema version 1: 16-byte UUIDs
+			if a.DataType().(*arrow.FixedSizeBinaryType).ByteWidth == 16 {
+				return func(p unsafe.Pointer, r int) { copy((*ID)(p)[:], a.Value(r)) }, nil
+			}
+		case *array.String: // schema version 2: canonical text, parsed (and checked) up front
+			ids := make([]ID, a.Len())
+			for r := range ids {
+				if a.IsNull(r) {
+					continue
+				}
+				id, ok := ParseID(a.Value(r))
+				if !ok {
+					return nil, fmt.Errorf("%q is not a canonical UUID", a.Value(r))
+				}
+				ids[r] = id
+			}
+			return func(p unsafe.Pointer, r int) { *(*ID)(p) = ids[r] }, nil
 		}
-		return func(p unsafe.Pointer, r int) { copy((*ID)(p)[:], fb.Value(r)) }, nil
+		return nil, fmt.Errorf("want a UUID, have %s", col.DataType())
 	case timeType:
 		ts, ok := col.(*array.Timestamp)
 		if !ok {

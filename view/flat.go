@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,6 +76,8 @@ func flatReader(t reflect.Type, c int, d *schema.Column) (flatColumn, error) {
 	case et == idType && d.PhysicalType() == parquet.Types.FixedLenByteArray && d.TypeLength() == 16:
 		return column(c, (*file.FixedLenByteArrayColumnChunkReader).ReadBatchInPage, optional, ptr,
 			func(v parquet.FixedLenByteArray) (id ID) { copy(id[:], v); return }), nil
+	case et == idType && d.PhysicalType() == parquet.Types.ByteArray:
+		return idTextColumn(c, optional, ptr), nil
 	case et == timeType && d.PhysicalType() == parquet.Types.Int64:
 		ts, ok := d.LogicalType().(schema.TimestampLogicalType)
 		if !ok {
@@ -113,6 +116,30 @@ func flatReader(t reflect.Type, c int, d *schema.Column) (flatColumn, error) {
 		return column(c, (*file.BooleanColumnChunkReader).ReadBatchInPage, optional, ptr, func(v bool) bool { return v }), nil
 	}
 	return nil, errNotFlat
+}
+
+// idTextColumn reads ids published as text (schema version 2): a value
+// that is not a canonical UUID fails the read as a corrupt snapshot.
+func idTextColumn(c int, optional, ptr bool) flatColumn {
+	var bad []byte
+	read := column(c, (*file.ByteArrayColumnChunkReader).ReadBatchInPage, optional, ptr,
+		func(v parquet.ByteArray) ID {
+			id, ok := parseIDBytes(v)
+			if !ok && bad == nil {
+				bad = bytes.Clone(v)
+			}
+			return id
+		})
+	return func(rg *file.RowGroupReader, n int64, field func(row int) unsafe.Pointer) error {
+		bad = nil
+		if err := read(rg, n, field); err != nil {
+			return err
+		}
+		if bad != nil {
+			return fmt.Errorf("column %d: %q is not a canonical UUID: %w", c, bad, ErrCorrupt)
+		}
+		return nil
+	}
 }
 
 // bytesColumn reads a byte array column into []byte (or json.RawMessage)

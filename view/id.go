@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"unsafe"
 )
 
 // ID is a resource id: a UUID, rendered canonical and lowercase.
@@ -62,7 +63,11 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 
 // ParseID accepts only the canonical lowercase 36-character hyphenated form
 // (any version: ids are validated by format, not by version).
-func ParseID(s string) (ID, bool) {
+func ParseID(s string) (ID, bool) { return parseIDBytes(unsafe.Slice(unsafe.StringData(s), len(s))) }
+
+// parseIDBytes is ParseID of text held in bytes (a Parquet value), without
+// a copy.
+func parseIDBytes(s []byte) (ID, bool) {
 	var id ID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return id, false

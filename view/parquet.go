@@ -139,6 +139,27 @@ func storage(a arrow.Array) arrow.Array {
 	return a
 }
 
+// setID reads an id cell: 16 bytes (schema version 1) or canonical text
+// (version 2).
+func setID(dst *ID, col arrow.Array, r int) error {
+	switch a := col.(type) {
+	case *array.FixedSizeBinary:
+		if len(a.Value(r)) != 16 {
+			return fmt.Errorf("want a 16-byte UUID, have %s", col.DataType())
+		}
+		copy(dst[:], a.Value(r))
+	case *array.String:
+		id, ok := ParseID(a.Value(r))
+		if !ok {
+			return fmt.Errorf("%q is not a canonical UUID", a.Value(r))
+		}
+		*dst = id
+	default:
+		return fmt.Errorf("want a UUID, have %s", col.DataType())
+	}
+	return nil
+}
+
 func setValue(dst reflect.Value, col arrow.Array, r int) error {
 	col = storage(col)
 	if dst.Kind() == reflect.Pointer {
@@ -157,12 +178,7 @@ func setValue(dst reflect.Value, col arrow.Array, r int) error {
 	}
 	switch dst.Type() {
 	case idType:
-		fb, ok := col.(*array.FixedSizeBinary)
-		if !ok || len(fb.Value(r)) != 16 {
-			return fmt.Errorf("want a 16-byte UUID, have %s", col.DataType())
-		}
-		copy(dst.Addr().Interface().(*ID)[:], fb.Value(r))
-		return nil
+		return setID(dst.Addr().Interface().(*ID), col, r)
 	case timeType:
 		ts, ok := col.(*array.Timestamp)
 		if !ok {
