@@ -131,3 +131,29 @@ func Lines(fs []Forecast, m Metrics) []Line {
 	}
 	return out
 }
+
+// PairedBrierDiff is the mean paired difference of two forecasts' Brier
+// scores on the same outcomes y (1 or 0), mean of (a−y)² − (b−y)², with its
+// 95% interval by the normal approximation (mean ± 1.96 s/√n, s the sample
+// standard deviation of the per-match differences); negative: a is better.
+// With fewer than two matches the interval is unbounded.
+func PairedBrierDiff(a, b []float64, y []int) (mean, lo, hi float64) {
+	n := float64(len(y))
+	var s, ss float64
+	for i := range y {
+		o := float64(y[i])
+		d := (a[i]-o)*(a[i]-o) - (b[i]-o)*(b[i]-o)
+		s += d
+		ss += d * d
+	}
+	if len(y) == 0 {
+		return 0, math.Inf(-1), math.Inf(1)
+	}
+	mean = s / n
+	if n < 2 {
+		return mean, math.Inf(-1), math.Inf(1)
+	}
+	v := (ss - n*mean*mean) / (n - 1)
+	half := 1.96 * math.Sqrt(math.Max(v, 0)/n)
+	return mean, mean - half, mean + half
+}

@@ -284,7 +284,7 @@ func TestReportRenders(t *testing.T) {
 	res := Run(world(800, 16, 11), DefaultForecastConfig())
 	m := Evaluate(res.Forecasts, 500, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	var b bytes.Buffer
-	if err := Report(&b, m, res.Forecasts); err != nil {
+	if err := Report(&b, m, res.Forecasts, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"time"
 )
 
-// Report writes the model review: a static HTML page with the metrics, a
-// reliability (calibration) plot, the Brier score over time with its 95%
-// interval, and a sharpness histogram, all as inline SVG.
-func Report(w io.Writer, m Metrics, fs []Forecast) error {
+// Report writes the model review: a static HTML page (inline SVG, no
+// scripts) with the gate's metrics over every settled forecast, eo_model
+// against the closing eo_market line and the tuned Elo on the same matches
+// (c, from Review: Brier with 95% intervals, log loss, the paired
+// differences, reliability with counts and Wilson intervals, Brier per
+// month), then eo_model's own reliability, Brier over time and sharpness.
+// c may be nil (no comparison).
+func Report(w io.Writer, m Metrics, fs []Forecast, c *Comparison) error {
 	var settled []Forecast
 	for _, f := range fs {
 		if f.Settled {
@@ -24,11 +27,35 @@ func Report(w io.Writer, m Metrics, fs []Forecast) error {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>eo_model review</title>
 <style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#222}
-table{border-collapse:collapse}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}
+table{border-collapse:collapse;margin:0.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}
 th{text-align:left}svg{background:#fafafa;border:1px solid #ddd;margin:0.5em 0}</style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>eo_model review</h1>\n<p>Model <code>%s</code>, market <code>%s</code>, evaluated at %s.</p>\n",
 		html.EscapeString(m.ModelVersion), html.EscapeString(m.Market), m.EvaluatedAt.UTC().Format(time.RFC3339))
+	metricsTable(&b, m)
+	comparisonSection(&b, c)
+
+	b.WriteString("<h2>eo_model on every settled forecast</h2>\n<h3>Reliability</h3>\n<p>Forecast probability of the home (team A) win, in ten bins, against the observed home win rate: each point is a bin's mean forecast and observed rate, labelled with its count, with the rate's 95% Wilson interval; the dot area follows the count. The diagonal is perfect calibration.</p>\n")
+	var ps []float64
+	var ys []int
+	for _, f := range settled {
+		ps, ys = append(ps, f.PHome), append(ys, f.Outcome)
+	}
+	reliabilityPlot(&b, []relSeries{{ForecasterModel, colours[0], Reliability(ps, ys)}}, true)
+	b.WriteString("<h3>Brier score over time</h3>\n<p>Brier score per calendar month with its 95% interval (normal approximation); the dashed line is the no-skill 0.25.</p>\n")
+	months, series := monthlySeries(settled)
+	monthlyPlot(&b, months, series)
+	b.WriteString("<h3>Sharpness</h3>\n<p>Histogram of the forecast probability of the favourite, max(p, 1 − p), over all forecasts.</p>\n")
+	sharpness(&b, fs)
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// colours of the forecasters' series, in Forecasters order.
+var colours = [3]string{"#3b6fb6", "#d9822b", "#4a9a5b"}
+
+func metricsTable(b *strings.Builder, m Metrics) {
 	gate := "closed"
 	if m.GatePassed {
 		gate = "open"
@@ -43,185 +70,172 @@ th{text-align:left}svg{background:#fafafa;border:1px solid #ddd;margin:0.5em 0}<
 		{"Accuracy", fmt.Sprintf("%.4f", m.Accuracy)},
 		{"Gate (CI upper < 0.25 and settled ≥ " + fmt.Sprint(m.MinSettled) + ")", gate},
 	} {
-		fmt.Fprintf(&b, "<tr><th>%s</th><td>%s</td></tr>\n", html.EscapeString(r[0]), html.EscapeString(r[1]))
+		fmt.Fprintf(b, "<tr><th>%s</th><td>%s</td></tr>\n", html.EscapeString(r[0]), html.EscapeString(r[1]))
 	}
 	b.WriteString("</table>\n")
-
-	b.WriteString("<h2>Reliability</h2>\n<p>Forecast probability of the home (team A) win, in ten bins, against the observed home win rate; the dot area follows the bin's count. The diagonal is perfect calibration.</p>\n")
-	reliability(&b, settled)
-	b.WriteString("<h2>Brier score over time</h2>\n<p>Brier score per calendar month with its 95% interval (normal approximation); the dashed line is the no-skill 0.25.</p>\n")
-	brierOverTime(&b, settled)
-	b.WriteString("<h2>Sharpness</h2>\n<p>Histogram of the forecast probability of the favourite, max(p, 1 − p), over all forecasts.</p>\n")
-	sharpness(&b, fs)
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-const (
-	svgW, svgH = 640, 360
-	padL, padB = 50, 36
-	padT, padR = 14, 14
-)
-
-func plotX(v, lo, hi float64) float64 {
-	return padL + (v-lo)/(hi-lo)*float64(svgW-padL-padR)
-}
-
-func plotY(v, lo, hi float64) float64 {
-	return float64(svgH-padB) - (v-lo)/(hi-lo)*float64(svgH-padB-padT)
-}
-
-func axes(b *strings.Builder, xlo, xhi, ylo, yhi float64, xlab, ylab string, xticks, yticks []float64, xfmt func(float64) string) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-size="11">`, svgW, svgH, svgW, svgH)
-	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, padL, svgH-padB, svgW-padR, svgH-padB)
-	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, padL, padT, padL, svgH-padB)
-	for _, t := range xticks {
-		x := plotX(t, xlo, xhi)
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x, svgH-padB+14, html.EscapeString(xfmt(t)))
+// comparisonSection writes eo_model against the market and Elo: the scores
+// table, the reliability plot and table, the Brier per month.
+func comparisonSection(b *strings.Builder, c *Comparison) {
+	b.WriteString("<h2>Against the closing market line and Elo</h2>\n")
+	if c == nil || c.Matches == 0 {
+		from := ""
+		if c != nil && !c.From.IsZero() {
+			from = " scheduled from " + c.From.Format("2006-01-02")
+		}
+		fmt.Fprintf(b, "<p>No settled match%s has both an eo_model forecast and a closing eo_market line: nothing to compare.</p>\n", from)
+		return
 	}
-	for _, t := range yticks {
-		y := plotY(t, ylo, yhi)
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`, padL, y, svgW-padR, y)
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, y+4, trimFloat(t))
+	fmt.Fprintf(b, "<p>The same %d settled matches for every forecaster: those scheduled from %s with an eo_model forecast, a closing eo_market match-winner line and a result. Elo's K and H were tuned on the %d completed matches before %s, so none of these matches chose them. Intervals are 95%%: normal approximation for the Brier scores and for the paired differences (per-match squared error of eo_model minus the other's; negative: eo_model better).</p>\n",
+		c.Matches, c.From.Format("2006-01-02"), c.EloTuned, c.From.Format("2006-01-02"))
+	b.WriteString("<table>\n<tr><th>forecaster</th><th>N</th><th>Brier</th><th>Brier 95% CI</th><th>log loss</th><th>accuracy</th><th>eo_model − this (95% CI)</th><th>forecast</th></tr>\n")
+	for _, s := range c.Scores {
+		diff := "–"
+		if s.HasDiff {
+			diff = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", s.ModelDiff, s.ModelDiffLow, s.ModelDiffHigh)
+		}
+		m := s.Metrics
+		fmt.Fprintf(b, "<tr><th>%s</th><td>%d</td><td>%.4f</td><td>[%.4f, %.4f]</td><td>%.4f</td><td>%.4f</td><td>%s</td><td style=\"text-align:left\">%s</td></tr>\n",
+			html.EscapeString(s.Forecaster), m.SettledMatches, m.Brier, m.BrierCILow, m.BrierCIHigh, m.LogLoss, m.Accuracy,
+			diff, html.EscapeString(s.Params))
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, (svgW+padL)/2, svgH-4, html.EscapeString(xlab))
-	fmt.Fprintf(b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`, svgH/2, svgH/2, html.EscapeString(ylab))
+	b.WriteString("</table>\n<ul>\n")
+	for _, s := range c.Scores {
+		if s.HasDiff {
+			fmt.Fprintf(b, "<li>%s</li>\n", html.EscapeString(verdict(s)))
+		}
+	}
+	b.WriteString("</ul>\n")
+
+	b.WriteString("<h3>Reliability on the compared matches</h3>\n<p>Each point is a bin's mean forecast and observed home win rate with the rate's 95% Wilson interval; the counts are in the table below.</p>\n")
+	var rs []relSeries
+	for k, name := range Forecasters {
+		rs = append(rs, relSeries{name, colours[k], fullBins(c.Reliability, name)})
+	}
+	reliabilityPlot(b, rs, false)
+	reliabilityTable(b, rs)
+
+	b.WriteString("<h3>Brier score per month on the compared matches</h3>\n<p>Calendar months (UTC) of the scheduled time, each forecaster's Brier score with its 95% interval; the dashed line is the no-skill 0.25.</p>\n")
+	months, series := comparisonMonths(c)
+	monthlyPlot(b, months, series)
+	monthlyTable(b, months, series)
 }
 
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.3f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "" || s == "-" {
-		return "0"
+// verdict says in words what a paired difference shows.
+func verdict(s ForecasterScore) string {
+	d := fmt.Sprintf("eo_model − %s: %+.4f, 95%% CI [%+.4f, %+.4f]: ", s.Forecaster, s.ModelDiff, s.ModelDiffLow, s.ModelDiffHigh)
+	switch {
+	case s.ModelDiffHigh < 0:
+		return d + "eo_model is better than " + s.Forecaster + " (the interval excludes 0)."
+	case s.ModelDiffLow > 0:
+		return d + s.Forecaster + " is better than eo_model (the interval excludes 0)."
 	}
-	return s
+	return d + "no difference shown (the interval includes 0)."
 }
 
-func ticks(lo, hi, step float64) []float64 {
-	var out []float64
-	for v := lo; v <= hi+1e-9; v += step {
-		out = append(out, math.Round(v*1000)/1000)
+// fullBins are the ten bins of forecaster name (the empty ones, left out
+// of a Comparison, with N = 0).
+func fullBins(bins []ReliabilityBin, name string) []ReliabilityBin {
+	out := Reliability(nil, nil)
+	for _, b := range bins {
+		if b.Forecaster == name && b.Bin >= 0 && b.Bin < len(out) {
+			out[b.Bin] = b
+		}
 	}
 	return out
 }
 
-func reliability(b *strings.Builder, fs []Forecast) {
-	const bins = 10
-	var n [bins]int
-	var sp, so [bins]float64
-	for _, f := range fs {
-		k := int(f.PHome * bins)
-		if k >= bins {
-			k = bins - 1
+func reliabilityTable(b *strings.Builder, rs []relSeries) {
+	b.WriteString("<table>\n<tr><th>forecast</th>")
+	for _, s := range rs {
+		fmt.Fprintf(b, "<th>%s: n, mean forecast, observed [95%% Wilson]</th>", html.EscapeString(s.name))
+	}
+	b.WriteString("</tr>\n")
+	for k := 0; k < ReliabilityBins; k++ {
+		fmt.Fprintf(b, "<tr><th>%.1f–%.1f</th>", float64(k)/ReliabilityBins, float64(k+1)/ReliabilityBins)
+		for _, s := range rs {
+			x := s.bins[k]
+			if x.N == 0 {
+				b.WriteString("<td>–</td>")
+				continue
+			}
+			fmt.Fprintf(b, "<td>%d, %.3f, %.3f [%.3f, %.3f]</td>", x.N, x.MeanP, x.Observed, x.ObservedLow, x.ObservedHigh)
 		}
-		n[k]++
-		sp[k] += f.PHome
-		so[k] += float64(f.Outcome)
+		b.WriteString("</tr>\n")
 	}
-	tk := ticks(0, 1, 0.2)
-	axes(b, 0, 1, 0, 1, "forecast p(home)", "observed home win rate", tk, tk, trimFloat)
-	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" stroke-dasharray="4 3"/>`,
-		plotX(0, 0, 1), plotY(0, 0, 1), plotX(1, 0, 1), plotY(1, 0, 1))
-	maxN := 1
-	for _, c := range n {
-		maxN = max(maxN, c)
-	}
-	var pts []string
-	for k := 0; k < bins; k++ {
-		if n[k] == 0 {
-			continue
-		}
-		x, y := plotX(sp[k]/float64(n[k]), 0, 1), plotY(so[k]/float64(n[k]), 0, 1)
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
-		r := 3 + 9*math.Sqrt(float64(n[k])/float64(maxN))
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="#3b6fb6" fill-opacity="0.6"><title>%d forecasts</title></circle>`, x, y, r, n[k])
-	}
-	if len(pts) > 1 {
-		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#3b6fb6"/>`, strings.Join(pts, " "))
-	}
-	b.WriteString("</svg>\n")
+	b.WriteString("</table>\n")
 }
 
-func brierOverTime(b *strings.Builder, fs []Forecast) {
-	type month struct {
-		t          time.Time
-		n          int
-		sum, sumSq float64
-	}
-	var ms []month
-	for _, f := range fs {
-		t := time.Date(f.ScheduledAt.Year(), f.ScheduledAt.Month(), 1, 0, 0, 0, 0, time.UTC)
-		if len(ms) == 0 || !ms[len(ms)-1].t.Equal(t) {
-			ms = append(ms, month{t: t})
+// comparisonMonths are the months of c and one series of Brier scores per
+// forecaster over them (a month a forecaster has no match in is skipped).
+func comparisonMonths(c *Comparison) ([]time.Time, []monthSeries) {
+	seen := map[time.Time]bool{}
+	var months []time.Time
+	for _, mb := range c.Monthly {
+		if !seen[mb.Month] {
+			seen[mb.Month] = true
+			months = append(months, mb.Month)
 		}
-		m := &ms[len(ms)-1]
-		br := f.Brier()
-		m.n++
-		m.sum += br
-		m.sumSq += br * br
 	}
-	if len(ms) == 0 {
-		axes(b, 0, 1, 0, 0.5, "month", "Brier", nil, ticks(0, 0.5, 0.1), trimFloat)
-		b.WriteString("</svg>\n")
-		return
+	sort.Slice(months, func(i, j int) bool { return months[i].Before(months[j]) })
+	at := map[time.Time]int{}
+	for i, m := range months {
+		at[m] = i
 	}
-	lo, hi := 0.0, float64(max(len(ms)-1, 1))
-	var xt []float64
-	step := max(1, len(ms)/8)
-	for i := 0; i < len(ms); i += step {
-		xt = append(xt, float64(i))
-	}
-	axes(b, lo, hi, 0, 0.5, "month", "Brier", xt, ticks(0, 0.5, 0.1), func(v float64) string {
-		i := int(v)
-		if i < 0 || i >= len(ms) {
-			return ""
+	var out []monthSeries
+	for k, name := range Forecasters {
+		s := monthSeries{name: name, colour: colours[k], byMonth: map[int]MonthBrier{}}
+		for _, mb := range c.Monthly {
+			if mb.Forecaster == name {
+				s.byMonth[at[mb.Month]] = mb
+			}
 		}
-		return ms[i].t.Format("2006-01")
-	})
-	y25 := plotY(0.25, 0, 0.5)
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c33" stroke-dasharray="5 3"/>`, padL, y25, svgW-padR, y25)
-	var pts []string
-	for i, m := range ms {
-		mean := m.sum / float64(m.n)
-		half := 0.0
-		if m.n > 1 {
-			v := (m.sumSq - float64(m.n)*mean*mean) / float64(m.n-1)
-			half = 1.96 * math.Sqrt(math.Max(v, 0)/float64(m.n))
-		}
-		x := plotX(float64(i), lo, hi)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7a9cc6"/>`, x, plotY(math.Max(0, mean-half), 0, 0.5), x, plotY(math.Min(0.5, mean+half), 0, 0.5))
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, plotY(mean, 0, 0.5)))
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="#3b6fb6"><title>%s: %.4f (n=%d)</title></circle>`, x, plotY(mean, 0, 0.5), m.t.Format("2006-01"), mean, m.n)
+		out = append(out, s)
 	}
-	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#3b6fb6"/>`, strings.Join(pts, " "))
-	b.WriteString("</svg>\n")
+	return months, out
 }
 
-func sharpness(b *strings.Builder, fs []Forecast) {
-	const bins = 10 // over [0.5, 1]
-	var n [bins]int
+// monthlySeries is the one series of eo_model's Brier per month over fs
+// (sorted by time).
+func monthlySeries(fs []Forecast) ([]time.Time, []monthSeries) {
+	var months []time.Time
+	byMonth := map[time.Time][]Forecast{}
 	for _, f := range fs {
-		p := math.Max(f.PHome, 1-f.PHome)
-		k := int((p - 0.5) * 2 * bins)
-		if k >= bins {
-			k = bins - 1
+		t := f.ScheduledAt.UTC()
+		m := time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+		if _, ok := byMonth[m]; !ok {
+			months = append(months, m)
 		}
-		n[k]++
+		byMonth[m] = append(byMonth[m], f)
 	}
-	maxN := 1
-	for _, c := range n {
-		maxN = max(maxN, c)
+	s := monthSeries{name: ForecasterModel, colour: colours[0], byMonth: map[int]MonthBrier{}}
+	for i, m := range months {
+		e := Evaluate(byMonth[m], 0, time.Time{})
+		s.byMonth[i] = MonthBrier{Forecaster: ForecasterModel, Month: m, N: e.SettledMatches, Brier: e.Brier, Low: e.BrierCILow, High: e.BrierCIHigh}
 	}
-	top := float64(maxN) * 1.1
-	step := math.Max(1, math.Pow(10, math.Floor(math.Log10(top))))
-	axes(b, 0.5, 1, 0, top, "forecast probability of the favourite", "forecasts", ticks(0.5, 1, 0.1), ticks(0, top, step), trimFloat)
-	for k := 0; k < bins; k++ {
-		x0 := plotX(0.5+float64(k)/(2*bins), 0.5, 1)
-		x1 := plotX(0.5+float64(k+1)/(2*bins), 0.5, 1)
-		y := plotY(float64(n[k]), 0, top)
-		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#3b6fb6" fill-opacity="0.7"><title>%d</title></rect>`,
-			x0+1, y, x1-x0-2, plotY(0, 0, top)-y, n[k])
+	return months, []monthSeries{s}
+}
+
+func monthlyTable(b *strings.Builder, months []time.Time, ss []monthSeries) {
+	b.WriteString("<table>\n<tr><th>month</th>")
+	for _, s := range ss {
+		fmt.Fprintf(b, "<th>%s: Brier [95%% CI]</th>", html.EscapeString(s.name))
 	}
-	b.WriteString("</svg>\n")
+	b.WriteString("<th>n</th></tr>\n")
+	for i, m := range months {
+		fmt.Fprintf(b, "<tr><th>%s</th>", m.Format("2006-01"))
+		n := 0
+		for _, s := range ss {
+			mb, ok := s.byMonth[i]
+			if !ok {
+				b.WriteString("<td>–</td>")
+				continue
+			}
+			n = max(n, mb.N)
+			fmt.Fprintf(b, "<td>%.4f [%.4f, %.4f]</td>", mb.Brier, mb.Low, mb.High)
+		}
+		fmt.Fprintf(b, "<td>%d</td></tr>\n", n)
+	}
+	b.WriteString("</table>\n")
 }

@@ -112,7 +112,7 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var buf bytes.Buffer
-	if err := model.Report(&buf, metrics, res.Forecasts); err != nil {
+	if err := model.Report(&buf, metrics, res.Forecasts, nil); err != nil {
 		return 0, err
 	}
 	if r.o.Store != nil {

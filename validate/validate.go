@@ -9,7 +9,9 @@
 //   - coin: 0.5 for every match;
 //   - elo: Elo on the logistic 400 scale with K and a team-A advantage H
 //     grid-searched for the lowest Brier on the TUNING period only (matches
-//     before Options.From), then run over every match with those values;
+//     before Options.From), then run over every match with those values
+//     (model.TuneElo and model.EloForecasts, the baseline the pipeline's
+//     model review also uses);
 //   - hltv_rank: p = logistic(a + b ln(rank_B / rank_A)) from the HLTV world
 //     ranks at match time, a and b fitted by maximum likelihood on the
 //     tuning period only; 0.5 for a match without both ranks (datasets
@@ -63,10 +65,11 @@ type Options struct {
 	Model *model.ForecastConfig
 }
 
-// Default Elo grids.
+// Default Elo grids (model's: the pipeline's model review tunes its Elo on
+// the same grids).
 var (
-	DefaultKGrid = []float64{8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80}
-	DefaultHGrid = []float64{-40, -20, -10, 0, 10, 20, 30, 40, 60, 80}
+	DefaultKGrid = model.DefaultEloKGrid
+	DefaultHGrid = model.DefaultEloHGrid
 )
 
 // Bin is one decile of a reliability table.
@@ -203,8 +206,11 @@ func split(games []importer.Game, from time.Time) (*Report, error) {
 	r.First, r.Last = gs[0].ScheduledAt, gs[len(gs)-1].ScheduledAt
 	r.From = from
 	if r.From.IsZero() {
-		t := gs[len(gs)/5].ScheduledAt
-		r.From = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
+		times := make([]time.Time, len(gs))
+		for i, g := range gs {
+			times[i] = g.ScheduledAt
+		}
+		r.From = model.TuningSplit(times)
 	}
 	nTune := sort.Search(len(gs), func(i int) bool { return !gs[i].ScheduledAt.Before(r.From) })
 	r.NTune, r.NEval = nTune, len(gs)-nTune
@@ -250,22 +256,11 @@ func (r *Report) forecastModel(o Options, dates []time.Time) (model.RunResult, m
 	return res, cfg
 }
 
-// tuneElo picks Elo's K and home term on the tuning period only, then
-// forecasts every game.
+// tuneElo picks Elo's K and home term on the tuning period only
+// (model.TuneElo), then forecasts every game.
 func (r *Report) tuneElo(o Options) {
 	gs, nTune := r.Games, r.NTune
-	r.EloK, r.EloH = 24, 0
-	if nTune > 0 {
-		best := math.Inf(1)
-		for _, k := range o.KGrid {
-			for _, h := range o.HGrid {
-				p := EloForecasts(gs[:nTune], k, h)
-				if b := brier(gs[:nTune], p); b < best-1e-12 {
-					best, r.EloK, r.EloH = b, k, h
-				}
-			}
-		}
-	}
+	r.EloK, r.EloH = model.TuneElo(eloGames(gs[:nTune]), o.KGrid, o.HGrid)
 	r.Forecasts[Elo] = EloForecasts(gs, r.EloK, r.EloH)
 }
 
@@ -300,15 +295,6 @@ func outcome(g importer.Game) float64 {
 	return 0
 }
 
-func brier(gs []importer.Game, p []float64) float64 {
-	s := 0.0
-	for i, g := range gs {
-		d := p[i] - outcome(g)
-		s += d * d
-	}
-	return s / float64(len(gs))
-}
-
 func evaluate(gs []importer.Game, p []float64, minSettled int, asOf time.Time) model.Metrics {
 	fs := make([]model.Forecast, len(gs))
 	for i, g := range gs {
@@ -317,69 +303,42 @@ func evaluate(gs []importer.Game, p []float64, minSettled int, asOf time.Time) m
 	return model.Evaluate(fs, minSettled, asOf)
 }
 
+// calibration is p's reliability table on gs (model.Reliability).
 func calibration(gs []importer.Game, p []float64) [10]Bin {
-	var out [10]Bin
+	y := make([]int, len(gs))
 	for i, g := range gs {
-		b := min(int(p[i]*10), 9)
-		out[b].N++
-		out[b].MeanP += p[i]
-		out[b].Observed += outcome(g)
+		y[i] = int(outcome(g))
 	}
-	for i := range out {
-		if out[i].N > 0 {
-			out[i].MeanP /= float64(out[i].N)
-			out[i].Observed /= float64(out[i].N)
-		}
+	var out [10]Bin
+	for i, b := range model.Reliability(p, y) {
+		out[i] = Bin{N: b.N, MeanP: b.MeanP, Observed: b.Observed}
 	}
 	return out
 }
 
 func pairedDelta(gs []importer.Game, a, b []float64) (mean, lo, hi float64) {
-	n := float64(len(gs))
-	var s, ss float64
+	y := make([]int, len(gs))
 	for i, g := range gs {
-		y := outcome(g)
-		d := (a[i]-y)*(a[i]-y) - (b[i]-y)*(b[i]-y)
-		s += d
-		ss += d * d
+		y[i] = int(outcome(g))
 	}
-	mean = s / n
-	if n < 2 {
-		return mean, math.Inf(-1), math.Inf(1)
-	}
-	v := (ss - n*mean*mean) / (n - 1)
-	half := 1.96 * math.Sqrt(math.Max(v, 0)/n)
-	return mean, mean - half, mean + half
+	return model.PairedBrierDiff(a, b, y)
 }
 
-// EloForecasts runs Elo over gs (in order) and returns each match's
-// forecast: p = 1/(1+10^(-(R_A - R_B + h)/400)), all matches of a day
-// forecast from the ratings after the previous days, then updated in order
-// with R += k (score - p) (p recomputed from the current ratings). New
-// teams start at 1500.
+// EloForecasts runs Elo over gs (in order; model.EloForecasts) and returns
+// each match's forecast: p = 1/(1+10^(-(R_A - R_B + h)/400)), all matches
+// of a day forecast from the ratings after the previous days, then updated
+// in order with R += k (score - p) (p recomputed from the current ratings).
+// New teams start at 1500.
 func EloForecasts(gs []importer.Game, k, h float64) []float64 {
-	rt := map[string]float64{}
-	get := func(id string) float64 {
-		if v, ok := rt[id]; ok {
-			return v
-		}
-		return 1500
-	}
-	exp := func(a, b string) float64 { return 1 / (1 + math.Pow(10, -(get(a)-get(b)+h)/400)) }
-	out := make([]float64, len(gs))
-	for i := 0; i < len(gs); {
-		j := i
-		for j < len(gs) && gs[j].ScheduledAt.Equal(gs[i].ScheduledAt) {
-			out[j] = exp(gs[j].TeamA, gs[j].TeamB)
-			j++
-		}
-		for x := i; x < j; x++ {
-			g := gs[x]
-			d := k * (outcome(g) - exp(g.TeamA, g.TeamB))
-			rt[g.TeamA] = get(g.TeamA) + d
-			rt[g.TeamB] = get(g.TeamB) - d
-		}
-		i = j
+	return model.EloForecasts(eloGames(gs), k, h)
+}
+
+// eloGames are gs for model's Elo: each forecast and settled on its day
+// (the harness's ScheduledAt is already the day).
+func eloGames(gs []importer.Game) []model.EloGame {
+	out := make([]model.EloGame, len(gs))
+	for i, g := range gs {
+		out[i] = model.EloGame{TeamA: g.TeamA, TeamB: g.TeamB, At: g.ScheduledAt, KnownAt: g.ScheduledAt, WinnerA: g.WinnerA}
 	}
 	return out
 }

@@ -149,3 +149,13 @@ func TestSpearman(t *testing.T) {
 		t.Errorf("reversed: %v", s)
 	}
 }
+
+// brier is the Brier score of forecasts p of gs.
+func brier(gs []importer.Game, p []float64) float64 {
+	s := 0.0
+	for i, g := range gs {
+		d := p[i] - outcome(g)
+		s += d * d
+	}
+	return s / float64(len(gs))
+}
