@@ -15,7 +15,7 @@ import (
 const (
 	svgW, svgH = 640, 360
 	padL, padB = 50, 36
-	padT, padR = 14, 24
+	padT, padR = 14, 32
 	fontSize   = 11
 )
 

@@ -1,7 +1,6 @@
 package pipelines
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/eodata/eo/model"
-	"github.com/eodata/eo/publish"
 )
 
 // ModelOptions configures the ratings and model step. Zero values mean the
@@ -40,8 +38,9 @@ func (o ModelOptions) withDefaults() ModelOptions {
 	return o
 }
 
-// Store keys of the model review report (publish accepts only Parquet
-// tables in a snapshot, so the HTML goes next to the snapshots).
+// Store keys of the model review report, kept next to the snapshots (each
+// snapshot also carries it, in its model_report table, which the edge
+// serves).
 const (
 	ModelReportLatestKey = "reports/model/latest.html"
 	modelReportPrefix    = "reports/model/"
@@ -54,8 +53,8 @@ func ModelReportKey(runID string) string { return modelReportPrefix + runID + ".
 // writes out_rankings, out_roster_history, out_model_metrics,
 // out_model_forecasts and the eo_model lines (out_model_lines, empty while
 // the gate is closed; sql/assemble/01_odds_lines.sql unions them into
-// odds_lines), fills out_teams.own_rank, and puts the model review
-// report in the store.
+// odds_lines), fills out_teams.own_rank, and keeps the run for the model
+// review (reviewModel, after the assemble step).
 func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	o := r.o.Model.withDefaults()
 	db := r.db
@@ -111,17 +110,9 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	if err := r.writeModelTables(ctx, metrics, res.Forecasts, lines); err != nil {
 		return 0, err
 	}
-	var buf bytes.Buffer
-	if err := model.Report(&buf, metrics, res.Forecasts, nil); err != nil {
-		return 0, err
-	}
-	if r.o.Store != nil {
-		for _, key := range []string{ModelReportKey(r.rep.RunID), ModelReportLatestKey} {
-			if err := publish.PutBytes(ctx, r.o.Store, key, buf.Bytes()); err != nil {
-				return 0, fmt.Errorf("model: put report: %w", err)
-			}
-		}
-	}
+	// The review (reviewModel) runs once the odds lines are assembled: it
+	// compares these forecasts with the closing eo_market lines.
+	r.model = &modelRun{matches: matches, forecasts: res.Forecasts, metrics: metrics}
 	r.o.Logger.Info("model evaluated", "run", r.rep.RunID, "matches", len(matches),
 		"settled", metrics.SettledMatches, "brier", math.Round(metrics.Brier*1e4)/1e4,
 		"brier_ci_high", math.Round(metrics.BrierCIHigh*1e4)/1e4, "gate_passed", metrics.GatePassed,

@@ -3,8 +3,10 @@ package pipelines_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -105,9 +107,79 @@ WHERE r.entity_type = 'team' AND r.metric = 'glicko2_conservative' AND r."window
 	if n := one[int](t, db, `SELECT count(DISTINCT continuity) FROM roster_history`); n < 3 {
 		t.Fatalf("only %d continuity values", n)
 	}
-	// The report is in the store.
+	// The report is in the store, and it is the snapshot's model_report.
 	b, err := publish.GetBytes(context.Background(), st, pipelines.ModelReportLatestKey)
 	if err != nil || len(b) < 1000 {
 		t.Fatalf("report: %v (%d bytes)", err, len(b))
+	}
+	if html := one[string](t, db, `SELECT html FROM model_report`); html != string(b) {
+		t.Fatalf("model_report (%d bytes) is not the store's report (%d bytes)", len(html), len(b))
+	}
+	checkReview(t, db)
+}
+
+// checkReview recomputes the model review from the published Parquet alone:
+// the matches of model_forecasts from evaluated_from on that have a closing
+// eo_market line (de-vigged over its two closing rows) are the compared ones,
+// and the Brier scores, the paired difference, the reliability counts and
+// the monthly scores of model_comparison, model_reliability and
+// model_monthly are theirs.
+func checkReview(t *testing.T, db *sql.DB) {
+	t.Helper()
+	if _, err := db.Exec(`CREATE TEMP TABLE rv AS
+WITH mk AS (
+  SELECT match_id, (1 / any_value(price) FILTER (WHERE outcome_key = 'home')) /
+         (1 / any_value(price) FILTER (WHERE outcome_key = 'home') + 1 / any_value(price) FILTER (WHERE outcome_key = 'away')) AS pm
+  FROM odds_lines WHERE source = 'eo_market' AND market = 'match_winner' AND is_closing GROUP BY match_id)
+SELECT f.*, mk.pm, (mk.pm - f.outcome) ^ 2 AS brier_market
+FROM model_forecasts f JOIN mk USING (match_id)
+WHERE f.scheduled_at >= (SELECT any_value(evaluated_from) FROM model_comparison)`); err != nil {
+		t.Fatal(err)
+	}
+	n := one[int](t, db, `SELECT count(*) FROM rv`)
+	if n < 100 {
+		t.Fatalf("only %d compared matches", n)
+	}
+	if got := one[string](t, db, `SELECT string_agg(forecaster || ':' || settled_matches, ',' ORDER BY forecaster) FROM model_comparison`); got != fmt.Sprintf("elo:%d,eo_market:%d,eo_model:%d", n, n, n) {
+		t.Fatalf("model_comparison rows %s, want the three forecasters on %d matches", got, n)
+	}
+	for _, c := range []struct{ what, got, want string }{
+		{"eo_model Brier", `SELECT brier FROM model_comparison WHERE forecaster = 'eo_model'`, `SELECT avg(brier) FROM rv`},
+		{"eo_market Brier", `SELECT brier FROM model_comparison WHERE forecaster = 'eo_market'`, `SELECT avg(brier_market) FROM rv`},
+		{"eo_model − eo_market", `SELECT model_brier_diff FROM model_comparison WHERE forecaster = 'eo_market'`, `SELECT avg(brier - brier_market) FROM rv`},
+		{"eo_model − eo_market CI high", `SELECT model_brier_diff_ci_high FROM model_comparison WHERE forecaster = 'eo_market'`,
+			`SELECT avg(brier - brier_market) + 1.96 * stddev_samp(brier - brier_market) / sqrt(count(*)) FROM rv`},
+	} {
+		if d := one[float64](t, db, c.got) - one[float64](t, db, c.want); math.Abs(d) > 2e-6 {
+			t.Errorf("%s differs by %g from its recomputation", c.what, d)
+		}
+	}
+	if bad := one[int](t, db, `SELECT count(*) FROM model_comparison WHERE (forecaster = 'eo_model') <> (model_brier_diff IS NULL)
+  OR NOT (brier_ci_low <= brier AND brier <= brier_ci_high)`); bad != 0 {
+		t.Errorf("%d malformed model_comparison rows", bad)
+	}
+	// eo_model's reliability counts are its forecasts' bins.
+	if bad := one[int](t, db, `
+SELECT count(*) FROM (SELECT least(floor(p_home * 10), 9) AS bin, count(*) AS c FROM rv GROUP BY 1) x
+FULL JOIN (SELECT bin, forecasts FROM model_reliability WHERE forecaster = 'eo_model') r ON r.bin = x.bin
+WHERE r.forecasts IS DISTINCT FROM x.c`); bad != 0 {
+		t.Errorf("%d eo_model reliability bins disagree with model_forecasts", bad)
+	}
+	if bad := one[int](t, db, `SELECT count(*) FROM (SELECT forecaster, sum(forecasts) AS s FROM model_reliability GROUP BY 1) WHERE s <> `+fmt.Sprint(n)); bad != 0 {
+		t.Errorf("reliability counts of %d forecasters do not add up to %d", bad, n)
+	}
+	if bad := one[int](t, db, `SELECT count(*) FROM model_reliability WHERE NOT (observed_ci_low <= observed AND observed <= observed_ci_high)`); bad != 0 {
+		t.Errorf("%d reliability rows outside their interval", bad)
+	}
+	// eo_model's Brier per month.
+	if d := one[float64](t, db, `
+SELECT max(abs(m.brier - x.b)) FROM model_monthly m
+JOIN (SELECT date_trunc('month', scheduled_at) AS month, avg(brier) AS b, count(*) AS c FROM rv GROUP BY 1) x
+  ON x.month = m.month AND x.c = m.settled_matches
+WHERE m.forecaster = 'eo_model'`); d > 2e-6 {
+		t.Errorf("eo_model's monthly Brier differs by %g", d)
+	}
+	if got := one[int](t, db, `SELECT sum(settled_matches) FROM model_monthly WHERE forecaster = 'elo'`); got != n {
+		t.Errorf("elo's months hold %d matches, want %d", got, n)
 	}
 }

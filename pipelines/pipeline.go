@@ -4,7 +4,8 @@
 // player ratings, team profiles and player summaries and the eo_market odds,
 // runs the ratings and model step
 // (Glicko-2 rankings, roster history, the eo_model forecast and its gate, in
-// Go: model/), assembles odds_lines from both sources, and exports one Parquet
+// Go: model/), assembles odds_lines from both sources, reviews eo_model
+// against the closing eo_market line and a tuned Elo, and exports one Parquet
 // file per table for publish/.
 //
 // The SQL lives in sql/ (embedded); this package orders the steps (Run's step
@@ -40,8 +41,9 @@ import (
 )
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
-// step changes what a table holds.
-const Version = "2.0.0"
+// step changes what a table holds. 2.1.0: the model review tables
+// (model_comparison, model_reliability, model_monthly, model_report).
+const Version = "2.1.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
 // to a published table (a removed or retyped column). 2: ids are text
@@ -101,10 +103,11 @@ const (
 )
 
 // InternalTables are tables the edge reads that are not for customers:
-// upstream ids (live_ids; the docs promise they never appear) and the
-// matches' pre-rendered parts. They are published under internal/ and
+// upstream ids (live_ids; the docs promise they never appear), the
+// matches' pre-rendered parts and the model review report (served to
+// internal-plan keys only). They are published under internal/ and
 // documented apart in SNAPSHOT.md.
-var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true}
+var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true, "model_report": true}
 
 // PublishedTables are the tables a snapshot holds: the exported ones and
 // the matches' pre-rendered parts (renderParts).
@@ -120,6 +123,8 @@ var OutputTables = []string{
 	"odds_lines", // sql/derive/00_odds.sql + sql/assemble/01_odds_lines.sql
 	// ratings and model (pipelines/model.go)
 	"rankings", "roster_history", "model_metrics", "model_forecasts",
+	// the model review (pipelines/review.go)
+	"model_comparison", "model_reliability", "model_monthly", "model_report",
 	"live_ids", // sql/assemble/02_live_ids.sql: upstream -> service ids for the edge's live path
 }
 
@@ -143,6 +148,11 @@ var orderBy = map[string]string{
 	// ratings and model (pipelines/model.go)
 	"rankings": "entity_type, rank", "roster_history": "team_id, played_at DESC, match_id",
 	"model_metrics": "market", "model_forecasts": "scheduled_at, match_id",
+	// the model review (pipelines/review.go): eo_model, eo_market, elo
+	"model_comparison":  "market, " + forecasterOrder,
+	"model_reliability": "market, " + forecasterOrder + ", bin",
+	"model_monthly":     "market, " + forecasterOrder + ", month",
+	"model_report":      "market",
 }
 
 // Run executes the whole pipeline once and leaves the Parquet files in
@@ -226,7 +236,8 @@ type step struct {
 
 // steps is the pipeline, in order. The ratings and model step (Go) sits
 // between the derive files, whose tables it reads, and the assemble files,
-// which read its output.
+// which read its output; the model review reads the assembled closing
+// lines.
 func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 	return []step{
 		{"stage raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, r.batches, skipped, r.dirs) }},
@@ -241,6 +252,7 @@ func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 		{"derive", r.derive},
 		{"ratings and model", r.ratingsAndModel},
 		{"assemble", r.assemble},
+		{"model review", r.reviewModel},
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
 		{"render match parts", func(ctx context.Context) (int64, error) { return r.renderParts(ctx, outDir) }},
@@ -276,6 +288,7 @@ type run struct {
 	db      *sql.DB
 	conn    *sql.Conn
 	start   time.Time
+	model   *modelRun // the ratings and model step's run, for the model review
 }
 
 func (r *run) open() (*sql.DB, error) {

@@ -18,6 +18,8 @@ var (
 	sqlModelReadTeamRenames     = eosql.MustFile("model/read_team_renames.sql")
 	sqlModelRosterHistory       = eosql.MustFile("model/roster_history.sql")
 	sqlModelRosterRows          = eosql.MustFile("model/roster_rows.sql")
+	sqlModelReviewClosing       = eosql.MustFile("model/review_closing.sql")
+	sqlModelReviewTables        = eosql.MustFile("model/review_tables.sql")
 	sqlRegFillQuarantineBodies  = eosql.MustFile("registries/fill_quarantine_bodies.sql")
 	sqlRegIdMapTable            = eosql.MustFile("registries/id_map_table.sql")
 	sqlRegNewIdsTable           = eosql.MustFile("registries/new_ids_table.sql")
