@@ -71,6 +71,7 @@ type testAuth struct {
 
 const (
 	goodKey    = "eo_live_000000000000000000000000000000000000000000000001"
+	opsKey     = "eo_live_000000000000000000000000000000000000000000000003" // the internal plan's
 	revokedKey = "eo_live_000000000000000000000000000000000000000000000002"
 	panicKey   = "eo_live_00000000000000000000000000000000000000000000dead"
 )
@@ -97,6 +98,7 @@ func newTestServer(t testing.TB) *testServer {
 	t.Helper()
 	return loadedTestServer(t, fixtureStore(t), &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
+		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
 	}}, nil)
 }
 

@@ -52,6 +52,7 @@ var exampleRequests = map[string]string{
 	"GET /v1/{game}/rankings":                  "/v1/cs2/rankings?type=team&limit=2",
 	"GET /v1/{game}/coverage":                  "/v1/cs2/coverage",
 	"GET /v1/{game}/model/metrics":             "/v1/cs2/model/metrics",
+	"GET /v1/{game}/model/report":              "/v1/cs2/model/report",
 	"POST /v1/{game}/ws-token":                 "/v1/cs2/ws-token",
 }
 
@@ -117,7 +118,7 @@ func TestOpenAPIExamplesAndSamples(t *testing.T) {
 		}
 		method := strings.Fields(key)[0]
 		req := httptest.NewRequest(method, u[1], nil)
-		req.Header.Set("Authorization", "Bearer "+goodKey)
+		req.Header.Set("Authorization", "Bearer "+sampleKey(key))
 		r := ts.do(t, req)
 		if r.status/100 != 2 {
 			t.Errorf("%s: the sample request %s %s gave %d %s", key, method, u[1], r.status, r.body)
@@ -126,6 +127,14 @@ func TestOpenAPIExamplesAndSamples(t *testing.T) {
 		resp := op.Responses.Codes.GetOrZero(code)
 		if resp == nil {
 			t.Errorf("%s documents no %s", key, code)
+			continue
+		}
+		if mt := resp.Content.GetOrZero("text/html"); mt != nil {
+			// An HTML page's example is its beginning.
+			var ex string
+			if mt.Example == nil || mt.Example.Decode(&ex) != nil || !strings.HasPrefix(string(r.body), strings.TrimSuffix(ex, "…")) {
+				t.Errorf("%s: response %s has no example that begins the page", key, code)
+			}
 			continue
 		}
 		mt := resp.Content.GetOrZero("application/json")
@@ -146,7 +155,8 @@ func TestOpenAPIExamplesAndSamples(t *testing.T) {
 }
 
 // trimExample cuts a response's data to two rows (meta.count follows),
-// and the arrays of a data object (depth's five) to two items.
+// the arrays of a data object (depth's five) to two items, and those of a
+// model metrics row's comparison (but its three forecasters).
 func trimExample(body any) any {
 	env, ok := body.(map[string]any)
 	if !ok {
@@ -158,6 +168,16 @@ func trimExample(body any) any {
 			env["data"] = d[:2]
 			if meta, ok := env["meta"].(map[string]any); ok {
 				meta["count"] = 2
+			}
+		}
+		for _, row := range d {
+			// a model metrics row's comparison: its lists of bins and months
+			if c, ok := row.(map[string]any)["comparison"].(map[string]any); ok {
+				for k, v := range c {
+					if a, ok := v.([]any); ok && len(a) > 2 && k != "forecasters" {
+						c[k] = a[:2]
+					}
+				}
 			}
 		}
 	case map[string]any:
@@ -191,17 +211,20 @@ func writeExamples(t *testing.T, ts *testServer) {
 		}
 		method := strings.Fields(key)[0]
 		req := httptest.NewRequest(method, path, nil)
-		req.Header.Set("Authorization", "Bearer "+goodKey)
+		req.Header.Set("Authorization", "Bearer "+sampleKey(key))
 		r := ts.do(t, req)
 		if r.status/100 != 2 {
 			t.Fatalf("%s: %s gave %d %s", key, path, r.status, r.body)
 		}
+		html := strings.HasPrefix(r.header.Get("Content-Type"), "text/html")
 		var body any
-		if err := json.Unmarshal(r.body, &body); err != nil {
+		if html {
+			body = htmlExample(r.body)
+		} else if err := json.Unmarshal(r.body, &body); err != nil {
 			t.Fatal(err)
 		}
 		lines = setExample(t, lines, key, fmt.Sprint(r.status), trimExample(body))
-		lines = setSamples(t, lines, key, codeSamples(method, path, hasCursor(key)))
+		lines = setSamples(t, lines, key, codeSamples(method, path, hasCursor(key), html))
 	}
 	if err := os.WriteFile("openapi.yaml", []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
@@ -210,12 +233,35 @@ func writeExamples(t *testing.T, ts *testServer) {
 }
 
 func hasCursor(key string) bool {
-	return slices.Contains(routeParams[strings.NewReplacer("{id}", ":id").Replace(strings.SplitN(key, "/v1/{game}", 2)[1])], "cursor")
+	return slices.Contains(routeParams[routeOf(key)], "cursor")
+}
+
+// routeOf is an operation's route ("GET /v1/{game}/teams/{id}" → "/teams/:id").
+func routeOf(key string) string {
+	return strings.NewReplacer("{id}", ":id").Replace(strings.SplitN(key, "/v1/{game}", 2)[1])
+}
+
+// sampleKey is the key an operation's sample request is sent with: an
+// internal-plan key on the routes only some plans may call (planRoutes).
+func sampleKey(key string) string {
+	if _, ok := planRoutes[routeOf(key)]; ok {
+		return opsKey
+	}
+	return goodKey
+}
+
+// htmlExample is the example of an HTML page: its head up to the title.
+func htmlExample(body []byte) string {
+	s := string(body)
+	if i := strings.Index(s, "</title>"); i >= 0 {
+		s = s[:i+len("</title>")]
+	}
+	return s + "…"
 }
 
 // codeSamples are the curl and Python samples of a request (paged: the
-// Python sample walks every page).
-func codeSamples(method, path string, paged bool) []codeSample {
+// Python sample walks every page; html: both save the page to a file).
+func codeSamples(method, path string, paged, html bool) []codeSample {
 	u, _ := url.Parse(path)
 	curl := `curl -s -H "Authorization: Bearer $API_KEY" "$API_BASE` + path + `"`
 	if method == http.MethodPost {
@@ -237,13 +283,17 @@ func codeSamples(method, path string, paged bool) []codeSample {
 	py.WriteString("headers = {\"Authorization\": f\"Bearer {key}\"}\n")
 	fmt.Fprintf(&py, "params = {%s}\n", strings.Join(params, ", "))
 	call := fmt.Sprintf("requests.%s(base + %q, params=params, headers=headers, timeout=30)", strings.ToLower(method), u.Path)
-	if paged {
+	switch {
+	case html:
+		curl += " -o model-report.html"
+		fmt.Fprintf(&py, "r = %s\nr.raise_for_status()\nopen(\"model-report.html\", \"w\", encoding=\"utf-8\").write(r.text)\n", call)
+	case paged:
 		py.WriteString("rows = []\nwhile True:\n")
 		fmt.Fprintf(&py, "    r = %s\n", call)
 		py.WriteString("    r.raise_for_status()\n    page = r.json()\n    rows += page[\"data\"]\n")
 		py.WriteString("    if page[\"meta\"][\"next_cursor\"] is None:\n        break\n")
 		py.WriteString("    params[\"cursor\"] = page[\"meta\"][\"next_cursor\"]\nprint(len(rows))\n")
-	} else {
+	default:
 		fmt.Fprintf(&py, "r = %s\nr.raise_for_status()\nprint(r.json()[\"data\"])\n", call)
 	}
 	return []codeSample{{Lang: "curl", Label: "curl", Source: curl + "\n"}, {Lang: "Python", Label: "Python (requests)", Source: py.String()}}
@@ -280,7 +330,8 @@ func subtreeEnd(lines []string, i int) int {
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 
 // setExample puts the example of an operation's response code (after the
-// application/json schema; in the component when the response is a $ref).
+// application/json or text/html schema; in the component when the response
+// is a $ref).
 func setExample(t *testing.T, lines []string, key, code string, ex any) []string {
 	s, e := opRange(t, lines, key)
 	i := slices.Index(lines[s:e], "        '"+code+"':")
@@ -294,7 +345,7 @@ func setExample(t *testing.T, lines []string, key, code string, ex any) []string
 	}
 	end := subtreeEnd(lines, i)
 	j := i
-	for j < end && strings.TrimSpace(lines[j]) != "application/json:" {
+	for j < end && strings.TrimSpace(lines[j]) != "application/json:" && strings.TrimSpace(lines[j]) != "text/html:" {
 		j++
 	}
 	sc := j + 1 // schema:

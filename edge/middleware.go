@@ -3,7 +3,9 @@ package edge
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,8 +33,11 @@ func (r v1Router) Post(path string, h fiber.Handler) { r.add(fiber.MethodPost, p
 // headers and no body, metered as the GET (one endpoint, one request).
 func (r v1Router) add(method, path string, h fiber.Handler) {
 	endpoint := EndpointName(method, path)
-	handlers := []fiber.Handler{r.s.authenticate(endpoint), r.s.gameMiddleware,
-		r.s.sandboxScope(path), r.s.meterMiddleware(endpoint, path != "/ws-token"), r.s.checkParams(path), h}
+	handlers := []fiber.Handler{r.s.authenticate(endpoint), r.s.gameMiddleware, r.s.sandboxScope(path)}
+	if plans, ok := planRoutes[path]; ok {
+		handlers = append(handlers, planScope(plans))
+	}
+	handlers = append(handlers, r.s.meterMiddleware(endpoint, path != "/ws-token"), r.s.checkParams(path), h)
 	r.app.Add(method, "/v1/:game"+path, handlers...)
 	r.s.methods.add("/v1/:game"+path, method)
 	if method == fiber.MethodGet {
@@ -221,6 +226,27 @@ func (s *Server) sandboxScope(path string) fiber.Handler {
 				}
 			}
 			return errSandboxScope
+		}
+		return c.Next()
+	}
+}
+
+// planRoutes are the /v1/{game} routes only some plans may use, with those
+// plans. The model review report (/model/report) is for the service's
+// operators and model reviewers, who hold internal-plan keys: a customer's
+// key (standard, trial) gets 403 forbidden, a sandbox key 403 sandbox_scope.
+var planRoutes = map[string]map[string]bool{
+	"/model/report": {access.PlanInternal: true},
+}
+
+// planScope refuses a key whose plan is not in plans, before metering (a
+// refused request draws no quota).
+func planScope(plans map[string]bool) fiber.Handler {
+	names := slices.Sorted(maps.Keys(plans))
+	return func(c *fiber.Ctx) error {
+		if p := principalOf(c).Plan; !plans[p] {
+			return apiErr(fiber.StatusForbidden, "forbidden", "this endpoint is served to keys on the %s plan only; this key is on the %s plan",
+				strings.Join(names, " or "), p)
 		}
 		return c.Next()
 	}

@@ -238,6 +238,10 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"RankingRow", view.RankingRow{}, nil},
 		{"RosterHistoryRow", view.RosterRow{}, nil},
 		{"ModelMetrics", view.ModelMetricsRow{}, nil},
+		{"ModelComparison", view.ModelComparison{}, nil},
+		{"ModelComparisonRow", view.ModelComparisonRow{}, nil},
+		{"ModelReliabilityRow", view.ModelReliabilityRow{}, nil},
+		{"ModelMonthlyRow", view.ModelMonthlyRow{}, nil},
 		{"ErrorEnvelope", errorBody{}, nil},
 	}
 	for _, c := range cases {

@@ -49,6 +49,7 @@ var routeParams = map[string][]string{
 	"/tournaments/:id/teams":    nil,
 	"/coverage":                 nil,
 	"/model/metrics":            nil,
+	"/model/report":             nil,
 	"/ws-token":                 nil,
 }
 

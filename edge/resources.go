@@ -208,3 +208,15 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 func (s *Server) coverage(c *fiber.Ctx) error { return sendJSON(c, viewOf(c).Coverage()) }
 
 func (s *Server) modelMetrics(c *fiber.Ctx) error { return sendArray(c, viewOf(c).ModelMetrics()) }
+
+// modelReport serves the model review report (HTML) of the snapshot the
+// request reads, as the pipeline rendered it; 404 when that snapshot has
+// none (published before the review). Only the plans of planRoutes reach it.
+func (s *Server) modelReport(c *fiber.Ctx) error {
+	b, ok := viewOf(c).ModelReport()
+	if !ok {
+		return notFound("model report")
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(b)
+}

@@ -72,6 +72,7 @@ func (s *Server) routes() {
 	v1.Get("/rankings", s.cachedPages(s.listRankings, nil))
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)
+	v1.Get("/model/report", s.modelReport) // internal-plan keys only (planRoutes)
 	app.Use(s.noRoute)
 }
 

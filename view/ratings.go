@@ -20,6 +20,7 @@ type ratingsData struct {
 	roster  map[ID]Array
 	metrics Array
 	gate    bool
+	report  []byte // the model review report (modelreview.go)
 }
 
 // buildRatings indexes rankings, roster history (ordered by team, newest

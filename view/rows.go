@@ -389,6 +389,9 @@ type ModelMetricsRow struct {
 	GatePassed      bool      `col:"gate_passed" json:"gate_passed"`
 	MinSettled      int       `col:"min_settled_matches" json:"min_settled_matches"`
 	EvaluatedAt     time.Time `col:"evaluated_at" json:"evaluated_at"`
+	// Comparison is the model review of the market (modelreview.go): null
+	// when nothing was compared.
+	Comparison *ModelComparison `json:"comparison"`
 }
 
 // TeamMapProfile is a team's record on one map (a team_map_profiles row).

@@ -173,6 +173,10 @@ type tables struct {
 	rankings    []RankingRow
 	roster      []RosterRow
 	metrics     []ModelMetricsRow
+	cmp         []ModelComparisonRow  // the model review (modelreview.go)
+	reliability []ModelReliabilityRow // ...
+	monthly     []ModelMonthlyRow     // ...
+	report      []modelReportRow      // ...
 	teamProf    []TeamProfile
 	teamMaps    []TeamMapProfile
 	playerSum   []PlayerSummary
@@ -352,6 +356,10 @@ func (l *loader) readRows(t *tables) {
 	readInto(l, "rankings", &t.rankings)
 	readInto(l, "roster_history", &t.roster)
 	readInto(l, "model_metrics", &t.metrics)
+	readInto(l, "model_comparison", &t.cmp)
+	readInto(l, "model_reliability", &t.reliability)
+	readInto(l, "model_monthly", &t.monthly)
+	readInto(l, "model_report", &t.report)
 	readInto(l, "team_profiles", &t.teamProf)
 	readInto(l, "team_map_profiles", &t.teamMaps)
 	readInto(l, "player_summaries", &t.playerSum)
@@ -430,7 +438,9 @@ func buildSafely(m Meta, t *tables) (s *Snapshot, err error) {
 func build(m Meta, t *tables) *Snapshot {
 	s := &Snapshot{ID: m.ID, CreatedAt: m.CreatedAt, Meta: m, teams: t.teams, players: t.players,
 		tournaments: t.tournaments, matches: t.matches}
-	s.ratings = buildRatings(t.rankings, t.roster, t.metrics) // ratings.go
+	attachComparisons(t.metrics, t.cmp, t.reliability, t.monthly) // modelreview.go
+	s.ratings = buildRatings(t.rankings, t.roster, t.metrics)     // ratings.go
+	s.ratings.report = reportHTML(t.report)
 	s.indexTeams()
 	s.indexPlayers()
 	s.indexTournaments()
