@@ -26,6 +26,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		SnapshotID string `json:"snapshot_id"`
 		Tables     []struct {
 			Name string `json:"name"`
+			File string `json:"file"`
 		} `json:"tables"`
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -38,6 +39,12 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 	m := Meta{ID: man.SnapshotID}
 	for _, t := range man.Tables {
 		m.Tables = append(m.Tables, t.Name)
+		if t.File != "" && t.File != t.Name+".parquet" {
+			if m.Files == nil {
+				m.Files = map[string]string{}
+			}
+			m.Files[t.Name] = t.File
+		}
 	}
 	var cpu time.Duration
 	var heap uint64
