@@ -44,6 +44,8 @@ tour=$(first_id "/v1/cs2/tournaments?limit=1")
 mixed_lua "$TMPROOT/mixed.lua" \
 	"/v1/cs2/matches?limit=50" \
 	"/v1/cs2/matches?status=live" \
+	"/v1/cs2/matches?status=live,scheduled&limit=50" \
+	"/v1/cs2/odds/closing?limit=200" \
 	"/v1/cs2/matches?status=scheduled&limit=20" \
 	"/v1/cs2/matches/$match?include=maps,odds" \
 	"/v1/cs2/matches/$match/stats" \
