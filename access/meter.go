@@ -387,7 +387,7 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		return *stop, nil
 	}
 	d := Decision{}
-	t0 := time.Now()
+	t0 := m.startTimer()
 	tok, res, err := m.draw(ctx, q.bucket, pl, now, q.counters, drawQuota)
 	m.observe(t0, err)
 	if err != nil {
@@ -431,7 +431,7 @@ func (m *Meter) SandboxExhausted(ctx context.Context, p Principal) (Decision, bo
 	for i, c := range q.counters {
 		keys[i] = c.Key
 	}
-	t0 := time.Now()
+	t0 := m.startTimer()
 	vals, err := m.C.Get(ctx, now, keys)
 	m.observe(t0, err)
 	if err != nil {
