@@ -171,10 +171,10 @@ func TestMeteredHeadersAndLimits(t *testing.T) {
 	// name; none failed.
 	opKey := newTestKey(t, ms.keys, access.PlanInternal)
 	text := string(ms.get(t, "/metrics", opKey).body)
-	if n, _ := metricValue(text, `eo_metering_duration_seconds_count{backend="embedded"}`); n != 10 {
+	if n, _ := proctest.MetricValue(text, `eo_metering_duration_seconds_count{backend="embedded"}`); n != 10 {
 		t.Errorf("metering calls timed: %v, want 10", n)
 	}
-	if n, ok := metricValue(text, `eo_metering_errors_total{backend="embedded"}`); !ok || n != 0 {
+	if n, ok := proctest.MetricValue(text, `eo_metering_errors_total{backend="embedded"}`); !ok || n != 0 {
 		t.Errorf("metering errors: %v (exported: %v), want 0", n, ok)
 	}
 }

@@ -1,26 +1,13 @@
 package edge
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
+
 	"github.com/fasthttp/websocket"
 )
-
-// metricValue reads one sample of a Prometheus text exposition (the series
-// as written, e.g. `eo_ws_frames_sent_total{type="update"}`); false when it
-// is absent.
-func metricValue(text, series string) (float64, bool) {
-	for _, l := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
-}
 
 // waitMetrics reads /metrics until every series has its value (a frame is
 // counted once the server's write returned, which may be just after the
@@ -33,7 +20,7 @@ func waitMetrics(t *testing.T, ts *testServer, want map[string]float64) {
 		text := operatorMetrics(t, ts)
 		missing := 0
 		for series, v := range want {
-			if got, ok := metricValue(text, series); !ok || got != v {
+			if got, ok := proctest.MetricValue(text, series); !ok || got != v {
 				missing++
 			}
 		}

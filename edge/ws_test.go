@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
+
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/access"
@@ -687,10 +689,10 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 		t.Error("no slow_consumer error frame before the close")
 	}
 	text := operatorMetrics(t, ls.testServer)
-	if n, _ := metricValue(text, "eo_ws_slow_consumer_closes_total"); n != 1 {
+	if n, _ := proctest.MetricValue(text, "eo_ws_slow_consumer_closes_total"); n != 1 {
 		t.Errorf("eo_ws_slow_consumer_closes_total %v, want 1", n)
 	}
-	if n, _ := metricValue(text, "eo_ws_frames_dropped_total"); n < 1 {
+	if n, _ := proctest.MetricValue(text, "eo_ws_frames_dropped_total"); n < 1 {
 		t.Errorf("eo_ws_frames_dropped_total %v, want the frame that overflowed the queue", n)
 	}
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_subscriptions": 0, "eo_ws_connections": 0})

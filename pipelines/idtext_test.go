@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/view"
 )
 
@@ -22,17 +20,7 @@ import (
 // version 1 (16-byte UUIDs) still loads: the same tables in either form
 // load into the same rows and serve the same bytes.
 func TestIDsAreTextAndSchemaOneStillLoads(t *testing.T) {
-	st, err := publish.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
-	rep := runPipeline(t, st)
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	rep, db := fixtureRun(t)
 	v1 := t.TempDir()
 	var names []string
 	for _, tf := range rep.Tables {

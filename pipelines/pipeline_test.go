@@ -33,6 +33,24 @@ func runPipeline(t *testing.T, st publish.Store) pipelines.Report {
 	return rep
 }
 
+// fixtureRun runs the pipeline on the fixture world and opens an in-memory
+// DuckDB to read what it published.
+func fixtureRun(t *testing.T) (pipelines.Report, *sql.DB) {
+	t.Helper()
+	st, err := publish.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+	rep := runPipeline(t, st)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return rep, db
+}
+
 // dump renders every exported table as text, one row a line, in file order.
 func dump(t *testing.T, rep pipelines.Report) map[string]string {
 	t.Helper()

@@ -1,15 +1,11 @@
 package pipelines_test
 
 import (
-	"database/sql"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/eodata/eo/internal/worldtest"
-	"github.com/eodata/eo/publish"
 )
 
 // Every table a snapshot publishes has its section in SNAPSHOT.md (a
@@ -40,17 +36,7 @@ func TestSnapshotDocCoversEveryTableAndColumn(t *testing.T) {
 		}
 		sections[strings.Trim(strings.TrimSpace(title), "`")] = cols
 	}
-	st, err := publish.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
-	rep := runPipeline(t, st)
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	rep, db := fixtureRun(t)
 	if len(rep.Tables) < 25 {
 		t.Fatalf("the run published %d tables", len(rep.Tables))
 	}

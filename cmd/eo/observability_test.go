@@ -5,10 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // waitOutput waits (up to a minute: the child's output arrives through a
@@ -70,19 +71,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// metricValue reads one sample of a Prometheus text exposition (the
-// series as written, e.g. `eo_pipeline_runs_total{outcome="ok"}`); false
-// when it is absent.
-func metricValue(text, series string) (float64, bool) {
-	for _, l := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
-}
-
 // `eo jobs --metrics-addr` serves its runs' metrics: here a scheduled run
 // that finds nothing new is counted as skipped.
 func TestJobsMetricsListener(t *testing.T) {
@@ -107,7 +95,7 @@ func TestJobsMetricsListener(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			text = string(b)
-			if n, _ := metricValue(text, `eo_pipeline_runs_total{outcome="skipped"}`); n >= 1 {
+			if n, _ := proctest.MetricValue(text, `eo_pipeline_runs_total{outcome="skipped"}`); n >= 1 {
 				break
 			}
 		}
@@ -118,11 +106,11 @@ func TestJobsMetricsListener(t *testing.T) {
 	}
 	for _, series := range []string{`eo_pipeline_runs_total{outcome="ok"}`, `eo_pipeline_runs_total{outcome="failed"}`,
 		"eo_pipeline_run_duration_seconds_count", "eo_pipeline_last_success_timestamp_seconds"} {
-		if v, ok := metricValue(text, series); !ok || v != 0 {
+		if v, ok := proctest.MetricValue(text, series); !ok || v != 0 {
 			t.Errorf("%s = %v (exported: %v), want 0: nothing ran the pipeline", series, v, ok)
 		}
 	}
-	if _, ok := metricValue(text, "go_goroutines"); !ok {
+	if _, ok := proctest.MetricValue(text, "go_goroutines"); !ok {
 		t.Error("the listener lacks the Go runtime metrics")
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/proctest"
+
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/access"
@@ -225,7 +227,7 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		`eo_pipeline_published_rows{table="matches"}`: 1, "eo_pipeline_last_success_timestamp_seconds": 1,
 		"eo_pipeline_run_duration_seconds_count": 2, `eo_ws_frames_sent_total{type="update"}`: 1,
 		`eo_ws_frames_sent_total{type="snapshot"}`: 1, "eo_ws_connections_total": 1} {
-		if v, ok := metricValue(text, series); !ok || v < atLeast {
+		if v, ok := proctest.MetricValue(text, series); !ok || v < atLeast {
 			t.Errorf("/metrics: %s = %v (exported: %v), want at least %v", series, v, ok, atLeast)
 		}
 	}
