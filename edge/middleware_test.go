@@ -167,12 +167,13 @@ func TestMeteredHeadersAndLimits(t *testing.T) {
 		evs[0].AccountID != acct.ID {
 		t.Errorf("usage events: first %+v last %+v", evs[0], evs[len(evs)-1])
 	}
-	// /metrics times each of the 10 metering checks under the backend's
-	// name; none failed.
+	// /metrics exports the metering latency under the backend's name (on
+	// the embedded backend a sample of the 10 checks: one in 16, so 0 to
+	// 10 of them); none failed.
 	opKey := newTestKey(t, ms.keys, access.PlanInternal)
 	text := string(ms.get(t, "/metrics", opKey).body)
-	if n, _ := proctest.MetricValue(text, `eo_metering_duration_seconds_count{backend="embedded"}`); n != 10 {
-		t.Errorf("metering calls timed: %v, want 10", n)
+	if n, ok := proctest.MetricValue(text, `eo_metering_duration_seconds_count{backend="embedded"}`); !ok || n > 10 {
+		t.Errorf("metering calls timed: %v (exported: %v), want 0 to 10", n, ok)
 	}
 	if n, ok := proctest.MetricValue(text, `eo_metering_errors_total{backend="embedded"}`); !ok || n != 0 {
 		t.Errorf("metering errors: %v (exported: %v), want 0", n, ok)
