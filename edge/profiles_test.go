@@ -5,7 +5,6 @@ import (
 	"flag"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -79,12 +78,10 @@ func TestProfilesOfAnOlderSnapshot(t *testing.T) {
 		t.Fatalf("the fixture's first team has no maps in its profile; the test needs one: %s", r.body)
 	}
 
-	src := filepath.Join(ts.cacheRoot(), ts.Current().ID)
 	var files []publish.TableFile
-	for _, name := range ts.Current().Meta.Tables {
-		if !slices.Contains(profileTables, name) {
-			m := ts.Current().Meta
-			files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, m.File(name)), Internal: m.Internal(name)})
+	for _, f := range servedFiles(t, ts) {
+		if !slices.Contains(profileTables, f.Name) {
+			files = append(files, f)
 		}
 	}
 	old := ts.publishNext(t, files)

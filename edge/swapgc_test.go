@@ -1,0 +1,42 @@
+package edge
+
+import (
+	"context"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+
+	"github.com/eodata/eo/publish"
+)
+
+// servedFiles are the table files of the snapshot being served, to
+// publish again under a new id.
+func servedFiles(t *testing.T, ts *testServer) []publish.TableFile {
+	t.Helper()
+	m := ts.Current().Meta
+	src := filepath.Join(ts.cacheRoot(), m.ID)
+	var files []publish.TableFile
+	for _, name := range m.Tables {
+		files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, m.File(name)), Internal: m.Internal(name)})
+	}
+	return files
+}
+
+// A swap loads with the collector set to run less often (swapGCPercent)
+// and gives the setting back afterwards, whatever it was.
+func TestSwapRestoresTheGCSetting(t *testing.T) {
+	ts := newTestServer(t)
+	prev := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(prev)
+	old := ts.Current().ID
+	next := ts.publishNext(t, servedFiles(t, ts))
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ts.Current().ID != next.SnapshotID || next.SnapshotID == old {
+		t.Fatalf("serving %s, want the new snapshot %s", ts.Current().ID, next.SnapshotID)
+	}
+	if got := debug.SetGCPercent(150); got != 150 {
+		t.Errorf("GOGC after a swap: %d, want the 150 it was before", got)
+	}
+}
