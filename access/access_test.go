@@ -385,7 +385,7 @@ func TestKeysLifecycle(t *testing.T) {
 		t.Fatalf("second sandbox key: %v", err)
 	}
 	// Nothing stored holds the plaintext.
-	dbPath := s.db.Path()
+	dbPath := s.b.(*boltKeys).db.Path()
 	s.Close()
 	raw, _ := os.ReadFile(dbPath)
 	if strings.Contains(string(raw), plain) || strings.Contains(string(raw), sb) {

@@ -2,9 +2,11 @@
 //
 //   - accounts and API keys (keys.go): creating, listing, rotating and
 //     revoking keys, and resolving a presented key to its account and plan.
-//     Keys are stored only as SHA-256 hashes in an embedded bbolt database;
-//     the plaintext is shown once, at creation. The Keyring (keyring.go) is
-//     the serving side: an in-memory copy reloaded when the file changes.
+//     Keys are stored only as SHA-256 hashes, in an embedded bbolt file
+//     (keys_bolt.go, one host) or in Redis (keys_redis.go, shared by every
+//     host and edge); the plaintext is shown once, at creation. The Keyring
+//     (keyring.go) is the serving side: an in-memory copy reloaded when the
+//     store changes.
 //   - plans and metering (meter.go): per-plan rate limits (token buckets),
 //     monthly and lifetime quotas, and one usage event per metered request.
 //   - two counter backends behind Counters: the embedded one (embedded.go,

@@ -21,30 +21,68 @@ import (
 )
 
 // Keyring is the serving side of the key store: an immutable in-memory copy
-// of every key and account, read from the database file and reloaded when
-// the file changes.
+// of every key and account, read from the store's backend and reloaded when
+// it changes.
 //
-// It exists for two reasons. The serving process holds no lock on the file
-// (it opens it read-only for the few milliseconds a reload takes), so
-// `eo keys` — create, rotate, revoke, subscribe — works while `eo serve`
-// runs, and several `eo serve` processes can share one key file. And a
-// request's authentication is a SHA-256 and a map lookup, with no database
-// transaction or JSON decoding on its path.
+// It exists for two reasons. The serving process holds no lock on the
+// store (it reads the file read-only for the few milliseconds a reload
+// takes, or one Redis transaction), so `eo keys` — create, rotate, revoke,
+// subscribe — works while `eo serve` runs, and several `eo serve` processes
+// share one store. And a request's authentication is a SHA-256 and a map
+// lookup, with no database transaction, network call or JSON decoding on
+// its path.
 //
 // A change made with `eo keys` takes effect on the next reload: within the
 // Watch interval (one second by default, see cmd/eo). Expiry of a rotated
 // key and revocation times are compared with the clock at request time, so a
 // rotated key stops working at its 24 h mark exactly, reload or not.
 type Keyring struct {
-	path string
-	now  func() time.Time
-	cur  *reload.Value[keyringData]
+	src keySource
+	now func() time.Time
+	cur *reload.Value[keyringData]
+}
+
+// keySource reads a keyring's records: the bbolt file (fileKeySource) or
+// Redis (redisKeySource).
+type keySource interface {
+	// read returns the records, or prev itself while the source's stamp is
+	// the one prev was read from.
+	read(ctx context.Context, prev *keyringData) (*keyringData, error)
+	close() error
 }
 
 type keyringData struct {
-	stamp    fileStamp // of the file these were read from
+	stamp    string // of the source state these were read from
 	keys     map[[sha256.Size]byte]keyEntry
 	accounts map[string]Account
+}
+
+func newKeyringData() *keyringData {
+	return &keyringData{keys: map[[sha256.Size]byte]keyEntry{}, accounts: map[string]Account{}}
+}
+
+// addKey adds the key record v stored under the hex hash h.
+func (d *keyringData) addKey(h, v []byte) error {
+	var key Key
+	if err := json.Unmarshal(v, &key); err != nil {
+		return fmt.Errorf("key record %.8s…: %w", h, err)
+	}
+	var sum [sha256.Size]byte
+	if n, err := hex.Decode(sum[:], []byte(key.Hash)); err != nil || n != sha256.Size || key.Hash != string(h) {
+		return fmt.Errorf("key record %.8s…: hash does not match its entry", h)
+	}
+	d.keys[sum] = keyEntry{Key: key, sum: sum, display: key.Display()}
+	return nil
+}
+
+// addAccount adds the account record v stored under id.
+func (d *keyringData) addAccount(id, v []byte) error {
+	var a Account
+	if err := json.Unmarshal(v, &a); err != nil {
+		return fmt.Errorf("account %s: %w", id, err)
+	}
+	d.accounts[a.ID] = a
+	return nil
 }
 
 // keyEntry is a key record with its decoded hash and display form.
@@ -54,42 +92,53 @@ type keyEntry struct {
 	display string
 }
 
-type fileStamp struct {
-	mod  time.Time
-	size int64
-}
-
 // OpenKeyring loads the key file at path (created by Open; it must exist).
 func OpenKeyring(path string, now func() time.Time) (*Keyring, error) {
+	return openKeyring(context.Background(), fileKeySource{path: path}, now)
+}
+
+func openKeyring(ctx context.Context, src keySource, now func() time.Time) (*Keyring, error) {
 	if now == nil {
 		now = time.Now
 	}
-	k := &Keyring{path: path, now: now}
-	cur, err := reload.Start(context.Background(), k.load)
+	k := &Keyring{src: src, now: now}
+	cur, err := reload.Start(ctx, k.load)
 	if err != nil {
+		src.close()
 		return nil, err
 	}
 	k.cur = cur
 	return k, nil
 }
 
-// Reload re-reads the file if its modification time or size changed since
-// the last load, and reports whether it did. On an error the keyring keeps
-// the keys it had.
+// Close releases the source (the Redis client of a shared keyring).
+func (k *Keyring) Close() error { return k.src.close() }
+
+// Reload re-reads the source if it changed since the last load (the file's
+// modification time or size, the Redis version counter), and reports
+// whether it did. On an error the keyring keeps the keys it had.
 func (k *Keyring) Reload() (bool, error) { return k.cur.Reload(context.Background()) }
 
-// load is the keyring's reload.Loader: prev itself while the file's
-// modification time and size are those prev was read from.
-func (k *Keyring) load(_ context.Context, prev *keyringData) (*keyringData, error) {
-	fi, err := os.Stat(k.path)
+// load is the keyring's reload.Loader.
+func (k *Keyring) load(ctx context.Context, prev *keyringData) (*keyringData, error) {
+	return k.src.read(ctx, prev)
+}
+
+// fileKeySource reads the bbolt key file of the embedded default.
+type fileKeySource struct{ path string }
+
+func (fileKeySource) close() error { return nil }
+
+func (f fileKeySource) read(_ context.Context, prev *keyringData) (*keyringData, error) {
+	fi, err := os.Stat(f.path)
 	if err != nil {
 		return nil, fmt.Errorf("access: keyring: %w", err)
 	}
-	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	st := fmt.Sprintf("file %d %d", fi.ModTime().UnixNano(), fi.Size())
 	if prev != nil && st == prev.stamp {
 		return prev, nil
 	}
-	d, err := readKeyring(k.path)
+	d, err := readKeyring(f.path)
 	if err != nil {
 		return nil, err
 	}
@@ -122,35 +171,16 @@ func readKeyring(path string) (_ *keyringData, err error) {
 		return nil, fmt.Errorf("access: keyring: open %s: %w", path, err)
 	}
 	defer db.Close()
-	d := &keyringData{keys: map[[sha256.Size]byte]keyEntry{}, accounts: map[string]Account{}}
+	d := newKeyringData()
 	err = db.View(func(tx *bolt.Tx) error {
 		kb, ab := tx.Bucket(bucketKeys), tx.Bucket(bucketAccounts)
 		if kb == nil || ab == nil {
 			return fmt.Errorf("%s is not an access database (run eo keys or eo serve once to create it)", path)
 		}
-		err := kb.ForEach(func(h, v []byte) error {
-			var key Key
-			if err := json.Unmarshal(v, &key); err != nil {
-				return fmt.Errorf("key record %.8s…: %w", h, err)
-			}
-			var sum [sha256.Size]byte
-			if n, err := hex.Decode(sum[:], []byte(key.Hash)); err != nil || n != sha256.Size || key.Hash != string(h) {
-				return fmt.Errorf("key record %.8s…: hash does not match its entry", h)
-			}
-			d.keys[sum] = keyEntry{Key: key, sum: sum, display: key.Display()}
-			return nil
-		})
-		if err != nil {
+		if err := kb.ForEach(d.addKey); err != nil {
 			return err
 		}
-		return ab.ForEach(func(id, v []byte) error {
-			var a Account
-			if err := json.Unmarshal(v, &a); err != nil {
-				return fmt.Errorf("account %s: %w", id, err)
-			}
-			d.accounts[a.ID] = a
-			return nil
-		})
+		return ab.ForEach(d.addAccount)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("access: keyring: %w", err)

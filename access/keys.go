@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Plans.
@@ -80,44 +79,48 @@ type Key struct {
 // Display renders the key for humans: prefix, ellipsis, last four.
 func (k Key) Display() string { return k.Prefix + "…" + k.Last4 }
 
-var (
-	bucketAccounts = []byte("accounts")
-	bucketKeys     = []byte("keys")    // hash -> Key
-	bucketKeyIDs   = []byte("key_ids") // key id -> hash
-)
-
-// Store is the account and key store.
+// Store is the account and key store: the records `eo keys` creates,
+// rotates and revokes. It keeps them in a backend: a bbolt file in the work
+// folder (Open, the embedded default: one host) or Redis (OpenRedisKeys:
+// every edge of a deployment reads the same keys). Keyring is its serving
+// side.
 type Store struct {
-	db  *bolt.DB
+	b   keyBackend
 	now func() time.Time
 }
 
-// Open opens (creating if needed) the store at path.
+// keyBackend holds the store's records as JSON documents: accounts by id,
+// keys by the hex SHA-256 of the key with an index from key id to hash.
+// A missing record is ErrNotFound.
+type keyBackend interface {
+	account(id string) ([]byte, error)
+	putAccount(id string, doc []byte) error
+	key(hash string) ([]byte, error)
+	keyHash(id string) (string, error)
+	putKey(hash, id string, doc []byte) error
+	// records returns every account (keys false) or key document.
+	records(keys bool) ([][]byte, error)
+	close() error
+}
+
+// Open opens (creating if needed) the store in the bbolt file at path.
 func Open(path string, now func() time.Time) (*Store, error) {
+	b, err := openBoltKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(b, now), nil
+}
+
+func newStore(b keyBackend, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("access: open %s: %w", path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketAccounts, bucketKeys, bucketKeyIDs} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &Store{db: db, now: now}, nil
+	return &Store{b: b, now: now}
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the backend.
+func (s *Store) Close() error { return s.b.close() }
 
 func hashKey(key string) string {
 	h := sha256.Sum256([]byte(key))
@@ -137,44 +140,42 @@ func (s *Store) CreateAccount(name string, trialDays int) (Account, error) {
 
 func (s *Store) putAccount(a Account) error {
 	b, _ := json.Marshal(a)
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketAccounts).Put([]byte(a.ID), b) })
+	return s.b.putAccount(a.ID, b)
 }
 
 // GetAccount returns an account.
 func (s *Store) GetAccount(id string) (Account, error) {
 	var a Account
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketAccounts).Get([]byte(id))
-		if b == nil {
-			return ErrNotFound
-		}
-		return json.Unmarshal(b, &a)
-	})
-	return a, err
+	b, err := s.b.account(id)
+	if err != nil {
+		return a, err
+	}
+	return a, json.Unmarshal(b, &a)
 }
 
 // Accounts lists every account.
 func (s *Store) Accounts() ([]Account, error) {
-	return listJSON(s.db, bucketAccounts, func(Account) bool { return true })
+	return decodeAll(s.b, false, func(Account) bool { return true })
 }
 
-// listJSON decodes every record of bucket, in key order, and returns those
-// keep accepts.
-func listJSON[T any](db *bolt.DB, bucket []byte, keep func(T) bool) ([]T, error) {
+// decodeAll decodes every account or key record of b and returns those keep
+// accepts.
+func decodeAll[T any](b keyBackend, keys bool, keep func(T) bool) ([]T, error) {
+	docs, err := b.records(keys)
+	if err != nil {
+		return nil, err
+	}
 	var out []T
-	err := db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
-			var x T
-			if err := json.Unmarshal(v, &x); err != nil {
-				return err
-			}
-			if keep(x) {
-				out = append(out, x)
-			}
-			return nil
-		})
-	})
-	return out, err
+	for _, d := range docs {
+		var x T
+		if err := json.Unmarshal(d, &x); err != nil {
+			return nil, err
+		}
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // Subscribe ends an account's trial: it moves to the standard plan at once.
@@ -260,30 +261,26 @@ func (s *Store) CreateKey(accountID, plan string) (string, Key, error) {
 
 func (s *Store) putKey(k Key) error {
 	b, _ := json.Marshal(k)
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketKeys).Put([]byte(k.Hash), b); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketKeyIDs).Put([]byte(k.ID), []byte(k.Hash))
-	})
+	return s.b.putKey(k.Hash, k.ID, b)
 }
 
 // GetKey returns a key record by id.
 func (s *Store) GetKey(id string) (Key, error) {
 	var k Key
-	err := s.db.View(func(tx *bolt.Tx) error {
-		h := tx.Bucket(bucketKeyIDs).Get([]byte(id))
-		if h == nil {
-			return ErrNotFound
-		}
-		return json.Unmarshal(tx.Bucket(bucketKeys).Get(h), &k)
-	})
-	return k, err
+	h, err := s.b.keyHash(id)
+	if err != nil {
+		return k, err
+	}
+	b, err := s.b.key(h)
+	if err != nil {
+		return k, err
+	}
+	return k, json.Unmarshal(b, &k)
 }
 
 // Keys lists an account's keys ("" = every account), oldest first.
 func (s *Store) Keys(accountID string) ([]Key, error) {
-	out, err := listJSON(s.db, bucketKeys, func(k Key) bool { return accountID == "" || k.AccountID == accountID })
+	out, err := decodeAll(s.b, true, func(k Key) bool { return accountID == "" || k.AccountID == accountID })
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
 }
@@ -340,16 +337,11 @@ func (s *Store) Authenticate(_ context.Context, key string) (Principal, error) {
 	}
 	h := hashKey(key)
 	var k Key
-	found := false
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketKeys).Get([]byte(h))
-		if b == nil {
-			return nil
-		}
-		found = true
-		return json.Unmarshal(b, &k)
-	})
-	if err != nil || !found || subtle.ConstantTimeCompare([]byte(k.Hash), []byte(h)) != 1 {
+	b, err := s.b.key(h)
+	if err == nil {
+		err = json.Unmarshal(b, &k)
+	}
+	if err != nil || subtle.ConstantTimeCompare([]byte(k.Hash), []byte(h)) != 1 {
 		return Principal{}, ErrInvalidKey
 	}
 	now := s.now()
@@ -357,4 +349,45 @@ func (s *Store) Authenticate(_ context.Context, key string) (Principal, error) {
 		return Principal{}, ErrInvalidKey
 	}
 	return Principal{KeyID: k.ID, AccountID: k.AccountID, Plan: k.Plan, Display: k.Display()}, nil
+}
+
+// CopyFrom copies into s every account and key of src that s does not hold
+// yet (accounts by id, keys by hash) and returns how many of each it
+// copied: how `eo keys import` moves a host's key file into the shared
+// Redis store. Records s holds already are left as they are, so running it
+// twice copies nothing the second time.
+func (s *Store) CopyFrom(src *Store) (accounts, keys int, err error) {
+	accts, err := src.Accounts()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, a := range accts {
+		if _, err := s.b.account(a.ID); !errors.Is(err, ErrNotFound) {
+			if err != nil {
+				return accounts, keys, err
+			}
+			continue
+		}
+		if err := s.putAccount(a); err != nil {
+			return accounts, keys, err
+		}
+		accounts++
+	}
+	ks, err := src.Keys("")
+	if err != nil {
+		return accounts, keys, err
+	}
+	for _, k := range ks {
+		if _, err := s.b.key(k.Hash); !errors.Is(err, ErrNotFound) {
+			if err != nil {
+				return accounts, keys, err
+			}
+			continue
+		}
+		if err := s.putKey(k); err != nil {
+			return accounts, keys, err
+		}
+		keys++
+	}
+	return accounts, keys, nil
 }

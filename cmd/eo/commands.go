@@ -302,7 +302,17 @@ func cmdServe(ctx context.Context, cfg Config, args []string) error {
 	return serve(ctx, c, *addr, nil)
 }
 
+// openAccess opens the key store: the one in Redis shared by every host
+// when EO_REDIS_URL is set, else the work folder's key file.
 func (c *common) openAccess() (*access.Store, error) {
+	if url := c.cfg.RedisURL; url != "" {
+		return access.OpenRedisKeys(context.Background(), url, c.cfg.RedisPrefix, c.cfg.Redis, nil)
+	}
+	return c.openKeyFile()
+}
+
+// openKeyFile opens (creating) the work folder's key file.
+func (c *common) openKeyFile() (*access.Store, error) {
 	if err := os.MkdirAll(c.work, 0o755); err != nil {
 		return nil, err
 	}

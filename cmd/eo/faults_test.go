@@ -122,6 +122,32 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	plans := filepath.Join(work, "plans.json")
+	os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644)
+	env = append([]string{"EO_PLANS=" + plans, "EO_USAGE_EXPORT_INTERVAL=1h"}, env...)
+	p := startEO(t, nofile, env, "serve", "--store", store, "--work", work, "--addr", addr)
+	p.addr, p.key, p.work = addr, key, work
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if code, _ := p.get("/health", ""); code == 200 {
+			return p
+		}
+		if !p.alive() {
+			t.Fatalf("eo serve exited at start:\n%s", p.out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("eo serve never answered /health:\n%s", p.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startEO runs `eo args...` (this test binary as the eo command) in a child
+// process whose open-file limit is nofile (0: inherited), with env added to
+// the environment (later values win). It is stopped with SIGTERM when the
+// test ends, and killed with the test binary.
+func startEO(t *testing.T, nofile int, env []string, args ...string) *edgeProc {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -130,13 +156,10 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	if nofile > 0 {
 		script = fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)
 	}
-	cmd := exec.Command("sh", "-c", script, self, "serve", "--store", store, "--work", work, "--addr", addr)
-	plans := filepath.Join(work, "plans.json")
-	os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644)
-	cmd.Env = append(os.Environ(), "EO_TEST_EXEC_MAIN=1", "EO_PLANS="+plans, "EO_USAGE_EXPORT_INTERVAL=1h")
-	cmd.Env = append(cmd.Env, env...)
+	cmd := exec.Command("sh", append([]string{"-c", script, self}, args...)...)
+	cmd.Env = append(append(os.Environ(), "EO_TEST_EXEC_MAIN=1"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
-	p := &edgeProc{cmd: cmd, addr: addr, key: key, work: work, out: &proctest.Buffer{}, exited: make(chan error, 1)}
+	p := &edgeProc{cmd: cmd, out: &proctest.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -153,22 +176,10 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 			}
 		}
 		if t.Failed() {
-			t.Logf("eo serve output:\n%s", p.out)
+			t.Logf("eo %s output:\n%s", args[0], p.out)
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if code, _ := p.get("/health", ""); code == 200 {
-			return p
-		}
-		if !p.alive() {
-			t.Fatalf("eo serve exited at start:\n%s", p.out)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("eo serve never answered /health:\n%s", p.out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return p
 }
 
 func (p *edgeProc) alive() bool {

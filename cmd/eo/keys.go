@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/eodata/eo/access"
@@ -14,7 +15,11 @@ const keysUsage = `Usage:
   eo keys list [--account ID] [--json]
   eo keys rotate --key KEY_ID
   eo keys revoke --key KEY_ID
+  eo keys import --from PATH
 A key is printed once, at creation or rotation; afterwards only its prefix and last four characters.
+With EO_REDIS_URL set, keys live in that Redis server, shared by every host and edge (a change applies on every
+edge within EO_KEY_RELOAD, 1s by default); else in WORK/access.db, one host's. "import" copies the accounts and
+keys of a key file (a host's WORK/access.db) into the store in use, skipping those it holds already.
 `
 
 func cmdKeys(cfg Config, args []string) error {
@@ -37,6 +42,7 @@ func cmdKeys(cfg Config, args []string) error {
 	account := fs.String("account", "", "account id")
 	plan := fs.String("plan", access.PlanStandard, "plan: standard, trial, sandbox or internal")
 	keyID := fs.String("key", "", "key id")
+	from := fs.String("from", "", "import: the key file to copy from")
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of lines (never the key itself or its hash)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -95,6 +101,8 @@ func cmdKeys(cfg Config, args []string) error {
 			return err
 		}
 		fmt.Printf("new key %s - shown once; the old key works for 24 h:\n%s\n", k.ID, plain)
+	case "import":
+		return importKeys(st, *from)
 	case "revoke":
 		if err := st.Revoke(*keyID); err != nil {
 			return err
@@ -134,4 +142,26 @@ func keyLines(keys []access.Key) []keyLine {
 			CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt, ExpiresAt: k.ExpiresAt, ReplacedBy: k.ReplacedBy})
 	}
 	return out
+}
+
+// importKeys copies the accounts and keys of the key file at from into st
+// (eo keys import).
+func importKeys(st *access.Store, from string) error {
+	if from == "" {
+		return fmt.Errorf("--from is required")
+	}
+	if _, err := os.Stat(from); err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	src, err := access.Open(from, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	na, nk, err := st.CopyFrom(src)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("imported %d accounts and %d keys from %s\n", na, nk, from)
+	return nil
 }

@@ -58,21 +58,36 @@ func plans(path string) (map[string]access.PlanLimits, error) {
 	return p, nil
 }
 
-// openKeyring creates the key file if needed (as `eo keys` would), loads it
-// into memory and reloads it every EO_KEY_RELOAD (default 1s) while ctx
-// lives: the serving process holds no lock on the file, so `eo keys` works
-// beside it and its changes apply within that interval.
+// openKeyring loads the keys into memory and reloads them every
+// EO_KEY_RELOAD (default 1s) while ctx lives. With EO_REDIS_URL they are
+// the shared store in Redis (a reload is one GET while nothing changed; the
+// last good read is cached in WORK/keys.cache.json for a start with Redis
+// down); else the work folder's key file, created if needed (as `eo keys`
+// would). The serving process holds no lock either way, so `eo keys` works
+// beside it and its changes apply within the interval.
 func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Keyring, error) {
-	st, err := c.openAccess()
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	kr, err := access.OpenKeyring(filepath.Join(c.work, "access.db"), nil)
-	if err != nil {
-		return nil, err
+	var kr *access.Keyring
+	if url := c.cfg.RedisURL; url != "" {
+		if err := os.MkdirAll(c.work, 0o755); err != nil {
+			return nil, err
+		}
+		var err error
+		kr, err = access.OpenRedisKeyring(ctx, url, c.cfg.RedisPrefix, c.cfg.Redis,
+			filepath.Join(c.work, "keys.cache.json"), nil, log)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		st, err := c.openKeyFile()
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Close(); err != nil {
+			return nil, err
+		}
+		if kr, err = access.OpenKeyring(filepath.Join(c.work, "access.db"), nil); err != nil {
+			return nil, err
+		}
 	}
 	go kr.Watch(ctx, c.cfg.KeyReload, log)
 	return kr, nil

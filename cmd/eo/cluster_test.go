@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	_ "github.com/marcboeker/go-duckdb/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/publish/miniotest"
+)
+
+// clusterPlans are the plan limits of the cluster test: a trial allowance
+// of 40 requests (the quota) and a standard bucket of 20 tokens that
+// refills once in 1,000 s (the bucket), so exactness across the edges is
+// countable; internal keys stay generous.
+const clusterPlans = `{
+  "trial":    {"burst": 1000000, "rate": 1000000, "trial_total": 40, "trial_per_endpoint": 1000, "ws_connections": 5},
+  "standard": {"burst": 20, "rate": 0.001, "monthly_quota": 1000000, "ws_connections": 5},
+  "internal": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000, "ws_connections": 100}
+}`
+
+// TestClusterBehavesAsOneService runs the deployed shape with real
+// processes: MinIO, redis-server, `eo jobs` and two `eo serve` edges on
+// their own ports and work folders, sharing the store and Redis. It checks
+// that they behave as one service: a publish reaches both edges; quota
+// and bucket are exact across them; a WebSocket ticket minted on one edge
+// is redeemed on the other; a live event reaches the subscribers of both,
+// and each edge's WebSocket update equals its REST answer; a key revoked
+// with `eo keys` is refused by both within 2 s; with one edge killed (-9)
+// the other serves and streams on; with MinIO restarted the edge keeps its
+// snapshot and loads the next publish.
+func TestClusterBehavesAsOneService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MinIO, redis-server, eo jobs and two edges")
+	}
+	c := startCluster(t)
+	ptr := c.waitPointer(t, "")
+	for _, e := range c.edges {
+		waitFor(t, e, `msg="snapshot loaded" snapshot=`+ptr.SnapshotID)
+	}
+
+	t.Run("quota and bucket are exact across the edges", func(t *testing.T) {
+		if ok, limited := c.spread(t, c.keys["trial"], 30); ok != 40 || limited != 20 {
+			t.Fatalf("trial allowance of 40, 60 requests over two edges: %d served, %d refused (want 40, 20)", ok, limited)
+		}
+		if ok, limited := c.spread(t, c.keys["standard"], 15); ok != 20 || limited != 10 {
+			t.Fatalf("bucket of 20, 30 requests over two edges: %d served, %d refused (want 20, 10)", ok, limited)
+		}
+	})
+
+	id, upstream := c.liveTarget(t, ptr.SnapshotID)
+	target := "match:" + id
+	// A ticket minted on edge A opens a connection on edge B; edge A's own
+	// subscriber uses a ticket of A.
+	wsA := c.subscribe(t, c.edges[0], c.edges[0], target)
+	wsB := c.subscribe(t, c.edges[0], c.edges[1], target)
+	rc := redis.NewClient(&redis.Options{Addr: c.redis.Addr})
+	defer rc.Close()
+	feed := &live.RedisFeed{Client: rc}
+	c.publishScore(t, feed, upstream, 7, 3)
+	for i, ws := range []*wsConn{wsA, wsB} {
+		data := ws.expectUpdate(t, target, `"score_a":7`)
+		if rest := c.matchData(t, c.edges[i], id); rest != string(data) {
+			t.Errorf("edge %d: the WebSocket update and REST disagree:\nws   %s\nrest %s", i, data, rest)
+		}
+	}
+
+	t.Run("a key revoked with eo keys is refused by every edge within 2 s", func(t *testing.T) {
+		if err := run(context.Background(), []string{"keys", "revoke", "--key", c.keyIDs["standard"]}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for _, e := range c.edges {
+			for {
+				code, _ := e.get("/v1/cs2/teams?limit=1", c.keys["standard"])
+				if code == 401 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("edge %s still answers %d to a revoked key 2 s after eo keys revoke", e.addr, code)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+
+	// kill -9 edge A: B serves and streams on.
+	c.edges[0].cmd.Process.Signal(syscall.SIGKILL)
+	if code, body := c.edges[1].get("/v1/cs2/matches/"+id, c.keys["internal"]); code != 200 {
+		t.Fatalf("edge B after edge A was killed: %d %s", code, body)
+	}
+	c.publishScore(t, feed, upstream, 8, 3)
+	wsB.expectUpdate(t, target, `"score_a":8`)
+
+	// MinIO restarted: B keeps its snapshot while the store is down, and
+	// loads the next one `eo jobs` publishes once it is back.
+	c.minio.Kill()
+	waitFor(t, c.edges[1], "snapshot reload failed")
+	if code, body := c.edges[1].get("/v1/cs2/matches?limit=1", c.keys["internal"]); code != 200 {
+		t.Fatalf("edge B with MinIO down: %d %s", code, body)
+	}
+	if err := c.minio.Relaunch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"generate", "--store", c.store, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	next := c.waitPointer(t, ptr.SnapshotID)
+	waitFor(t, c.edges[1], `msg="snapshot loaded" snapshot=`+next.SnapshotID)
+}
+
+type cluster struct {
+	minio  *miniotest.Server
+	redis  *redistest.Server
+	store  string
+	st     publish.Store
+	jobs   *edgeProc
+	edges  []*edgeProc
+	keys   map[string]string // plan -> key
+	keyIDs map[string]string // plan -> key id
+}
+
+// startCluster starts MinIO, redis-server, `eo jobs` (a run every 2 s) on
+// a generated world and two edges, and creates a key of each plan in the
+// shared key store. The environment is the test's too, so `run` (eo keys,
+// eo generate) works on the same store and Redis.
+func startCluster(t *testing.T) *cluster {
+	c := &cluster{minio: miniotest.Start(t), redis: redistest.StartServer(t), store: "s3://eo-cluster/world"}
+	ctx := context.Background()
+	s3 := publish.S3Options{Endpoint: c.minio.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
+	b := s3
+	b.Bucket, b.CreateBucket = "eo-cluster", true
+	if _, err := publish.NewS3(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	plans := filepath.Join(dir, "plans.json")
+	if err := os.WriteFile(plans, []byte(clusterPlans), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"EO_S3_ENDPOINT=" + c.minio.Endpoint, "EO_S3_ACCESS_KEY=" + miniotest.AccessKey,
+		"EO_S3_SECRET_KEY=" + miniotest.SecretKey, "EO_S3_IO_TIMEOUT=1s", "EO_S3_MAX_RETRIES=2",
+		"EO_REDIS_URL=" + c.redis.URL, "EO_POLL_INTERVAL=500ms", "EO_PLANS=" + plans}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	var err error
+	if c.st, err = publish.Open(ctx, c.store, s3); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"generate", "--store", c.store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	c.jobs = startEO(t, 0, env, "jobs", "--store", c.store, "--work", filepath.Join(dir, "jobs"), "--schedule", "@every 2s")
+	c.keys, c.keyIDs = sharedKeys(t, c.redis.URL)
+	c.waitPointer(t, "") // an edge with no snapshot anywhere refuses to start
+	for _, name := range []string{"a", "b"} {
+		c.edges = append(c.edges, startEdgeIn(t, c.store, filepath.Join(dir, "edge-"+name), c.keys["internal"], 0, env...))
+	}
+	return c
+}
+
+// sharedKeys creates an account and a key of each plan in the Redis key
+// store, as `eo keys` with EO_REDIS_URL does.
+func sharedKeys(t *testing.T, url string) (keys, ids map[string]string) {
+	t.Helper()
+	st, err := access.OpenRedisKeys(context.Background(), url, "eo:", access.RedisOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	keys, ids = map[string]string{}, map[string]string{}
+	for _, plan := range []string{access.PlanTrial, access.PlanStandard, access.PlanInternal} {
+		a, err := st.CreateAccount(plan+" cluster test", 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, k, err := st.CreateKey(a.ID, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[plan], ids[plan] = plain, k.ID
+	}
+	return keys, ids
+}
+
+// waitPointer waits up to 2 minutes for a published snapshot other than
+// not, and returns its pointer.
+func (c *cluster) waitPointer(t *testing.T, not string) publish.Pointer {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p, err := publish.ReadPointer(context.Background(), c.st)
+		if err == nil && p.SnapshotID != not {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("eo jobs published nothing new (last: %v):\n%s", err, c.jobs.out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// spread sends n requests to each edge at once with key and counts the
+// answers: served (200) and refused for a limit (429).
+func (c *cluster) spread(t *testing.T, key string, n int) (ok, limited int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	other := map[int]int{}
+	for _, e := range c.edges {
+		for i := 0; i < n; i++ {
+			wg.Go(func() {
+				code, _ := e.get("/v1/cs2/teams?limit=1", key)
+				mu.Lock()
+				defer mu.Unlock()
+				switch code {
+				case 200:
+					ok++
+				case 429:
+					limited++
+				default:
+					other[code]++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(other) > 0 {
+		t.Fatalf("answers other than 200 and 429: %v", other)
+	}
+	return ok, limited
+}
+
+// liveTarget picks a scheduled or live match of the served snapshot and
+// returns its service id and upstream id (from the snapshot's internal
+// live_ids table, read with DuckDB).
+func (c *cluster) liveTarget(t *testing.T, snapshot string) (id, upstream string) {
+	t.Helper()
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	code, body := c.edges[0].get("/v1/cs2/matches?status=live,scheduled&limit=1", c.keys["internal"])
+	if code != 200 || json.Unmarshal(body, &page) != nil || len(page.Data) == 0 {
+		t.Fatalf("a live or scheduled match: %d %s", code, body)
+	}
+	id = page.Data[0].ID
+	r, err := c.st.Get(context.Background(), "snapshots/"+snapshot+"/"+publish.InternalDir+"/live_ids.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	file := filepath.Join(t.TempDir(), "live_ids.parquet")
+	b, err := io.ReadAll(r)
+	if err != nil || os.WriteFile(file, b, 0o600) != nil {
+		t.Fatalf("live_ids: %v", err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := "SELECT upstream_id FROM read_parquet(?) WHERE kind = 'match' AND id::VARCHAR = ?"
+	if err := db.QueryRow(q, file, id).Scan(&upstream); err != nil {
+		t.Fatalf("upstream id of match %s: %v", id, err)
+	}
+	return id, upstream
+}
+
+// publishScore puts a score event on the shared feed, as the live ingester
+// of a deployment does.
+func (c *cluster) publishScore(t *testing.T, feed *live.RedisFeed, upstream string, a, b int) {
+	t.Helper()
+	ev := live.Event{Kind: live.KindScore, MatchID: upstream, Status: "live", ScoreA: &a, ScoreB: &b, ChangedAt: time.Now().UTC()}
+	if err := feed.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// matchData is the data object of GET /v1/cs2/matches/{id}?include=maps
+// on an edge: what a match frame carries.
+func (c *cluster) matchData(t *testing.T, e *edgeProc, id string) string {
+	t.Helper()
+	code, body := e.get("/v1/cs2/matches/"+id+"?include=maps", c.keys["internal"])
+	var r struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if code != 200 || json.Unmarshal(body, &r) != nil {
+		t.Fatalf("match %s: %d %s", id, code, body)
+	}
+	return string(r.Data)
+}
+
+// wsConn is a real WebSocket client of an edge.
+type wsConn struct{ *websocket.Conn }
+
+type wsFrame struct {
+	Type   string          `json:"type"`
+	Target string          `json:"target"`
+	Code   string          `json:"code"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// subscribe mints a ticket on edge mint, connects to edge on with it, and
+// subscribes to target, reading the subscribed and snapshot frames.
+func (c *cluster) subscribe(t *testing.T, mint, on *edgeProc, target string) *wsConn {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+mint.addr+"/v1/cs2/ws-token", nil)
+	req.Header.Set("Authorization", "Bearer "+c.keys["internal"])
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		Data struct {
+			URL string `json:"url"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if err != nil || tok.Data.URL == "" {
+		t.Fatalf("ws-token on %s: %d %v", mint.addr, resp.StatusCode, err)
+	}
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+on.addr+tok.Data.URL, nil)
+	if err != nil {
+		t.Fatalf("a ticket of %s on %s: %v", mint.addr, on.addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ws := &wsConn{conn}
+	if err := conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"subscribe","target":%q}`, target))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"subscribed", "snapshot"} {
+		if f := ws.read(t); f.Type != want || f.Target != target {
+			t.Fatalf("on %s: frame %+v, want %s of %s", on.addr, f, want, target)
+		}
+	}
+	return ws
+}
+
+func (ws *wsConn) read(t *testing.T) wsFrame {
+	t.Helper()
+	ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatalf("websocket read: %v", err)
+	}
+	var f wsFrame
+	if err := json.Unmarshal(msg, &f); err != nil {
+		t.Fatalf("frame %s: %v", msg, err)
+	}
+	return f
+}
+
+// expectUpdate reads frames until an update of target containing want
+// (skipping other updates of target) and returns its data.
+func (ws *wsConn) expectUpdate(t *testing.T, target, want string) json.RawMessage {
+	t.Helper()
+	for {
+		f := ws.read(t)
+		if f.Type != "update" || f.Target != target {
+			t.Fatalf("frame %+v, want an update of %s", f, target)
+		}
+		if strings.Contains(string(f.Data), want) {
+			return f.Data
+		}
+	}
+}
