@@ -46,7 +46,8 @@ import (
 //
 // Not imported: the team-level match stats (opening kills, KAST, ADR,
 // rating 3.0, …): the contract has no team-level stat entity and they cannot
-// be split into player lines. Left null: tournament tier, region, dates;
+// be split into player lines. The team kills reach `eo validate` only
+// (Game.KillsA/B with TeamKills set), not the pipeline. Left null: tournament tier, region, dates;
 // team region, country, rank; players, vetoes, odds.
 func ReadCS22024(path string) (*Dataset, error) {
 	dir, files, err := cs2024Files(path)
@@ -172,7 +173,13 @@ func (b *builder) cs2024Match(rw map[string]string, rounds map[string]roundRow, 
 	}
 	m := raw.Match{ID: id, TournamentID: ev, TeamAID: ta, TeamBID: tb, Format: formatOf(need),
 		ScheduledAt: at, ChangedAt: at}
-	b.match(m, sa, sb, false, Game{})
+	g := Game{}
+	k1, ok1 := atoi(rw["team1_kills"])
+	k2, ok2 := atoi(rw["team2_kills"])
+	if ok1 && ok2 && k1+k2 > 0 {
+		g.KillsA, g.KillsB, g.TeamKills = float64(k1), float64(k2), true
+	}
+	b.match(m, sa, sb, false, g)
 }
 
 // cs2024RoundMaps reads a series' map results from its round-by-round row

@@ -27,7 +27,13 @@
 //     single map, the same team on both sides, …) is not landed; it is
 //     counted in Dataset.Skipped with the reason, which `eo import` prints.
 //   - Every record's changed_at is the match's own time (a date alone is
-//     midnight UTC): the datasets carry no change times.
+//     midnight UTC): the datasets carry no change times. The exception is
+//     the result: no dataset has a match's end time, so the completed
+//     update's changed_at (the match's ended_at) is ResultKnownAt, the end
+//     of the match's UTC day, when the result is taken as known; a live
+//     update at the scheduled time keeps started_at at the scheduled time.
+//     A result is therefore only used from the next UTC day on, as `eo
+//     validate` does (MODEL.md, "Honest time").
 package importer
 
 import (
@@ -56,6 +62,38 @@ type Game struct {
 	Forfeit     bool // result_type forfeit: no skill signal
 	RankA       int  // HLTV world rank at match time; 0 when unknown
 	RankB       int
+	// KnownAt is when the result is taken as known (ResultKnownAt).
+	KnownAt time.Time
+	// Format is the match's format (bo1, bo3, bo5; "" unknown).
+	Format string
+	// MapsA, MapsB are the maps won.
+	MapsA, MapsB int
+	// Maps are the landed map results in map order.
+	Maps []GameMap
+	// KillsA, KillsB are the team's kills over the match: the sums of the
+	// map-level stat lines (cs2-2026) or the dataset's team-level stats
+	// (cs2-2024, not landed: see ReadCS22024); both 0 when unknown.
+	KillsA, KillsB float64
+	// TeamKills is true when KillsA/B come from team-level stats that are
+	// not landed (so the pipeline does not see them).
+	TeamKills bool
+	// PlayersA, PlayersB are the distinct players on each team's map-level
+	// stat lines (sorted ids; empty when none).
+	PlayersA, PlayersB []string
+}
+
+// GameMap is one landed map result of a Game.
+type GameMap struct {
+	Name             string
+	RoundsA, RoundsB int
+}
+
+// ResultKnownAt is when an imported match's result is taken as known: the
+// last second of its UTC day (the datasets have no end time, and a result
+// is used from the next day on). It is the completed update's changed_at.
+func ResultKnownAt(scheduled time.Time) time.Time {
+	t := scheduled.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 23, 59, 59, 0, time.UTC)
 }
 
 // Dataset is what an adapter read: the records of one batch, and the games.
@@ -248,6 +286,17 @@ type builder struct {
 	teams  map[string]*raw.Team
 	events map[string]*raw.Tournament
 	play   map[string]*raw.Player
+	// rankHistory are the earlier team records that carry a changed
+	// external_rank (the latest is in teams): one per team and day on
+	// which its rank changed, so the pipeline knows each rank from when
+	// it was published.
+	rankObs []rankSeen
+}
+
+type rankSeen struct {
+	team string
+	at   time.Time
+	rank int
 }
 
 func newBuilder(source string) *builder {
@@ -269,6 +318,37 @@ func (b *builder) team(id, name string, rank *int, at time.Time) {
 			t.ExternalRank = rank
 		}
 	}
+	if rank != nil {
+		b.rankObs = append(b.rankObs, rankSeen{id, at, *rank})
+	}
+}
+
+// rankHistory are the team records that carry each change of a team's
+// external_rank, dated when the rank was seen (one per team and time, the
+// best rank seen then), named with the team's latest name; the pipeline
+// reads them as the rank's history (the latest record still wins).
+func (b *builder) rankHistory() []raw.Team {
+	obs := b.rankObs
+	sort.SliceStable(obs, func(i, j int) bool {
+		if obs[i].team != obs[j].team {
+			return obs[i].team < obs[j].team
+		}
+		if !obs[i].at.Equal(obs[j].at) {
+			return obs[i].at.Before(obs[j].at)
+		}
+		return obs[i].rank < obs[j].rank
+	})
+	var out []raw.Team
+	for i, o := range obs {
+		if i > 0 && obs[i-1].team == o.team && obs[i-1].at.Equal(o.at) {
+			continue // a worse rank seen at the same time
+		}
+		if n := len(out); n > 0 && out[n-1].ID == o.team && *out[n-1].ExternalRank == o.rank {
+			continue // unchanged
+		}
+		out = append(out, raw.Team{ID: o.team, Name: b.teams[o.team].Name, ExternalRank: ptr(o.rank), ChangedAt: o.at})
+	}
+	return out
 }
 
 func (b *builder) event(id, name string, lan *bool, at time.Time) {
@@ -299,10 +379,13 @@ func (b *builder) match(m raw.Match, scoreA, scoreB int, forfeit bool, g Game) {
 	if forfeit {
 		rt = "forfeit"
 	}
-	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "completed",
-		ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: m.ScheduledAt})
+	known := ResultKnownAt(m.ScheduledAt)
+	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "live", ChangedAt: m.ScheduledAt},
+		raw.MatchUpdate{MatchID: m.ID, Status: "completed",
+			ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: known})
 	g.MatchID, g.ScheduledAt, g.TeamA, g.TeamB = m.ID, m.ScheduledAt, m.TeamAID, m.TeamBID
-	g.WinnerA, g.Forfeit = scoreA > scoreB, forfeit
+	g.WinnerA, g.Forfeit, g.KnownAt, g.Format = scoreA > scoreB, forfeit, known, m.Format
+	g.MapsA, g.MapsB = scoreA, scoreB
 	b.ds.Games = append(b.ds.Games, g)
 }
 
@@ -320,6 +403,8 @@ func (b *builder) finish() *Dataset {
 		ds.Players = append(ds.Players, *p)
 	}
 	sort.Slice(ds.Players, func(i, j int) bool { return ds.Players[i].ID < ds.Players[j].ID })
+	ds.Teams = append(b.rankHistory(), ds.Teams...)
+	gameDetails(ds)
 	sort.SliceStable(ds.Games, func(i, j int) bool {
 		a, c := ds.Games[i], ds.Games[j]
 		if !a.ScheduledAt.Equal(c.ScheduledAt) {
@@ -348,4 +433,59 @@ func halvesAddUp(m *raw.MapResult) bool {
 func possibleMap(a, b int) bool {
 	hi, lo := max(a, b), min(a, b)
 	return a >= 0 && b >= 0 && a != b && hi >= 13 && !(hi == 13 && lo > 11)
+}
+
+// gameDetails fills each game's map results, kills and players from the
+// dataset's landed records (what the pipeline sees of the match).
+func gameDetails(ds *Dataset) {
+	maps := map[string][]raw.MapResult{}
+	for _, m := range ds.Maps {
+		maps[m.MatchID] = append(maps[m.MatchID], m)
+	}
+	type side struct {
+		kills   float64
+		players map[string]bool
+	}
+	stats := map[[2]string]*side{}
+	for _, st := range ds.Stats {
+		if st.MapNumber == nil {
+			continue
+		}
+		k := [2]string{st.MatchID, st.TeamID}
+		s, ok := stats[k]
+		if !ok {
+			s = &side{players: map[string]bool{}}
+			stats[k] = s
+		}
+		s.kills += float64(st.Kills)
+		s.players[st.PlayerID] = true
+	}
+	for i := range ds.Games {
+		g := &ds.Games[i]
+		ms := maps[g.MatchID]
+		sort.Slice(ms, func(a, b int) bool { return ms[a].MapNumber < ms[b].MapNumber })
+		g.Maps = nil
+		for _, m := range ms {
+			g.Maps = append(g.Maps, GameMap{Name: m.MapName, RoundsA: m.ScoreA, RoundsB: m.ScoreB})
+		}
+		sa, sb := stats[[2]string{g.MatchID, g.TeamA}], stats[[2]string{g.MatchID, g.TeamB}]
+		if sa != nil && sb != nil && !g.TeamKills {
+			g.KillsA, g.KillsB = sa.kills, sb.kills
+		}
+		if sa != nil {
+			g.PlayersA = sortedSet(sa.players)
+		}
+		if sb != nil {
+			g.PlayersB = sortedSet(sb.players)
+		}
+	}
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -8,8 +8,10 @@ import (
 
 // Version is the eo_model version carried on every forecast and metric row.
 // Bump it when the forecast changes. 1.0.0: weekly rating periods, initial
-// RD 350; 1.1.0: daily rating periods, initial RD 200 (MODEL.md).
-const Version = "eo_model-glicko2-1.1.0"
+// RD 350; 1.1.0: daily rating periods, initial RD 200; 2.0.0: the stacked
+// forecast (Glicko-2, map-level round-margin rating, format, published
+// rank, experience, kill-share rating; MODEL.md).
+const Version = "eo_model-2.0.0"
 
 // Match is one fixture for the forecast: a not-cancelled match. A completed
 // match has Completed set, its result known at EndedAt.
@@ -21,6 +23,16 @@ type Match struct {
 	Completed   bool
 	EndedAt     time.Time // when the result became known (completed only)
 	WinnerA     bool      // completed only
+	// Format is "bo1", "bo3", "bo5" or "" (unknown), known before the match.
+	Format string
+	// What a completed match's result carries beyond the winner, each
+	// optional: the maps won, the map results (with round counts where
+	// known), the team-level performance and the players each team fielded
+	// (sorted ids, from the map-level stat lines).
+	MapsA, MapsB       int
+	Maps               []MapScore
+	Perf               *Perf
+	PlayersA, PlayersB []string
 }
 
 // Forecast is the walk-forward forecast of one match: made from the results
@@ -36,6 +48,7 @@ type Forecast struct {
 	CapturedAt time.Time
 	PHome      float64 // probability that TeamA wins
 	PRaw       float64 // the uncalibrated Glicko-2 probability
+	PGlicko    float64 // 1.1.0's forecast: the calibrated Glicko-2 probability
 	Settled    bool
 	Outcome    int // 1 TeamA won, 0 TeamB won (settled only)
 	RatingA    Rating
@@ -59,10 +72,20 @@ type ForecastConfig struct {
 	// Checkpoints are times at which every team's current rating is
 	// recorded (results that ended at or before the time are included).
 	Checkpoints []time.Time
+	// Stack configures eo_model 2.0 (no features: 1.1.0's forecast).
+	Stack StackConfig
+	// Ranks are the upstream's published team ranks over time (optional).
+	Ranks []RankObs
 }
 
-// DefaultForecastConfig is the pipeline's configuration.
+// DefaultForecastConfig is the pipeline's configuration (eo_model 2.0).
 func DefaultForecastConfig() ForecastConfig {
+	return ForecastConfig{Ratings: DefaultConfig(), CalibrateAfter: 300, RefitEvery: 100, Stack: DefaultStackConfig()}
+}
+
+// GlickoForecastConfig is eo_model 1.1.0's configuration: the calibrated
+// Glicko-2 forecast alone (the baseline 2.0 is compared with).
+func GlickoForecastConfig() ForecastConfig {
 	return ForecastConfig{Ratings: DefaultConfig(), CalibrateAfter: 300, RefitEvery: 100}
 }
 
@@ -77,7 +100,8 @@ type RunResult struct {
 }
 
 const (
-	evForecast = iota
+	evRank = iota
+	evForecast
 	evResult
 	evCheckpoint
 )
@@ -88,25 +112,33 @@ type event struct {
 	i    int
 }
 
-// Run processes the matches in time order: a forecast at each match's
-// scheduled_at, a result at each completed match's ended_at, checkpoints
-// at their times. At equal times a forecast comes before a result, so a
-// forecast never sees a result that was not known strictly before it.
-func Run(matches []Match, cfg ForecastConfig) RunResult {
-	evs := make([]event, 0, 2*len(matches)+len(cfg.Checkpoints))
+// resultAt is when m's result is used: its EndedAt, never before its
+// ScheduledAt.
+func resultAt(m *Match) time.Time {
+	if m.EndedAt.IsZero() || m.EndedAt.Before(m.ScheduledAt) {
+		return m.ScheduledAt
+	}
+	return m.EndedAt
+}
+
+// events orders the run: rank observations, forecasts, results and
+// checkpoints by time; at equal times in that order (a rank published at a
+// match's start is known to its forecast, a result ending then is not);
+// results at one time by scheduled_at, then id.
+func events(matches []Match, cfg ForecastConfig) []event {
+	evs := make([]event, 0, 2*len(matches)+len(cfg.Checkpoints)+len(cfg.Ranks))
 	for i := range matches {
 		m := &matches[i]
 		evs = append(evs, event{at: m.ScheduledAt, kind: evForecast, i: i})
 		if m.Completed {
-			at := m.EndedAt
-			if at.IsZero() || at.Before(m.ScheduledAt) {
-				at = m.ScheduledAt
-			}
-			evs = append(evs, event{at: at, kind: evResult, i: i})
+			evs = append(evs, event{at: resultAt(m), kind: evResult, i: i})
 		}
 	}
 	for i, t := range cfg.Checkpoints {
 		evs = append(evs, event{at: t, kind: evCheckpoint, i: i})
+	}
+	for i, r := range cfg.Ranks {
+		evs = append(evs, event{at: r.At, kind: evRank, i: i})
 	}
 	sort.SliceStable(evs, func(a, b int) bool {
 		x, y := evs[a], evs[b]
@@ -116,58 +148,113 @@ func Run(matches []Match, cfg ForecastConfig) RunResult {
 		if x.kind != y.kind {
 			return x.kind < y.kind
 		}
-		if x.kind == evCheckpoint {
+		if x.kind == evCheckpoint || x.kind == evRank {
 			return x.i < y.i
 		}
-		return matches[x.i].ID < matches[y.i].ID
+		mx, my := &matches[x.i], &matches[y.i]
+		if !mx.ScheduledAt.Equal(my.ScheduledAt) {
+			return mx.ScheduledAt.Before(my.ScheduledAt)
+		}
+		return mx.ID < my.ID
 	})
+	return evs
+}
 
-	sys := NewSystem(cfg.Ratings)
-	out := RunResult{Forecasts: make([]Forecast, len(matches)), Ratings: make([]map[string]Rating, len(cfg.Checkpoints)), CalibB: 1}
-	var cal calibrator
-	calA, calB := 0.0, 1.0
-	sinceFit, fitted := 0, false
-	for _, e := range evs {
-		sys.AdvanceTo(e.at)
+// runner is Run's state.
+type runner struct {
+	cfg      ForecastConfig
+	matches  []Match
+	sys      *System
+	v2       *v2
+	xs       [][]float64 // each forecast's stacker input
+	cal      calibrator
+	calA     float64
+	calB     float64
+	sinceFit int
+	fitted   bool
+	lastRes  time.Time // the latest result used so far
+	out      RunResult
+}
+
+// Run processes the matches in time order: a forecast at each match's
+// scheduled_at, a result at each completed match's ended_at, checkpoints
+// at their times. At equal times a forecast comes before a result, so a
+// forecast never sees a result that was not known strictly before it.
+//
+// The forecast is eo_model 2.0 (cfg.Stack): the walk-forward stacker of the
+// component ratings once it has MinTrain settled forecasts, before that
+// (and with no stack features) 1.1.0's calibrated Glicko-2 probability.
+func Run(matches []Match, cfg ForecastConfig) RunResult {
+	r := &runner{cfg: cfg, matches: matches, sys: NewSystem(cfg.Ratings), v2: newV2(cfg.Stack), calB: 1,
+		xs: make([][]float64, len(matches))}
+	r.out = RunResult{Forecasts: make([]Forecast, len(matches)), Ratings: make([]map[string]Rating, len(cfg.Checkpoints)), CalibB: 1}
+	for _, e := range events(matches, cfg) {
+		r.sys.AdvanceTo(e.at)
+		r.v2.advance(r.sys.PeriodOf(e.at))
 		switch e.kind {
+		case evRank:
+			r.v2.ranks.observe(cfg.Ranks[e.i])
 		case evForecast:
-			m := &matches[e.i]
-			ra, rb := sys.Current(m.TeamA), sys.Current(m.TeamB)
-			raw := WinProbability(ra, rb)
-			p := raw
-			if cfg.CalibrateAfter > 0 && cal.n() >= cfg.CalibrateAfter {
-				p = logistic(calA + calB*logit(raw))
-			}
-			capAt := sys.LastChange()
-			if limit := m.ScheduledAt.Add(-time.Second); capAt.IsZero() || capAt.After(limit) {
-				capAt = limit
-			}
-			out.Forecasts[e.i] = Forecast{MatchID: m.ID, TeamA: m.TeamA, TeamB: m.TeamB, ScheduledAt: m.ScheduledAt,
-				CapturedAt: capAt, PHome: p, PRaw: raw, RatingA: ra, RatingB: rb}
+			r.forecast(e)
 		case evResult:
-			m := &matches[e.i]
-			score := 0.0
-			if m.WinnerA {
-				score = 1
-			}
-			sys.AddResult(m.TeamA, m.TeamB, score, e.at)
-			f := &out.Forecasts[e.i]
-			f.Settled, f.Outcome = true, int(score)
-			cal.add(f.PRaw, score)
-			sinceFit++
-			// Refit every RefitEvery new results, or every 5% of the
-			// history once that is longer, so the cost stays near linear.
-			every := max(cfg.RefitEvery, cal.n()/20)
-			if cfg.CalibrateAfter > 0 && cal.n() >= cfg.CalibrateAfter && (!fitted || sinceFit >= every) {
-				calA, calB = cal.fit(calA, calB)
-				sinceFit, fitted = 0, true
-			}
+			r.result(e)
 		case evCheckpoint:
-			out.Ratings[e.i] = sys.All()
+			r.out.Ratings[e.i] = r.sys.All()
 		}
 	}
-	out.CalibA, out.CalibB = calA, calB
-	return out
+	r.out.CalibA, r.out.CalibB = r.calA, r.calB
+	return r.out
+}
+
+func (r *runner) forecast(e event) {
+	m := &r.matches[e.i]
+	ra, rb := r.sys.Current(m.TeamA), r.sys.Current(m.TeamB)
+	raw := WinProbability(ra, rb)
+	p := raw
+	if r.cfg.CalibrateAfter > 0 && r.cal.n() >= r.cfg.CalibrateAfter {
+		p = logistic(r.calA + r.calB*logit(raw))
+	}
+	pg := p
+	x := r.v2.features(m, raw)
+	r.xs[e.i] = x
+	if ps, ok := r.v2.forecast(x, e.at); ok {
+		p = ps
+	}
+	// Published once its inputs last changed: the latest result or
+	// rating-period boundary, never before the latest result used.
+	capAt := r.sys.LastChange()
+	if r.lastRes.After(capAt) {
+		capAt = r.lastRes
+	}
+	if limit := m.ScheduledAt.Add(-time.Second); capAt.IsZero() || capAt.After(limit) {
+		capAt = limit
+	}
+	r.out.Forecasts[e.i] = Forecast{MatchID: m.ID, TeamA: m.TeamA, TeamB: m.TeamB, ScheduledAt: m.ScheduledAt,
+		CapturedAt: capAt, PHome: p, PRaw: raw, PGlicko: pg, RatingA: ra, RatingB: rb}
+}
+
+func (r *runner) result(e event) {
+	m := &r.matches[e.i]
+	score := 0.0
+	if m.WinnerA {
+		score = 1
+	}
+	r.sys.AddResult(m.TeamA, m.TeamB, score, e.at)
+	r.v2.result(m, r.xs[e.i], score)
+	if e.at.After(r.lastRes) {
+		r.lastRes = e.at
+	}
+	f := &r.out.Forecasts[e.i]
+	f.Settled, f.Outcome = true, int(score)
+	r.cal.add(f.PRaw, score)
+	r.sinceFit++
+	// Refit every RefitEvery new results, or every 5% of the history once
+	// that is longer, so the cost stays near linear.
+	every := max(r.cfg.RefitEvery, r.cal.n()/20)
+	if r.cfg.CalibrateAfter > 0 && r.cal.n() >= r.cfg.CalibrateAfter && (!r.fitted || r.sinceFit >= every) {
+		r.calA, r.calB = r.cal.fit(r.calA, r.calB)
+		r.sinceFit, r.fitted = 0, true
+	}
 }
 
 func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

@@ -37,11 +37,13 @@ import (
 
 	"github.com/eodata/eo/importer"
 	"github.com/eodata/eo/model"
+	"github.com/eodata/eo/raw"
 )
 
 // Forecaster names.
 const (
 	EOModel  = "eo_model"
+	EOModel1 = "eo_model_1.1.0" // the previous model: calibrated Glicko-2 alone
 	Coin     = "coin"
 	Elo      = "elo"
 	HLTVRank = "hltv_rank"
@@ -63,6 +65,63 @@ type Options struct {
 	// Model overrides eo_model's configuration (nil: the pipeline's,
 	// model.DefaultForecastConfig()); for experiments only.
 	Model *model.ForecastConfig
+	// ModelName labels an experiment's eo_model row (default "experiment").
+	ModelName string
+	// Ranks are the published team ranks over time (RankHistory of the
+	// dataset's team records, as the pipeline reads them).
+	Ranks []model.RankObs
+	// TeamKills also gives eo_model the team-level kills of datasets that
+	// have them without landing them (cs2-2024); the pipeline does not see
+	// them.
+	TeamKills bool
+}
+
+// RunDataset runs the harness on a dataset read by importer/: its games,
+// with the rank history of its team records.
+func RunDataset(ds *importer.Dataset, o Options) (*Report, error) {
+	if o.Ranks == nil {
+		o.Ranks = RankHistory(ds.Teams)
+	}
+	return Run(ds.Games, o)
+}
+
+// RankHistory is the published rank of each team record that carries one,
+// known from the record's changed_at (what pipelines/model.go reads from
+// the landed team records).
+func RankHistory(teams []raw.Team) []model.RankObs {
+	var out []model.RankObs
+	for _, t := range teams {
+		if t.ExternalRank != nil && *t.ExternalRank > 0 {
+			out = append(out, model.RankObs{Team: t.ID, At: t.ChangedAt.UTC(), Rank: *t.ExternalRank})
+		}
+	}
+	return out
+}
+
+// ModelMatches are the games as eo_model sees them, with what the pipeline
+// reads of each (pipelines/model.go): the scheduled time, the result known
+// at KnownAt (the end of the match's UTC day), format, maps won, map
+// results, kills from map-level stat lines and the fielded players; with
+// teamKills, also a dataset's team-level kills.
+func ModelMatches(gs []importer.Game, teamKills bool) []model.Match {
+	mm := make([]model.Match, len(gs))
+	for i, g := range gs {
+		known := g.KnownAt
+		if known.IsZero() {
+			known = importer.ResultKnownAt(g.ScheduledAt)
+		}
+		m := model.Match{ID: g.MatchID, TeamA: g.TeamA, TeamB: g.TeamB, ScheduledAt: g.ScheduledAt,
+			Completed: true, EndedAt: known, WinnerA: g.WinnerA, Format: g.Format, MapsA: g.MapsA, MapsB: g.MapsB,
+			PlayersA: g.PlayersA, PlayersB: g.PlayersB}
+		for _, mp := range g.Maps {
+			m.Maps = append(m.Maps, model.MapScore{Name: mp.Name, RoundsA: mp.RoundsA, RoundsB: mp.RoundsB, WinnerA: mp.RoundsA > mp.RoundsB})
+		}
+		if g.KillsA+g.KillsB > 0 && (!g.TeamKills || teamKills) {
+			m.Perf = &model.Perf{KillsA: g.KillsA, KillsB: g.KillsB}
+		}
+		mm[i] = m
+	}
+	return mm
 }
 
 // Default Elo grids (model's: the pipeline's model review tunes its Elo on
@@ -85,6 +144,13 @@ type Score struct {
 	Metrics model.Metrics
 	Calib   [10]Bin
 	Params  string
+	// Slope is the calibration slope: b of logistic(a + b logit(p)) fitted
+	// to the outcomes (1: calibrated; above 1: under-confident). ECE is
+	// the expected calibration error over the ten reliability bins.
+	Slope, ECE float64
+	// Delta is eo_model's minus this forecaster's Brier (paired) with its
+	// 95% CI (zero for eo_model itself).
+	Delta, DeltaLow, DeltaHigh float64
 }
 
 // RankAgreement is the Spearman correlation between the service's team
@@ -190,29 +256,28 @@ func split(games []importer.Game, from time.Time) (*Report, error) {
 			r.NForfeit++
 			continue
 		}
-		g.ScheduledAt = day(g.ScheduledAt)
 		r.Games = append(r.Games, g)
 	}
 	gs := r.Games
 	sort.SliceStable(gs, func(i, j int) bool {
-		if !gs[i].ScheduledAt.Equal(gs[j].ScheduledAt) {
-			return gs[i].ScheduledAt.Before(gs[j].ScheduledAt)
+		if di, dj := day(gs[i].ScheduledAt), day(gs[j].ScheduledAt); !di.Equal(dj) {
+			return di.Before(dj)
 		}
 		return gs[i].MatchID < gs[j].MatchID
 	})
 	if len(gs) == 0 {
 		return nil, fmt.Errorf("validate: no completed played match")
 	}
-	r.First, r.Last = gs[0].ScheduledAt, gs[len(gs)-1].ScheduledAt
+	r.First, r.Last = day(gs[0].ScheduledAt), day(gs[len(gs)-1].ScheduledAt)
 	r.From = from
 	if r.From.IsZero() {
 		times := make([]time.Time, len(gs))
 		for i, g := range gs {
-			times[i] = g.ScheduledAt
+			times[i] = day(g.ScheduledAt)
 		}
 		r.From = model.TuningSplit(times)
 	}
-	nTune := sort.Search(len(gs), func(i int) bool { return !gs[i].ScheduledAt.Before(r.From) })
+	nTune := sort.Search(len(gs), func(i int) bool { return !day(gs[i].ScheduledAt).Before(r.From) })
 	r.NTune, r.NEval = nTune, len(gs)-nTune
 	if r.NEval == 0 {
 		return nil, fmt.Errorf("validate: no match on or after %s", r.From.Format("2006-01-02"))
@@ -230,30 +295,36 @@ func split(games []importer.Game, from time.Time) (*Report, error) {
 // checkpoints at dates (for the rank agreement).
 func (r *Report) forecastModel(o Options, dates []time.Time) (model.RunResult, model.ForecastConfig) {
 	gs := r.Games
-	mm := make([]model.Match, len(gs))
-	for i, g := range gs {
-		mm[i] = model.Match{ID: g.MatchID, TeamA: g.TeamA, TeamB: g.TeamB, ScheduledAt: g.ScheduledAt,
-			Completed: true, EndedAt: g.ScheduledAt, WinnerA: g.WinnerA}
-	}
+	mm := ModelMatches(gs, o.TeamKills)
 	cfg := model.DefaultForecastConfig()
 	if o.Model != nil {
 		cfg = *o.Model
 		cfg.Checkpoints = nil
 	}
+	cfg.Ranks = o.Ranks
 	for _, d := range dates {
 		cfg.Checkpoints = append(cfg.Checkpoints, d.Add(-time.Nanosecond)) // results of days before d
 	}
 	res := model.Run(mm, cfg)
-	pm := make([]float64, len(gs))
+	pm := forecastsOf(gs, res)
+	r.Forecasts[EOModel] = pm
+	old := model.GlickoForecastConfig()
+	old.Ratings = cfg.Ratings
+	r.Forecasts[EOModel1] = forecastsOf(gs, model.Run(mm, old))
+	return res, cfg
+}
+
+// forecastsOf are res's forecasts in the order of gs.
+func forecastsOf(gs []importer.Game, res model.RunResult) []float64 {
 	byID := make(map[string]float64, len(gs))
 	for _, f := range res.Forecasts {
 		byID[f.MatchID] = f.PHome
 	}
+	out := make([]float64, len(gs))
 	for i, g := range gs {
-		pm[i] = byID[g.MatchID]
+		out[i] = byID[g.MatchID]
 	}
-	r.Forecasts[EOModel] = pm
-	return res, cfg
+	return out
 }
 
 // tuneElo picks Elo's K and home term on the tuning period only
@@ -267,18 +338,24 @@ func (r *Report) tuneElo(o Options) {
 // score evaluates each forecast on the evaluation period.
 func (r *Report) score(o Options, cfg model.ForecastConfig) {
 	gs, nTune := r.Games, r.NTune
-	for _, n := range []string{EOModel, Elo, HLTVRank, Coin} {
+	for _, n := range []string{EOModel, EOModel1, Elo, HLTVRank, Coin} {
 		p, ok := r.Forecasts[n]
 		if !ok {
 			continue
 		}
 		s := Score{Name: n, Metrics: evaluate(gs[nTune:], p[nTune:], o.MinSettled, r.Last), Calib: calibration(gs[nTune:], p[nTune:])}
+		s.Slope, s.ECE = calibrationSlope(gs[nTune:], p[nTune:]), ece(s.Calib, len(gs)-nTune)
+		if n != EOModel {
+			s.Delta, s.DeltaLow, s.DeltaHigh = pairedDelta(gs[nTune:], r.Forecasts[EOModel][nTune:], p[nTune:])
+		}
 		switch n {
 		case EOModel:
 			s.Params = "model.DefaultForecastConfig() (" + model.Version + ")"
 			if o.Model != nil {
-				s.Params = fmt.Sprintf("experiment: tau=%g period=%s initial RD=%g calibrate after %d", cfg.Ratings.Tau, cfg.Ratings.Period, cfg.Ratings.Initial.RD, cfg.CalibrateAfter)
+				s.Params = o.experiment(cfg)
 			}
+		case EOModel1:
+			s.Params = "model.GlickoForecastConfig() (Glicko-2 + calibration, eo_model 1.1.0)"
 		case Elo:
 			s.Params = fmt.Sprintf("K=%g, H=%g (tuned on %d matches)", r.EloK, r.EloH, nTune)
 		case HLTVRank:
@@ -286,6 +363,42 @@ func (r *Report) score(o Options, cfg model.ForecastConfig) {
 		}
 		r.Scores = append(r.Scores, s)
 	}
+}
+
+// experiment describes an eo_model experiment's configuration.
+func (o Options) experiment(cfg model.ForecastConfig) string {
+	name := o.ModelName
+	if name == "" {
+		name = "experiment"
+	}
+	st := cfg.Stack
+	return fmt.Sprintf("%s: tau=%g period=%s initial RD=%g calibrate after %d; stack %s mapK=%g roundW=%g perfK=%g roster=%g min=%d ridge=%g refit=%dmo window=%dmo",
+		name, cfg.Ratings.Tau, cfg.Ratings.Period, cfg.Ratings.Initial.RD, cfg.CalibrateAfter, strings.Join(st.Features, "+"),
+		st.MapK, st.RoundWeight, st.PerfK, st.RosterShrink, st.MinTrain, st.Ridge, st.RefitMonths, st.WindowMonths)
+}
+
+// calibrationSlope is b of p' = logistic(a + b logit(p)) fitted to the
+// outcomes by maximum likelihood.
+func calibrationSlope(gs []importer.Game, p []float64) float64 {
+	xs, ys := make([]float64, len(gs)), make([]float64, len(gs))
+	for i, g := range gs {
+		q := math.Min(math.Max(p[i], 1e-9), 1-1e-9)
+		xs[i], ys[i] = math.Log(q/(1-q)), outcome(g)
+	}
+	_, b := model.FitLogistic(xs, ys, model.LogisticFit{B: 1, Ridge: 1e-9, PriorB: 1, MaxIter: 50, Tol: 1e-12})
+	return b
+}
+
+// ece is the expected calibration error: Σ n_b |mean p_b − observed_b| / n.
+func ece(c [10]Bin, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	e := 0.0
+	for _, b := range c {
+		e += float64(b.N) * math.Abs(b.MeanP-b.Observed)
+	}
+	return e / float64(n)
 }
 
 func outcome(g importer.Game) float64 {
@@ -338,7 +451,8 @@ func EloForecasts(gs []importer.Game, k, h float64) []float64 {
 func eloGames(gs []importer.Game) []model.EloGame {
 	out := make([]model.EloGame, len(gs))
 	for i, g := range gs {
-		out[i] = model.EloGame{TeamA: g.TeamA, TeamB: g.TeamB, At: g.ScheduledAt, KnownAt: g.ScheduledAt, WinnerA: g.WinnerA}
+		d := day(g.ScheduledAt)
+		out[i] = model.EloGame{TeamA: g.TeamA, TeamB: g.TeamB, At: d, KnownAt: d, WinnerA: g.WinnerA}
 	}
 	return out
 }
@@ -488,16 +602,20 @@ func (r *Report) Markdown(source, command string) string {
 	f("Matches forecast: %d completed, played (forfeits left out: %d), %s to %s. Tuning period: %d matches before %s; evaluation period: %d matches from %s.\n\n",
 		len(r.Games), r.NForfeit, r.First.Format("2006-01-02"), r.Last.Format("2006-01-02"), r.NTune,
 		r.From.Format("2006-01-02"), r.NEval, r.From.Format("2006-01-02"))
-	f("| forecaster | N | Brier | Brier 95%% CI | log loss | accuracy | gate (CI high < 0.25, N ≥ %d) | parameters |\n", model.DefaultMinSettled)
-	f("| --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n")
+	f("| forecaster | N | Brier | Brier 95%% CI | eo_model − it (paired 95%% CI) | log loss | accuracy | calibration slope | ECE | gate (CI high < 0.25, N ≥ %d) | parameters |\n", model.DefaultMinSettled)
+	f("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, s := range r.Scores {
 		m := s.Metrics
 		gate := "closed"
 		if m.GatePassed {
 			gate = "open"
 		}
-		f("| %s | %d | %.4f | [%.4f, %.4f] | %.4f | %.3f | %s | %s |\n", s.Name, m.SettledMatches, m.Brier,
-			m.BrierCILow, m.BrierCIHigh, m.LogLoss, m.Accuracy, gate, s.Params)
+		delta := ""
+		if s.Name != EOModel {
+			delta = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", s.Delta, s.DeltaLow, s.DeltaHigh)
+		}
+		f("| %s | %d | %.4f | [%.4f, %.4f] | %s | %.4f | %.3f | %.2f | %.4f | %s | %s |\n", s.Name, m.SettledMatches, m.Brier,
+			m.BrierCILow, m.BrierCIHigh, delta, m.LogLoss, m.Accuracy, s.Slope, s.ECE, gate, s.Params)
 	}
 	f("\neo_model − elo Brier (paired, evaluation period): %+.4f, 95%% CI [%+.4f, %+.4f] (negative: eo_model better).\n",
 		r.DeltaBrier, r.DeltaLow, r.DeltaHigh)

@@ -34,7 +34,7 @@ func TestCoinIsQuarter(t *testing.T) {
 			t.Fatalf("coin Brier %v, want exactly 0.25", s.Metrics.Brier)
 		}
 	}
-	if r.NTune == 0 || r.NEval < 500 || len(r.Scores) != 4 {
+	if r.NTune == 0 || r.NEval < 500 || len(r.Scores) != 5 {
 		t.Fatalf("tune %d eval %d scores %d", r.NTune, r.NEval, len(r.Scores))
 	}
 	for _, s := range r.Scores {

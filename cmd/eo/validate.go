@@ -25,6 +25,8 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	out := fs.String("out", "", "also write the markdown report to this file")
 	period := fs.Duration("model-period", 0, "experiment: eo_model rating period instead of the pipeline's (e.g. 24h)")
 	initRD := fs.Float64("model-rd", 0, "experiment: eo_model initial rating deviation instead of the pipeline's")
+	landedOnly := fs.Bool("landed-only", false, "eo_model sees only what `eo import` lands (leaves out cs2-2024's team-level kills), as the pipeline does")
+	stack := stackFlags(fs)
 	usage := fmt.Errorf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
 	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
 		return err
@@ -37,7 +39,9 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 		}
 		o.From = t
 	}
-	if *period > 0 || *initRD > 0 {
+	o.TeamKills = !*landedOnly
+	exp := stack.changed(fs)
+	if *period > 0 || *initRD > 0 || exp != "" {
 		cfg := model.DefaultForecastConfig()
 		if *period > 0 {
 			cfg.Ratings.Period = *period
@@ -45,13 +49,14 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 		if *initRD > 0 {
 			cfg.Ratings.Initial.RD = *initRD
 		}
+		stack.apply(&cfg.Stack)
 		o.Model = &cfg
 	}
 	ds, err := importer.Read(*source, *path)
 	if err != nil {
 		return err
 	}
-	rep, err := validate.Run(ds.Games, o)
+	rep, err := validate.RunDataset(ds, o)
 	if err != nil {
 		return err
 	}
@@ -65,10 +70,61 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	if *initRD > 0 {
 		cmd += fmt.Sprintf(" --model-rd %g", *initRD)
 	}
+	if *landedOnly {
+		cmd += " --landed-only"
+	}
+	cmd += exp
 	md := rep.Markdown(*source, cmd)
 	fmt.Print(md)
 	if *out != "" {
 		return os.WriteFile(*out, []byte(md), 0o644)
 	}
 	return nil
+}
+
+// stackOpts are the experiment flags of eo_model 2.0's configuration
+// (model.StackConfig); unset flags keep model.DefaultStackConfig().
+type stackOpts struct {
+	features                                     *string
+	mapK, mapScale, roundW, perfK, roster, ridge *float64
+	minTrain, refit, window                      *int
+}
+
+func stackFlags(fs *flag.FlagSet) *stackOpts {
+	d := model.DefaultStackConfig()
+	return &stackOpts{
+		features: fs.String("stack", strings.Join(d.Features, ","), "experiment: eo_model 2.0's stacker features (comma-separated; \"none\": 1.1.0's forecast)"),
+		mapK:     fs.Float64("map-k", d.MapK, "experiment: map-level rating step"),
+		mapScale: fs.Float64("map-scale", d.MapScale, "experiment: map-level rating difference to map win probability scale"),
+		roundW:   fs.Float64("round-weight", d.RoundWeight, "experiment: weight of the round share in a map's score"),
+		perfK:    fs.Float64("perf-k", d.PerfK, "experiment: kill-share rating step"),
+		roster:   fs.Float64("roster-shrink", d.RosterShrink, "experiment: rating shrink per changed player (fraction of five)"),
+		ridge:    fs.Float64("ridge", d.Ridge, "experiment: stacker ridge"),
+		minTrain: fs.Int("min-train", d.MinTrain, "experiment: settled forecasts before the stacker is used"),
+		refit:    fs.Int("refit-months", d.RefitMonths, "experiment: stacker refit cadence in months"),
+		window:   fs.Int("window-months", d.WindowMonths, "experiment: months of results the stacker is fitted on (0: all)"),
+	}
+}
+
+// changed is the command-line suffix of the experiment flags that were set
+// ("" when none was).
+func (s *stackOpts) changed(fs *flag.FlagSet) string {
+	var out string
+	names := map[string]bool{"stack": true, "map-k": true, "map-scale": true, "round-weight": true, "perf-k": true,
+		"roster-shrink": true, "ridge": true, "min-train": true, "refit-months": true, "window-months": true}
+	fs.Visit(func(f *flag.Flag) {
+		if names[f.Name] {
+			out += " --" + f.Name + " " + f.Value.String()
+		}
+	})
+	return out
+}
+
+func (s *stackOpts) apply(c *model.StackConfig) {
+	c.Features = nil
+	if *s.features != "none" && *s.features != "" {
+		c.Features = strings.Split(*s.features, ",")
+	}
+	c.MapK, c.MapScale, c.RoundWeight, c.PerfK = *s.mapK, *s.mapScale, *s.roundW, *s.perfK
+	c.RosterShrink, c.Ridge, c.MinTrain, c.RefitMonths, c.WindowMonths = *s.roster, *s.ridge, *s.minTrain, *s.refit, *s.window
 }
