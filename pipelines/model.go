@@ -57,33 +57,12 @@ func ModelReportKey(runID string) string { return modelReportPrefix + runID + ".
 // review (reviewModel, after the assemble step).
 func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	o := r.o.Model.withDefaults()
-	db := r.db
-
-	// Matches the model sees: not cancelled; completed ones only when played
-	// to a winner (forfeits and walkovers carry no skill signal).
-	rows, err := db.QueryContext(ctx, sqlModelReadMatches)
+	matches, asOf, err := r.readModelMatches(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("model: read matches: %w", err)
-	}
-	var matches []model.Match
-	var asOf time.Time
-	for rows.Next() {
-		var m model.Match
-		if err := rows.Scan(&m.ID, &m.TeamA, &m.TeamB, &m.Completed, &m.ScheduledAt, &m.EndedAt, &m.WinnerA); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		m.ScheduledAt, m.EndedAt = m.ScheduledAt.UTC(), m.EndedAt.UTC()
-		if m.Completed && m.EndedAt.After(asOf) {
-			asOf = m.EndedAt
-		}
-		matches = append(matches, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
+	ranks, err := r.readModelRanks(ctx)
+	if err != nil {
 		return 0, err
 	}
 
@@ -91,6 +70,7 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	cfg := model.DefaultForecastConfig()
 	prevAt := asOf.AddDate(0, 0, -7)
 	cfg.Checkpoints = []time.Time{asOf, prevAt}
+	cfg.Ranks = ranks
 	res := model.Run(matches, cfg)
 	// evaluated_at is the as-of time; with no completed match at all, the
 	// Unix epoch (the field is never null).
@@ -118,6 +98,98 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 		"brier_ci_high", math.Round(metrics.BrierCIHigh*1e4)/1e4, "gate_passed", metrics.GatePassed,
 		"model_lines", len(lines))
 	return int64(len(matches)), nil
+}
+
+// readModelMatches reads the matches the model sees (not cancelled;
+// completed ones only when played to a winner: forfeits and walkovers carry
+// no skill signal) with their maps, kills and players, and the as-of time:
+// the latest ended_at of a completed one.
+func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, error) {
+	var asOf time.Time
+	matches, err := collect(ctx, r.db, sqlModelReadMatches, nil, func(m *model.Match) []any {
+		return []any{&m.ID, &m.TeamA, &m.TeamB, &m.Completed, &m.ScheduledAt, &m.EndedAt, &m.WinnerA, &m.Format, &m.MapsA, &m.MapsB}
+	})
+	if err != nil {
+		return nil, asOf, fmt.Errorf("model: read matches: %w", err)
+	}
+	idx := make(map[string]int, len(matches))
+	for i := range matches {
+		m := &matches[i]
+		m.ScheduledAt, m.EndedAt = m.ScheduledAt.UTC(), m.EndedAt.UTC()
+		if m.Completed && m.EndedAt.After(asOf) {
+			asOf = m.EndedAt
+		}
+		idx[m.ID] = i
+	}
+	type mapRow struct {
+		match string
+		model.MapScore
+	}
+	maps, err := collect(ctx, r.db, sqlModelReadModelMaps, nil, func(x *mapRow) []any {
+		return []any{&x.match, &x.Name, &x.RoundsA, &x.RoundsB}
+	})
+	if err != nil {
+		return nil, asOf, fmt.Errorf("model: read map results: %w", err)
+	}
+	for _, x := range maps {
+		if i, ok := idx[x.match]; ok {
+			x.WinnerA = x.RoundsA > x.RoundsB
+			matches[i].Maps = append(matches[i].Maps, x.MapScore)
+		}
+	}
+	return matches, asOf, r.readModelSides(ctx, matches, idx)
+}
+
+// readModelSides adds each completed match's kills and fielded players
+// from its map-level stat lines (kills only when both sides have lines).
+func (r *run) readModelSides(ctx context.Context, matches []model.Match, idx map[string]int) error {
+	type side struct {
+		match, team, players string
+		kills                float64
+	}
+	sides, err := collect(ctx, r.db, sqlModelReadModelSides, nil, func(x *side) []any {
+		return []any{&x.match, &x.team, &x.kills, &x.players}
+	})
+	if err != nil {
+		return fmt.Errorf("model: read stat sides: %w", err)
+	}
+	kills := map[string]*model.Perf{}
+	for _, x := range sides {
+		i, ok := idx[x.match]
+		if !ok {
+			continue
+		}
+		m := &matches[i]
+		p := kills[x.match]
+		if p == nil {
+			p = &model.Perf{}
+			kills[x.match] = p
+		}
+		if x.team == m.TeamA {
+			m.PlayersA, p.KillsA = strings.Split(x.players, ","), x.kills
+		} else {
+			m.PlayersB, p.KillsB = strings.Split(x.players, ","), x.kills
+		}
+		if m.PlayersA != nil && m.PlayersB != nil && p.KillsA+p.KillsB > 0 {
+			m.Perf = p
+		}
+	}
+	return nil
+}
+
+// readModelRanks reads the published team ranks over time (the landed
+// team records with an external_rank).
+func (r *run) readModelRanks(ctx context.Context) ([]model.RankObs, error) {
+	ranks, err := collect(ctx, r.db, sqlModelReadModelRanks, nil, func(x *model.RankObs) []any {
+		return []any{&x.Team, &x.Rank, &x.At}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: read ranks: %w", err)
+	}
+	for i := range ranks {
+		ranks[i].At = ranks[i].At.UTC()
+	}
+	return ranks, nil
 }
 
 func round(x float64, places int) float64 {
