@@ -40,6 +40,10 @@ type StackConfig struct {
 	Features []string
 	// MapK is the map-level rating's step (logit units per map).
 	MapK float64
+	// MapDecay, when positive, lowers the map-level step as the two teams
+	// play more maps: MapK / sqrt(1 + n/MapDecay), n the mean of their
+	// maps so far (0: a constant step).
+	MapDecay float64
 	// MapScale turns the map-level rating difference d into the map win
 	// probability logistic(MapScale·d) (the rating is fitted to round
 	// shares, which are flatter than map wins).

@@ -13,6 +13,7 @@ type v2 struct {
 	mapR   *batchRatings
 	perfR  *batchRatings
 	n      map[string]int
+	maps   map[string]int // maps played so far (for MapDecay)
 	ranks  rankBook
 	lineup map[string][]string
 	st     stacker
@@ -23,7 +24,7 @@ func newV2(cfg StackConfig) *v2 {
 		cfg.RefitMonths = 1
 	}
 	cols := cfg.columns()
-	return &v2{cfg: cfg, cols: cols, mapR: newBatchRatings(), perfR: newBatchRatings(), n: map[string]int{},
+	return &v2{cfg: cfg, cols: cols, mapR: newBatchRatings(), perfR: newBatchRatings(), n: map[string]int{}, maps: map[string]int{},
 		ranks: rankBook{rank: map[string]int{}, at: map[string]time.Time{}}, lineup: map[string][]string{},
 		st: stacker{cols: cols}}
 }
@@ -95,9 +96,15 @@ func (v *v2) result(m *Match, x []float64, y float64) {
 		v.lineup[side.team] = side.players
 	}
 	d := v.mapR.base[m.TeamA] - v.mapR.base[m.TeamB]
+	k := v.cfg.MapK
+	if v.cfg.MapDecay > 0 {
+		k /= math.Sqrt(1 + float64(v.maps[m.TeamA]+v.maps[m.TeamB])/2/v.cfg.MapDecay)
+	}
 	delta := 0.0
 	for _, mp := range mapsOf(m) {
-		delta += v.cfg.MapK * (mapScore(mp, v.cfg.RoundWeight) - logistic(d))
+		delta += k * (mapScore(mp, v.cfg.RoundWeight) - logistic(d))
+		v.maps[m.TeamA]++
+		v.maps[m.TeamB]++
 	}
 	v.mapR.add(m.TeamA, m.TeamB, delta)
 	if p := m.Perf; p != nil && p.KillsA+p.KillsB > 0 {

@@ -42,8 +42,10 @@ import (
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
 // step changes what a table holds. 2.1.0: the model review tables
-// (model_comparison, model_reliability, model_monthly, model_report).
-const Version = "2.1.0"
+// (model_comparison, model_reliability, model_monthly, model_report). 2.2.0:
+// eo_model 2.0 (the model step reads formats, map results, stat-line kills
+// and lineups, and the rank history of the team records).
+const Version = "2.2.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
 // to a published table (a removed or retyped column). 2: ids are text

@@ -178,6 +178,9 @@ type Report struct {
 	// (paired), with its 95% CI.
 	DeltaBrier, DeltaLow, DeltaHigh float64
 	Agreement                       []RankAgreement
+	// TuneBrier is eo_model's Brier on the tuning period (where its
+	// hyperparameters are chosen; MODEL.md's table of variants).
+	TuneBrier float64
 	// Games are the forecast matches in order; Forecasts[name][i] is the
 	// forecast of Games[i] (all matches, tuning period included).
 	Games     []importer.Game
@@ -217,6 +220,9 @@ func Run(games []importer.Game, o Options) (*Report, error) {
 		r.Forecasts[HLTVRank] = pr
 	}
 	r.score(o, cfg)
+	if nTune > 0 {
+		r.TuneBrier = evaluate(gs[:nTune], r.Forecasts[EOModel][:nTune], o.MinSettled, r.Last).Brier
+	}
 	r.DeltaBrier, r.DeltaLow, r.DeltaHigh = pairedDelta(gs[nTune:], r.Forecasts[EOModel][nTune:], r.Forecasts[Elo][nTune:])
 	if r.HasRanks {
 		for ci, d := range dates {
@@ -372,9 +378,9 @@ func (o Options) experiment(cfg model.ForecastConfig) string {
 		name = "experiment"
 	}
 	st := cfg.Stack
-	return fmt.Sprintf("%s: tau=%g period=%s initial RD=%g calibrate after %d; stack %s mapK=%g roundW=%g perfK=%g roster=%g min=%d ridge=%g refit=%dmo window=%dmo",
+	return fmt.Sprintf("%s: tau=%g period=%s initial RD=%g calibrate after %d; stack %s mapK=%g roundW=%g perfK=%g roster=%g min=%d ridge=%g refit=%dmo window=%dmo decay=%g",
 		name, cfg.Ratings.Tau, cfg.Ratings.Period, cfg.Ratings.Initial.RD, cfg.CalibrateAfter, strings.Join(st.Features, "+"),
-		st.MapK, st.RoundWeight, st.PerfK, st.RosterShrink, st.MinTrain, st.Ridge, st.RefitMonths, st.WindowMonths)
+		st.MapK, st.RoundWeight, st.PerfK, st.RosterShrink, st.MinTrain, st.Ridge, st.RefitMonths, st.WindowMonths, st.MapDecay)
 }
 
 // calibrationSlope is b of p' = logistic(a + b logit(p)) fitted to the
@@ -617,6 +623,7 @@ func (r *Report) Markdown(source, command string) string {
 		f("| %s | %d | %.4f | [%.4f, %.4f] | %s | %.4f | %.3f | %.2f | %.4f | %s | %s |\n", s.Name, m.SettledMatches, m.Brier,
 			m.BrierCILow, m.BrierCIHigh, delta, m.LogLoss, m.Accuracy, s.Slope, s.ECE, gate, s.Params)
 	}
+	f("\neo_model on the tuning period (%d matches, where its hyperparameters are chosen): Brier %.5f.\n", r.NTune, r.TuneBrier)
 	f("\neo_model − elo Brier (paired, evaluation period): %+.4f, 95%% CI [%+.4f, %+.4f] (negative: eo_model better).\n",
 		r.DeltaBrier, r.DeltaLow, r.DeltaHigh)
 	if r.HasRanks {

@@ -85,9 +85,9 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 // stackOpts are the experiment flags of eo_model 2.0's configuration
 // (model.StackConfig); unset flags keep model.DefaultStackConfig().
 type stackOpts struct {
-	features                                     *string
-	mapK, mapScale, roundW, perfK, roster, ridge *float64
-	minTrain, refit, window                      *int
+	features                                               *string
+	mapK, mapScale, roundW, perfK, roster, ridge, mapDecay *float64
+	minTrain, refit, window                                *int
 }
 
 func stackFlags(fs *flag.FlagSet) *stackOpts {
@@ -95,6 +95,7 @@ func stackFlags(fs *flag.FlagSet) *stackOpts {
 	return &stackOpts{
 		features: fs.String("stack", strings.Join(d.Features, ","), "experiment: eo_model 2.0's stacker features (comma-separated; \"none\": 1.1.0's forecast)"),
 		mapK:     fs.Float64("map-k", d.MapK, "experiment: map-level rating step"),
+		mapDecay: fs.Float64("map-decay", d.MapDecay, "experiment: map-level step decay (maps; 0: constant step)"),
 		mapScale: fs.Float64("map-scale", d.MapScale, "experiment: map-level rating difference to map win probability scale"),
 		roundW:   fs.Float64("round-weight", d.RoundWeight, "experiment: weight of the round share in a map's score"),
 		perfK:    fs.Float64("perf-k", d.PerfK, "experiment: kill-share rating step"),
@@ -111,7 +112,7 @@ func stackFlags(fs *flag.FlagSet) *stackOpts {
 func (s *stackOpts) changed(fs *flag.FlagSet) string {
 	var out string
 	names := map[string]bool{"stack": true, "map-k": true, "map-scale": true, "round-weight": true, "perf-k": true,
-		"roster-shrink": true, "ridge": true, "min-train": true, "refit-months": true, "window-months": true}
+		"roster-shrink": true, "ridge": true, "min-train": true, "refit-months": true, "window-months": true, "map-decay": true}
 	fs.Visit(func(f *flag.Flag) {
 		if names[f.Name] {
 			out += " --" + f.Name + " " + f.Value.String()
@@ -125,6 +126,6 @@ func (s *stackOpts) apply(c *model.StackConfig) {
 	if *s.features != "none" && *s.features != "" {
 		c.Features = strings.Split(*s.features, ",")
 	}
-	c.MapK, c.MapScale, c.RoundWeight, c.PerfK = *s.mapK, *s.mapScale, *s.roundW, *s.perfK
+	c.MapK, c.MapScale, c.RoundWeight, c.PerfK, c.MapDecay = *s.mapK, *s.mapScale, *s.roundW, *s.perfK, *s.mapDecay
 	c.RosterShrink, c.Ridge, c.MinTrain, c.RefitMonths, c.WindowMonths = *s.roster, *s.ridge, *s.minTrain, *s.refit, *s.window
 }
