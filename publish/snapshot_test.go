@@ -317,18 +317,7 @@ func testSnapshots(t *testing.T, s Store) {
 	}
 }
 
-func TestSnapshotsMemory(t *testing.T) { testSnapshots(t, NewMemory()) }
-
-func TestSnapshotsLocal(t *testing.T) {
-	s, err := NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testSnapshots(t, s)
-	assertNoTempFiles(t, s.Dir())
-}
-
-func TestSnapshotsS3(t *testing.T) { testSnapshots(t, newTestS3(t, "eo/prod")) }
+func TestSnapshots(t *testing.T) { eachStore(t, "eo/prod", testSnapshots) }
 
 func TestNewSnapshotID(t *testing.T) {
 	at := time.Date(2026, 11, 23, 9, 55, 0, 0, time.FixedZone("CET", 3600))
@@ -400,14 +389,8 @@ func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int6
 func TestPublishCrashSafety(t *testing.T) {
 	backends := map[string]func(t *testing.T) Store{
 		"memory": func(t *testing.T) Store { return NewMemory() },
-		"local": func(t *testing.T) Store {
-			s, err := NewLocal(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		"s3": func(t *testing.T) Store { return newTestS3(t, "crash") },
+		"local":  func(t *testing.T) Store { return newTestLocal(t) },
+		"s3":     func(t *testing.T) Store { return newTestS3(t, "crash") },
 	}
 	for bname, newStore := range backends {
 		// 3 table files + manifest + pointer = 5 Puts.
@@ -666,15 +649,4 @@ func testInternalTables(t *testing.T, s Store) {
 	}
 }
 
-func TestInternalTablesMemory(t *testing.T) { testInternalTables(t, NewMemory()) }
-
-func TestInternalTablesLocal(t *testing.T) {
-	s, err := NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testInternalTables(t, s)
-	assertNoTempFiles(t, s.Dir())
-}
-
-func TestInternalTablesS3(t *testing.T) { testInternalTables(t, newTestS3(t, "eo/internal")) }
+func TestInternalTables(t *testing.T) { eachStore(t, "eo/internal", testInternalTables) }

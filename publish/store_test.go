@@ -314,6 +314,29 @@ func TestS3Store(t *testing.T) {
 	})
 }
 
+// newTestLocal is a local store in a temporary folder.
+func newTestLocal(t *testing.T) *Local {
+	t.Helper()
+	s, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// eachStore runs test on each kind of store, as subtests: memory, local (in
+// a temporary folder, which it must leave without temp files) and S3 (at
+// prefix; skipped without MinIO).
+func eachStore(t *testing.T, prefix string, test func(t *testing.T, s Store)) {
+	t.Run("memory", func(t *testing.T) { test(t, NewMemory()) })
+	t.Run("local", func(t *testing.T) {
+		s := newTestLocal(t)
+		test(t, s)
+		assertNoTempFiles(t, s.Dir())
+	})
+	t.Run("s3", func(t *testing.T) { test(t, newTestS3(t, prefix)) })
+}
+
 func assertNoTempFiles(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -329,12 +352,9 @@ func assertNoTempFiles(t *testing.T, dir string) {
 
 func TestLocalInterruptedPut(t *testing.T) {
 	ctx := context.Background()
-	s, err := NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestLocal(t)
 	data := bytes.Repeat([]byte("x"), 1<<20)
-	err = s.Put(ctx, "deep/dir/obj.parquet", &failingReader{data: data, err: io.ErrUnexpectedEOF}, -1)
+	err := s.Put(ctx, "deep/dir/obj.parquet", &failingReader{data: data, err: io.ErrUnexpectedEOF}, -1)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("interrupted Put: err = %v, want it to wrap the reader's error", err)
 	}
