@@ -73,14 +73,11 @@ func run(ctx context.Context, args []string) error {
 	case "generate":
 		return cmdGenerate(ctx, cfg, args[1:])
 	case "pipeline":
-		if len(args) == 2 && isHelp(args[1]) {
-			fmt.Println("usage: eo pipeline run [flags]  (eo pipeline run -h for the flags)")
-			return nil
+		rest, done, err := subcommand(args[1:], "run", "usage: eo pipeline run [flags]  (eo pipeline run -h for the flags)")
+		if done || err != nil {
+			return err
 		}
-		if len(args) < 2 || args[1] != "run" {
-			return fmt.Errorf("usage: eo pipeline run [flags]")
-		}
-		return cmdPipelineRun(ctx, cfg, args[2:])
+		return cmdPipelineRun(ctx, cfg, rest)
 	case "snapshots":
 		return cmdSnapshots(ctx, cfg, args[1:])
 	case "jobs":
@@ -111,6 +108,20 @@ func run(ctx context.Context, args []string) error {
 // isHelp: -h, -help or --help. A command asked for help prints its usage
 // and exits 0 (flag.ErrHelp, once the flag package has printed the flags).
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// subcommand reads the args of a command whose one subcommand is sub: the
+// args after sub; done when help was asked for (the usage is printed); the
+// usage as the error when sub is not there.
+func subcommand(args []string, sub, usage string) (rest []string, done bool, err error) {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Println(usage)
+		return nil, true, nil
+	}
+	if len(args) == 0 || args[0] != sub {
+		return nil, false, errors.New(usage)
+	}
+	return args[1:], false, nil
+}
 
 // versionText describes the build: the module version and VCS commit Go
 // stamped into the binary, the Go release, and the versions of what it

@@ -18,18 +18,15 @@ const modelUsage = `Usage:
 
 // cmdModel handles "eo model ...".
 func cmdModel(ctx context.Context, cfg Config, args []string) error {
-	if len(args) == 1 && isHelp(args[0]) {
-		fmt.Print(modelUsage)
-		return nil
-	}
-	if len(args) == 0 || args[0] != "report" {
-		return errors.New(modelUsage)
+	args, done, err := subcommand(args, "report", modelUsage)
+	if done || err != nil {
+		return err
 	}
 	c := common{cfg: cfg}
 	fs := c.flags("model report")
 	out := fs.String("out", "", "file to write the HTML report to (- for stdout)")
 	runID := fs.String("run", "", "pipeline run id (default: the latest run)")
-	if err := parseRequired(fs, args[1:], errors.New("model report: --out is required\n\n"+modelUsage), "out"); err != nil {
+	if err := parseRequired(fs, args, errors.New("model report: --out is required\n\n"+modelUsage), "out"); err != nil {
 		return err
 	}
 	st, err := c.openStore(ctx)

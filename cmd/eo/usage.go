@@ -17,16 +17,13 @@ import (
 // edges (one export of a source runs at a time).
 func cmdUsage(ctx context.Context, cfg Config, args []string) error {
 	const usageUsage = "usage: eo usage export [--store S --work W]  (EO_REDIS_URL selects the Redis backend)"
-	if len(args) == 1 && isHelp(args[0]) {
-		fmt.Println(usageUsage)
-		return nil
-	}
-	if len(args) == 0 || args[0] != "export" {
-		return errors.New(usageUsage)
+	args, done, err := subcommand(args, "export", usageUsage)
+	if done || err != nil {
+		return err
 	}
 	c := common{cfg: cfg}
 	fs := c.flags("usage export")
-	log, st, err := c.parseOpen(ctx, fs, args[1:])
+	log, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}
