@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/reload"
 )
@@ -116,9 +117,7 @@ func (x *UsageExporter) Health() Health { return x.health.get() }
 func Metrics(c Counters, x *UsageExporter) []prometheus.Collector {
 	var out []prometheus.Collector
 	if h, ok := c.(HealthReporter); ok {
-		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_counters_up", Help: "1 while the counters backend is reachable and written (Redis: the circuit breaker is closed; embedded: the last flush succeeded).",
-		}, func() float64 {
+		out = append(out, scrape.Gauge("eo_counters_up", "1 while the counters backend is reachable and written (Redis: the circuit breaker is closed; embedded: the last flush succeeded).", func() float64 {
 			if h.Health().OK {
 				return 1
 			}
@@ -127,36 +126,20 @@ func Metrics(c Counters, x *UsageExporter) []prometheus.Collector {
 	}
 	if r, ok := c.(*Redis); ok {
 		out = append(out,
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "eo_counters_breaker_opens_total", Help: "Times the Redis circuit breaker opened (metered requests then fail fast with 503).",
-			}, func() float64 { return float64(r.br.opened.Load()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "eo_counters_errors_total", Help: "Failed Redis calls and probes.",
-			}, func() float64 { return float64(r.br.failures.Load()) }))
+			scrape.Counter("eo_counters_breaker_opens_total", "Times the Redis circuit breaker opened (metered requests then fail fast with 503).", scrape.Float(r.br.opened.Load)),
+			scrape.Counter("eo_counters_errors_total", "Failed Redis calls and probes.", scrape.Float(r.br.failures.Load)))
 	}
 	if s, ok := c.(StatsReporter); ok {
 		out = append(out,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "eo_usage_events_retained", Help: "Usage events waiting for export (written to the counters backend or buffered).",
-			}, func() float64 { return float64(s.UsageStats().Retained) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "eo_usage_events_retained_cap", Help: "The retained-event cap (0: none); at the cap new usage events are dropped.",
-			}, func() float64 { return float64(s.UsageStats().Cap) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "eo_usage_events_dropped_total", Help: "Usage events dropped because the retained-event cap or the buffer was full.",
-			}, func() float64 { return float64(s.UsageStats().Dropped) }))
+			scrape.Gauge("eo_usage_events_retained", "Usage events waiting for export (written to the counters backend or buffered).", func() float64 { return float64(s.UsageStats().Retained) }),
+			scrape.Gauge("eo_usage_events_retained_cap", "The retained-event cap (0: none); at the cap new usage events are dropped.", func() float64 { return float64(s.UsageStats().Cap) }),
+			scrape.Counter("eo_usage_events_dropped_total", "Usage events dropped because the retained-event cap or the buffer was full.", func() float64 { return float64(s.UsageStats().Dropped) }))
 	}
 	if x != nil {
 		out = append(out,
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "eo_usage_exported_events_total", Help: "Usage events exported to the store by this process.",
-			}, func() float64 { return float64(x.exported.Load()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "eo_usage_export_failures_total", Help: "Usage export runs that failed.",
-			}, func() float64 { return float64(x.failures.Load()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "eo_usage_export_last_success_timestamp_seconds", Help: "When a usage export run last succeeded (0: not yet).",
-			}, func() float64 { return float64(x.lastSuccess.Load()) }))
+			scrape.Counter("eo_usage_exported_events_total", "Usage events exported to the store by this process.", scrape.Float(x.exported.Load)),
+			scrape.Counter("eo_usage_export_failures_total", "Usage export runs that failed.", scrape.Float(x.failures.Load)),
+			scrape.Gauge("eo_usage_export_last_success_timestamp_seconds", "When a usage export run last succeeded (0: not yet).", scrape.Float(x.lastSuccess.Load)))
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/view"
 )
 
@@ -55,9 +56,7 @@ func newMetrics() *metrics {
 	m.snapInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "eo_snapshot_info", Help: "The snapshot being served (value 1), by id and pipeline version.",
 	}, []string{"snapshot_id", "pipeline_version", "schema_version"})
-	m.snapAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "eo_snapshot_age_seconds", Help: "Seconds since the served snapshot was created.",
-	}, func() float64 {
+	m.snapAge = scrape.Gauge("eo_snapshot_age_seconds", "Seconds since the served snapshot was created.", func() float64 {
 		ns := m.createdAt.Load()
 		if ns == 0 {
 			return 0
@@ -71,12 +70,8 @@ func newMetrics() *metrics {
 		Name: "eo_snapshot_rejected_total", Help: "Snapshots rejected as corrupt although their checksums matched (not served, removed from the local cache).",
 	})
 	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_page_cache_hits_total", Help: "List requests answered from the served view's page cache (edge/pagecache.go).",
-		}, func() float64 { return float64(m.pageCacheHits.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_page_cache_misses_total", Help: "Cacheable list requests assembled from the view (the first of their page on a view).",
-		}, func() float64 { return float64(m.pageCacheMisses.Load()) }))
+		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
+		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
 	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -85,36 +80,20 @@ func newMetrics() *metrics {
 // registerConns exports the connection gauges (read when scraped).
 func (m *metrics) registerConns(open func() float64, max int) {
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_http_connections", Help: "HTTP connections being served (WebSocket ones are counted by eo_ws_connections).",
-		}, open),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_http_connections_max", Help: "HTTP connections served at once; one more is answered 503 and closed.",
-		}, func() float64 { return float64(max) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_accept_errors_total", Help: "Failed accepts (out of file descriptors, ...); the listener backs off and retries.",
-		}, func() float64 { return float64(m.acceptErrs.Load()) }),
+		scrape.Gauge("eo_http_connections", "HTTP connections being served (WebSocket ones are counted by eo_ws_connections).", open),
+		scrape.Gauge("eo_http_connections_max", "HTTP connections served at once; one more is answered 503 and closed.", func() float64 { return float64(max) }),
+		scrape.Counter("eo_accept_errors_total", "Failed accepts (out of file descriptors, ...); the listener backs off and retries.", scrape.Float(m.acceptErrs.Load)),
 	)
 }
 
 // registerLive exports the live path's counters (read when scraped).
 func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_live_events_total", Help: "Live feed events applied to the served view.",
-		}, func() float64 { return float64(stats().Events) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_live_events_dropped_total", Help: "Live feed events for matches the snapshot does not know.",
-		}, func() float64 { return float64(stats().DroppedEvents) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_live_matches", Help: "Matches with live state or odds lines newer than the served snapshot.",
-		}, func() float64 { return float64(stats().OverlayMatches) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_live_view_version", Help: "Changes (live batches, snapshot swaps) applied to the served view since start.",
-		}, version),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_ws_connections", Help: "WebSocket connections open on this instance.",
-		}, func() float64 { return float64(stats().Connections) }),
+		scrape.Counter("eo_live_events_total", "Live feed events applied to the served view.", func() float64 { return float64(stats().Events) }),
+		scrape.Counter("eo_live_events_dropped_total", "Live feed events for matches the snapshot does not know.", func() float64 { return float64(stats().DroppedEvents) }),
+		scrape.Gauge("eo_live_matches", "Matches with live state or odds lines newer than the served snapshot.", func() float64 { return float64(stats().OverlayMatches) }),
+		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
+		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),
 	)
 }
 
@@ -122,18 +101,10 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 // through ws when scraped (tests replace the live state after New).
 func (m *metrics) registerWS(ws func() *wsStats) {
 	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_connections_total", Help: "WebSocket connections admitted on this instance (past the per-key cap).",
-		}, func() float64 { return float64(ws().accepted.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_frames_dropped_total", Help: "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).",
-		}, func() float64 { return float64(ws().dropped.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_slow_consumer_closes_total", Help: "WebSocket connections cut off as slow consumers.",
-		}, func() float64 { return float64(ws().slowCloses.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "eo_ws_subscriptions", Help: "Subscriptions (connection, target) held by the open WebSocket connections.",
-		}, func() float64 { return float64(ws().subs.Load()) }),
+		scrape.Counter("eo_ws_connections_total", "WebSocket connections admitted on this instance (past the per-key cap).", func() float64 { return float64(ws().accepted.Load()) }),
+		scrape.Counter("eo_ws_frames_dropped_total", "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).", func() float64 { return float64(ws().dropped.Load()) }),
+		scrape.Counter("eo_ws_slow_consumer_closes_total", "WebSocket connections cut off as slow consumers.", func() float64 { return float64(ws().slowCloses.Load()) }),
+		scrape.Gauge("eo_ws_subscriptions", "Subscriptions (connection, target) held by the open WebSocket connections.", func() float64 { return float64(ws().subs.Load()) }),
 	)
 	for k := range numFrameKinds {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
