@@ -3,10 +3,8 @@ package edge
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -38,20 +36,7 @@ func TestAccessLog(t *testing.T) {
 	const unknownKey = "eo_live_ffffffffffffffffffffffffffffffffffffffffffffffff"
 	send := func(path, auth, inm string) *http.Response {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		if inm != "" {
-			req.Header.Set("If-None-Match", inm)
-		}
-		resp, err := ts.App().Test(req, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
+		return revalidate(t, ts.App(), path, auth, inm)
 	}
 	list := "/v1/cs2/matches?limit=1&apiKey=" + goodKey
 	first := send(list, "", "")

@@ -44,22 +44,43 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
-// wireGet sends one GET with the given request headers, straight to the app
-// (a 304 has no error envelope, so not through ts.get's checks).
+// wireGet sends one GET with the good key and the given request headers
+// straight to the app (appGet).
 func wireGet(t *testing.T, ts *testServer, path string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
+	return appGet(t, ts.App(), path, append([]string{"Authorization", "Bearer " + goodKey}, headers...)...)
+}
+
+// appGet sends one GET with the given request headers (name, value pairs)
+// straight to app (a 304 has no error envelope, so not through ts.get's
+// checks) and reads the body.
+func appGet(t testing.TB, app *fiber.App, path string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
-	req.Header.Set("Authorization", "Bearer "+goodKey)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := ts.App().Test(req, 10000)
+	resp, err := app.Test(req, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp, body
+}
+
+// revalidate is appGet with key (none: "") and If-None-Match inm (none: "").
+func revalidate(t testing.TB, app *fiber.App, path, key, inm string) *http.Response {
+	t.Helper()
+	var headers []string
+	if key != "" {
+		headers = append(headers, "Authorization", "Bearer "+key)
+	}
+	if inm != "" {
+		headers = append(headers, "If-None-Match", inm)
+	}
+	resp, _ := appGet(t, app, path, headers...)
+	return resp
 }
 
 func decode(t *testing.T, enc string, b []byte) []byte {
@@ -180,19 +201,7 @@ func TestNotModifiedIsMetered(t *testing.T) {
 	keys := openTestKeys(t, clk)
 	ms := newMeteredServer(t, openEmbedded(t), keys, nil, clk)
 	key := newTestKey(t, keys, access.PlanStandard)
-	get := func(inm string) *http.Response {
-		req := httptest.NewRequest(http.MethodGet, "/v1/cs2/teams?limit=5", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		if inm != "" {
-			req.Header.Set("If-None-Match", inm)
-		}
-		resp, err := ms.App().Test(req, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
+	get := func(inm string) *http.Response { return revalidate(t, ms.App(), "/v1/cs2/teams?limit=5", key, inm) }
 	first := get("")
 	second := get(first.Header.Get("ETag"))
 	if second.StatusCode != 304 {
