@@ -21,6 +21,9 @@ const (
 	PlanTrial    = "trial"
 	PlanSandbox  = "sandbox"
 	PlanInternal = "internal"
+	// PlanData is the standard plan's limits plus the bulk Parquet exports
+	// (GET /v1/{game}/exports): for data teams that load whole tables.
+	PlanData = "data"
 )
 
 // Key prefixes: a live key is "eo_live_" + 48 hex, a sandbox key
@@ -225,7 +228,7 @@ func (s *Store) CreateKey(accountID, plan string) (string, Key, error) {
 	}
 	prefix := LivePrefix
 	switch plan {
-	case PlanStandard, PlanInternal:
+	case PlanStandard, PlanInternal, PlanData:
 	case PlanTrial:
 		switch {
 		case acct.TrialEnds == nil:
@@ -245,7 +248,7 @@ func (s *Store) CreateKey(accountID, plan string) (string, Key, error) {
 			}
 		}
 	default:
-		return "", Key{}, fmt.Errorf("%w %q (standard, trial, sandbox, internal)", ErrUnknownPlan, plan)
+		return "", Key{}, fmt.Errorf("%w %q (standard, data, trial, sandbox, internal)", ErrUnknownPlan, plan)
 	}
 	plain, err := newSecret(prefix)
 	if err != nil {

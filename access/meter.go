@@ -25,16 +25,20 @@ type PlanLimits struct {
 	LifetimeQuota int64 `json:"lifetime_quota"`
 	// WSConnections is the cap on concurrent WebSocket connections per key.
 	WSConnections int `json:"ws_connections"`
+	// Exports: the plan includes the bulk Parquet exports
+	// (GET /v1/{game}/exports and /exports/{table}).
+	Exports bool `json:"exports"`
 }
 
 // DefaultPlans are the spec's values.
 func DefaultPlans() map[string]PlanLimits {
 	return map[string]PlanLimits{
 		PlanStandard: {Burst: 100, Rate: 20, MonthlyQuota: 20000, WSConnections: 5},
+		PlanData:     {Burst: 100, Rate: 20, MonthlyQuota: 20000, WSConnections: 5, Exports: true},
 		PlanTrial:    {Burst: 100, Rate: 20, TrialTotal: 5000, TrialPerEndpoint: 1000, WSConnections: 5},
 		PlanSandbox:  {Burst: 20, Rate: 5, LifetimeQuota: 2000},
 		// Internal keys (load tests, monitoring): generous, still metered.
-		PlanInternal: {Burst: 100000, Rate: 100000, MonthlyQuota: 1 << 40, WSConnections: 10000},
+		PlanInternal: {Burst: 100000, Rate: 100000, MonthlyQuota: 1 << 40, WSConnections: 10000, Exports: true},
 	}
 }
 

@@ -11,13 +11,25 @@ import (
 // Every number below is written from the spec, not from meter.go.
 func TestDefaultPlansAreTheSpecs(t *testing.T) {
 	plans := DefaultPlans()
-	for _, name := range []string{PlanStandard, PlanTrial, PlanSandbox, PlanInternal} {
+	for _, name := range []string{PlanStandard, PlanTrial, PlanSandbox, PlanInternal, PlanData} {
 		if _, ok := plans[name]; !ok {
 			t.Errorf("DefaultPlans has no %q plan", name)
 		}
 	}
-	if len(plans) != 4 {
-		t.Errorf("DefaultPlans has %d plans, want standard, trial, sandbox, internal: %v", len(plans), plans)
+	if len(plans) != 5 {
+		t.Errorf("DefaultPlans has %d plans, want standard, trial, sandbox, internal, data: %v", len(plans), plans)
+	}
+	// The data plan (ours: the spec has no bulk exports) is the standard
+	// plan's limits plus the exports; only it and internal have them.
+	data := plans[PlanStandard]
+	data.Exports = true
+	if plans[PlanData] != data {
+		t.Errorf("data plan %+v, want the standard plan's limits with exports: %+v", plans[PlanData], data)
+	}
+	for name, pl := range plans {
+		if pl.Exports != (name == PlanData || name == PlanInternal) {
+			t.Errorf("plan %s: exports %v", name, pl.Exports)
+		}
 	}
 
 	// The token bucket (100 tokens, 20 per second, per API key) applies to

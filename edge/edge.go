@@ -112,7 +112,9 @@ type Server struct {
 	view    view.Current
 	cursors cursorCodec
 	metrics *metrics
-	loadMu  sync.Mutex
+	// exportPlans are the plans whose keys may use the bulk exports.
+	exportPlans map[string]bool
+	loadMu      sync.Mutex
 	// fromCache is set when the current snapshot came from the local cache
 	// because the store was unreachable.
 	fromCache atomic.Bool
@@ -171,6 +173,11 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{o: o, log: o.Logger, cursors: newCursorCodec(o.CursorSecret), metrics: newMetrics()}
+	if o.Meter != nil {
+		s.exportPlans = exportPlansOf(o.Meter.Plans)
+	} else {
+		s.exportPlans = exportPlansOf(access.DefaultPlans())
+	}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
@@ -326,6 +333,7 @@ func (s *Server) Load(ctx context.Context) error {
 	s.swap(next)
 	s.fromCache.Store(false)
 	s.pruneCache(m.SnapshotID)
+	s.warmPresign(ctx, m)
 	elapsed := time.Since(t0)
 	if lo.Workers == 0 {
 		s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
@@ -366,6 +374,10 @@ func viewMeta(m publish.Manifest) view.Meta {
 		SchemaVersion: m.SchemaVersion}
 	for _, t := range m.Tables {
 		meta.Tables = append(meta.Tables, t.Name)
+		if !t.Internal {
+			meta.Exports = append(meta.Exports, view.ExportTable{Name: t.Name, File: t.File, Rows: t.Rows,
+				Bytes: t.Bytes, SHA256: t.SHA256})
+		}
 		if t.File != t.Name+".parquet" {
 			if meta.Files == nil {
 				meta.Files = map[string]string{}

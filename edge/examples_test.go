@@ -54,6 +54,8 @@ var exampleRequests = map[string]string{
 	"GET /v1/{game}/model/metrics":             "/v1/cs2/model/metrics",
 	"GET /v1/{game}/model/report":              "/v1/cs2/model/report",
 	"POST /v1/{game}/ws-token":                 "/v1/cs2/ws-token",
+	"GET /v1/{game}/exports":                   "/v1/cs2/exports",
+	"GET /v1/{game}/exports/{table}":           "/v1/cs2/exports/matches",
 }
 
 // exampleFixture fills the placeholders of exampleRequests.
@@ -127,6 +129,13 @@ func TestOpenAPIExamplesAndSamples(t *testing.T) {
 		resp := op.Responses.Codes.GetOrZero(code)
 		if resp == nil {
 			t.Errorf("%s documents no %s", key, code)
+			continue
+		}
+		if resp.Content.GetOrZero(parquetMIME) != nil {
+			// A file: no example; the sample's answer must be one.
+			if ct := r.header.Get("Content-Type"); ct != parquetMIME || !bytes.HasPrefix(r.body, []byte("PAR1")) {
+				t.Errorf("%s: the sample request gave %s, not a Parquet file", key, ct)
+			}
 			continue
 		}
 		if mt := resp.Content.GetOrZero("text/html"); mt != nil {
@@ -217,6 +226,10 @@ func writeExamples(t *testing.T, ts *testServer) {
 			t.Fatalf("%s: %s gave %d %s", key, path, r.status, r.body)
 		}
 		html := strings.HasPrefix(r.header.Get("Content-Type"), "text/html")
+		if r.header.Get("Content-Type") == parquetMIME {
+			lines = setSamples(t, lines, key, codeSamples(method, path, false, false))
+			continue // a file: no example
+		}
 		var body any
 		if html {
 			body = htmlExample(r.body)
@@ -238,13 +251,13 @@ func hasCursor(key string) bool {
 
 // routeOf is an operation's route ("GET /v1/{game}/teams/{id}" → "/teams/:id").
 func routeOf(key string) string {
-	return strings.NewReplacer("{id}", ":id").Replace(strings.SplitN(key, "/v1/{game}", 2)[1])
+	return strings.NewReplacer("{id}", ":id", "{table}", ":table").Replace(strings.SplitN(key, "/v1/{game}", 2)[1])
 }
 
 // sampleKey is the key an operation's sample request is sent with: an
 // internal-plan key on the routes only some plans may call (planRoutes).
 func sampleKey(key string) string {
-	if _, ok := planRoutes[routeOf(key)]; ok {
+	if _, ok := planRoutes[routeOf(key)]; ok || strings.HasPrefix(routeOf(key), "/exports") {
 		return opsKey
 	}
 	return goodKey
@@ -283,7 +296,14 @@ func codeSamples(method, path string, paged, html bool) []codeSample {
 	py.WriteString("headers = {\"Authorization\": f\"Bearer {key}\"}\n")
 	fmt.Fprintf(&py, "params = {%s}\n", strings.Join(params, ", "))
 	call := fmt.Sprintf("requests.%s(base + %q, params=params, headers=headers, timeout=30)", strings.ToLower(method), u.Path)
+	file := ""
+	if strings.Contains(u.Path, "/exports/") {
+		file = path[strings.LastIndex(path, "/")+1:] + ".parquet"
+	}
 	switch {
+	case file != "":
+		curl = strings.Replace(curl, "curl -s ", "curl -sL ", 1) + " -o " + file
+		fmt.Fprintf(&py, "r = %s\nr.raise_for_status()  # requests follows the S3 redirect\nopen(%q, \"wb\").write(r.content)\n", call, file)
 	case html:
 		curl += " -o model-report.html"
 		fmt.Fprintf(&py, "r = %s\nr.raise_for_status()\nopen(\"model-report.html\", \"w\", encoding=\"utf-8\").write(r.text)\n", call)

@@ -26,6 +26,10 @@ type metrics struct {
 	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
 	reloads   prometheus.Counter
 	rejected  prometheus.Counter
+	// exports counts the files handed over by /exports/{table}, by table
+	// and how (edge/exports.go); exportBytes the bytes streamed.
+	exports     *prometheus.CounterVec
+	exportBytes prometheus.Counter
 	// acceptErrs counts failed accepts (edge/conns.go).
 	acceptErrs atomic.Uint64
 	// pageCacheHits and pageCacheMisses count the list requests served
@@ -72,7 +76,14 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(
 		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
 		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
-	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected,
+	m.exports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eo_exports_total",
+		Help: "Export files handed over, by table and how: presigned (a redirect to the object store), streamed (from this instance), not_modified (304).",
+	}, []string{"table", "handover"})
+	m.exportBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "eo_export_streamed_bytes_total", Help: "Bytes of export files streamed by this instance (not the presigned ones).",
+	})
+	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected, m.exports, m.exportBytes,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -37,6 +37,9 @@ func (r v1Router) add(method, path string, h fiber.Handler) {
 	if plans, ok := planRoutes[path]; ok {
 		handlers = append(handlers, planScope(plans))
 	}
+	if strings.HasPrefix(path, "/exports") {
+		handlers = append(handlers, r.s.exportScope)
+	}
 	handlers = append(handlers, r.s.meterMiddleware(endpoint, path != "/ws-token"), r.s.checkParams(path), h)
 	r.app.Add(method, "/v1/:game"+path, handlers...)
 	r.s.methods.add("/v1/:game"+path, method)

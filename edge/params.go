@@ -50,6 +50,8 @@ var routeParams = map[string][]string{
 	"/coverage":                 nil,
 	"/model/metrics":            nil,
 	"/model/report":             nil,
+	"/exports":                  nil,
+	"/exports/:table":           nil,
 	"/ws-token":                 nil,
 }
 

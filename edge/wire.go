@@ -118,6 +118,9 @@ func wired(c *fiber.Ctx) bool {
 	if r == nil {
 		return false
 	}
+	if r.Path == exportFileRoute {
+		return false // a Parquet file, streamed: its own ETag, no compression (edge/exports.go)
+	}
 	return strings.HasPrefix(r.Path, "/v1/:game") || r.Path == "/docs" || r.Path == "/openapi.yaml"
 }
 

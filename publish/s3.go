@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -310,4 +311,28 @@ func (s *S3) String() string {
 		scheme = "https"
 	}
 	return fmt.Sprintf("s3://%s/%s (%s://%s)", s.bucket, s.prefix, scheme, s.endpoint)
+}
+
+// Presigner is a Store that can hand out a time-limited URL to read one
+// object without credentials (S3): how the edge hands a customer a
+// snapshot's table file (GET /v1/{game}/exports/{table}) without the bytes
+// passing through it.
+type Presigner interface {
+	// PresignGet returns a URL that GETs key until expiry has passed. It
+	// computes a signature: no call to the server once the bucket's
+	// region is known (set, or learnt by an earlier call of the client).
+	PresignGet(ctx context.Context, key string, expiry time.Duration) (*url.URL, error)
+}
+
+// PresignGet implements Presigner. The URL names the endpoint the store
+// was opened with (EO_S3_ENDPOINT): customers must be able to reach it.
+func (s *S3) PresignGet(ctx context.Context, key string, expiry time.Duration) (*url.URL, error) {
+	if err := validKey(key); err != nil {
+		return nil, fmt.Errorf("publish: s3 presign: %w", err)
+	}
+	u, err := s.client.PresignedGetObject(ctx, s.bucket, s.objectName(key), expiry, nil)
+	if err != nil {
+		return nil, fmt.Errorf("publish: s3 presign %s: %w", key, err)
+	}
+	return u, nil
 }

@@ -92,6 +92,10 @@ func manifestKey(id string) string    { return snapshotDir(id) + manifestName }
 func publishedKey(id string) string   { return snapshotDir(id) + publishedName }
 func tableKey(id, file string) string { return snapshotDir(id) + file }
 
+// TableKey is the store key of a snapshot's table file (file as in its
+// manifest entry, e.g. "matches.parquet").
+func TableKey(snapshotID, file string) string { return tableKey(snapshotID, file) }
+
 // validSnapshotID refuses ids that would escape or confuse the key layout.
 func validSnapshotID(id string) error {
 	if id == "" {

@@ -135,6 +135,12 @@ type Meta struct {
 	Files           map[string]string
 	PipelineVersion string
 	SchemaVersion   int
+	// Exports are the customer tables (not the internal ones) as the
+	// manifest describes them; their Columns are read from the files at
+	// load. Dir is the local folder of the files, set by the load: the
+	// edge streams an export from it.
+	Exports []ExportTable
+	Dir     string
 }
 
 // File is table name's file relative to the snapshot folder.
@@ -271,6 +277,11 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 		if !l.has[name] {
 			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, ErrCorrupt)
 		}
+	}
+	m.Dir = dir
+	m.Exports = slices.Clone(m.Exports)
+	if err := readExportColumns(dir, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	s, err := buildSafely(m, &t)
 	if err != nil {

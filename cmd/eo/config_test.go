@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -133,4 +134,32 @@ func settingsTable(t *testing.T, readme string) []string {
 		t.Fatalf("README.md's settings table names %d variables: %q", len(names), names)
 	}
 	return names
+}
+
+// TestPlansOverrideFieldByField: EO_PLANS changes the fields it gives and
+// keeps the others (an internal plan given a larger burst keeps its exports
+// flag and quota); a malformed plan fails with its name.
+func TestPlansOverrideFieldByField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plans.json")
+	os.WriteFile(path, []byte(`{"internal": {"burst": 5}, "gold": {"rate": 7, "exports": true}}`), 0o600)
+	p, err := plans(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := access.DefaultPlans()
+	want := def[access.PlanInternal]
+	want.Burst = 5
+	if p[access.PlanInternal] != want || !p[access.PlanInternal].Exports {
+		t.Errorf("internal: %+v, want %+v", p[access.PlanInternal], want)
+	}
+	if p[access.PlanStandard] != def[access.PlanStandard] {
+		t.Errorf("standard changed: %+v", p[access.PlanStandard])
+	}
+	if g := p["gold"]; g != (access.PlanLimits{Rate: 7, Exports: true}) {
+		t.Errorf("a new plan: %+v", g)
+	}
+	os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600)
+	if _, err := plans(path); err == nil || !strings.Contains(err.Error(), "internal") {
+		t.Errorf("a malformed plan: %v", err)
+	}
 }

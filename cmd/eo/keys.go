@@ -11,7 +11,7 @@ import (
 const keysUsage = `Usage:
   eo keys account create --name NAME [--trial-days N]
   eo keys account subscribe --account ID
-  eo keys create --account ID [--plan standard|trial|sandbox|internal]
+  eo keys create --account ID [--plan standard|data|trial|sandbox|internal]
   eo keys list [--account ID] [--json]
   eo keys rotate --key KEY_ID
   eo keys revoke --key KEY_ID
@@ -40,7 +40,7 @@ func cmdKeys(cfg Config, args []string) error {
 	name := fs.String("name", "", "account name")
 	trial := fs.Int("trial-days", 0, "start a trial of this many days")
 	account := fs.String("account", "", "account id")
-	plan := fs.String("plan", access.PlanStandard, "plan: standard, trial, sandbox or internal")
+	plan := fs.String("plan", access.PlanStandard, "plan: standard, data (standard + bulk Parquet exports), trial, sandbox or internal")
 	keyID := fs.String("key", "", "key id")
 	from := fs.String("from", "", "import: the key file to copy from")
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of lines (never the key itself or its hash)")

@@ -37,8 +37,9 @@ func (c *common) counters(ctx context.Context, log *slog.Logger) (access.Counter
 		access.EmbeddedOptions{MaxRetainedEvents: c.cfg.UsageMaxEvents, Logger: log})
 }
 
-// plans reads plan limits: the spec's defaults, overridden per plan by the
-// JSON file at path, EO_PLANS ({"internal": {"burst": 1e6, ...}, ...}).
+// plans reads plan limits: the spec's defaults, overridden per plan and
+// field by the JSON file at path, EO_PLANS ({"internal": {"burst": 1e6},
+// ...}: the internal plan's other limits and its exports flag stay).
 func plans(path string) (map[string]access.PlanLimits, error) {
 	p := access.DefaultPlans()
 	if path == "" {
@@ -48,12 +49,16 @@ func plans(path string) (map[string]access.PlanLimits, error) {
 	if err != nil {
 		return nil, fmt.Errorf("EO_PLANS: %w", err)
 	}
-	var over map[string]access.PlanLimits
+	var over map[string]json.RawMessage
 	if err := json.Unmarshal(b, &over); err != nil {
 		return nil, fmt.Errorf("EO_PLANS %s: %w", path, err)
 	}
-	for k, v := range over {
-		p[k] = v
+	for k, raw := range over {
+		pl := p[k] // a field the file does not give keeps its default (a new plan's: zero)
+		if err := json.Unmarshal(raw, &pl); err != nil {
+			return nil, fmt.Errorf("EO_PLANS %s: plan %s: %w", path, k, err)
+		}
+		p[k] = pl
 	}
 	return p, nil
 }
