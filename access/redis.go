@@ -212,14 +212,9 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 // on the client (they override the URL's).
 func OpenRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
 	o.defaults()
-	opt, err := ClientOptions(url, o)
+	c, err := dialRedis(ctx, url, o)
 	if err != nil {
 		return nil, err
-	}
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("access: redis ping: %w", err)
 	}
 	return NewRedisWith(c, prefix, o), nil
 }

@@ -588,12 +588,17 @@ func TestWSRedisFanOut(t *testing.T) {
 		}
 	}
 	// The cap holds across the instances: 2 held, 3 more anywhere, then refused.
+	// Each is admitted (holds its lease) before the next opens: the lease is
+	// taken after the upgrade, and on a loaded machine a later connection
+	// could otherwise take it first and leave the refusal to an earlier one.
 	for i := 0; i < 3; i++ {
 		srv := a
 		if i%2 == 1 {
 			srv = b
 		}
-		srv.open(t)
+		c := srv.open(t)
+		c.send(map[string]string{"type": "subscribe", "target": target})
+		c.expect("subscribed", target)
 	}
 	extra := b.open(t)
 	if f, err := extra.read(); err != nil || f.Code != "connection_limit" {

@@ -32,6 +32,10 @@ type Options struct {
 	Keep int
 	// Force runs even when no new batch landed.
 	Force bool
+	// NoCompaction leaves the live lander's batches as they landed (by
+	// default each run first merges those of every hour that ended at least
+	// 10 minutes ago into one batch: raw.Compact).
+	NoCompaction bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Published, when set, is called after each run that published a
@@ -109,6 +113,7 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	defer r.mu.Unlock()
 	st := r.o.Pipeline.Store
 	log := r.o.Pipeline.Logger
+	r.compact(ctx)
 	batches, skipped, err := raw.ScanBatches(ctx, st)
 	if err != nil {
 		return Result{}, err
@@ -117,9 +122,9 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		return Result{Skipped: true}, pipelines.ErrNoBatches
 	}
 	if !r.o.Force {
-		ids := make([]string, len(batches))
-		for i, b := range batches {
-			ids[i] = b.BatchID
+		var ids []string
+		for _, b := range batches {
+			ids = append(ids, b.Lineage()...)
 		}
 		_, cur, err := publish.LoadLatest(ctx, st)
 		if err == nil && cur.Extra[batchesKey] == batchFingerprint(ids, skipped) {
@@ -133,7 +138,7 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	}
 	// The snapshot records the batches this run read (a batch that landed
 	// since the listing above is in it, and not run again next time).
-	fp := batchFingerprint(rep.Batches, rep.SkippedBatches)
+	fp := batchFingerprint(rep.Lineage, rep.SkippedBatches)
 	now := r.o.Now().UTC()
 	m := publish.Manifest{
 		SnapshotID:         publish.NewSnapshotID(now),
@@ -159,6 +164,23 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		r.o.Published(res)
 	}
 	return res, nil
+}
+
+// compact merges the live lander's batches of each settled hour into one
+// (raw.Compact) before a run reads them, unless Options.NoCompaction. A
+// failure is logged: the run reads the batches as they are.
+func (r *Runner) compact(ctx context.Context) {
+	if r.o.NoCompaction {
+		return
+	}
+	log := r.o.Pipeline.Logger
+	done, err := raw.Compact(ctx, r.o.Pipeline.Store, r.o.Now(), raw.CompactOptions{Source: "live", TmpDir: r.o.Pipeline.WorkDir})
+	for _, c := range done {
+		log.Info("live batches compacted", "batch", c.BatchID, "replaces", len(c.Replaces), "lines", c.Lines)
+	}
+	if err != nil {
+		log.Warn("compaction of live batches failed; the run reads them as they are", "err", err)
+	}
 }
 
 // Schedule runs RunOnce on the cron spec until ctx ends. A tick that finds a

@@ -158,3 +158,41 @@ func TestFingerprintIsTheBatchesTheRunRead(t *testing.T) {
 		t.Fatalf("the snapshot holds every landed batch; the next run must skip: %+v %v", again, err)
 	}
 }
+
+// TestCompactionDoesNotTriggerARun: a run first compacts the live batches
+// of settled hours; the snapshot records the batches it stands for (their
+// lineage), so compacting batches the current snapshot was built from
+// does not make it stale, and the next run skips.
+func TestCompactionDoesNotTriggerARun(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	at := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
+	landFixture(t, st, at)
+	for i := 0; i < 3; i++ {
+		b, err := raw.NewBatch(t.TempDir(), "live", at.Add(time.Hour+time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.AddLine(raw.Streams, []byte(`{"x":1}`)); err != nil { // a quarantined line: still a line
+			t.Fatal(err)
+		}
+		if _, err := b.Land(ctx, st, at.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := at.Add(time.Hour + 5*time.Minute) // the live batches' hour is not settled yet
+	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Now: func() time.Time { return now }})
+	first, err := r.RunOnce(ctx)
+	if err != nil || first.Skipped || len(first.Report.Batches) != 4 {
+		t.Fatalf("first run: %+v %v", first.Report.Batches, err)
+	}
+	now = at.Add(3 * time.Hour)
+	again, err := r.RunOnce(ctx)
+	if err != nil || !again.Skipped {
+		t.Fatalf("the run after the compaction: skipped=%v %v", again.Skipped, err)
+	}
+	bs, err := raw.ListBatches(ctx, st)
+	if err != nil || len(bs) != 2 || len(bs[1].Replaces) != 3 {
+		t.Fatalf("batches after the compaction: %+v %v", bs, err)
+	}
+}

@@ -75,6 +75,9 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	Elapsed   string    `json:"elapsed"`
 	Batches   []string  `json:"batches"`
+	// Lineage is Batches with each compacted batch replaced by the batches
+	// it holds (raw.BatchManifest.Lineage): what the snapshot stands for.
+	Lineage []string `json:"lineage"`
 	// SkippedBatches are landed batches not read because their _batch.json
 	// cannot be trusted (also quarantined, as entity "_batch").
 	SkippedBatches []raw.SkippedBatch        `json:"skipped_batches,omitempty"`
@@ -226,6 +229,7 @@ func (r *run) listBatches(ctx context.Context) ([]raw.BatchManifest, []raw.Skipp
 	}
 	for _, b := range batches {
 		r.rep.Batches = append(r.rep.Batches, b.BatchID)
+		r.rep.Lineage = append(r.rep.Lineage, b.Lineage()...)
 	}
 	return batches, skipped, nil
 }

@@ -41,12 +41,17 @@ type Batch struct {
 	files  map[Entity]*os.File
 	bufs   map[Entity]*bufio.Writer
 	counts map[Entity]int
+	// replaces: the batches a compacted batch holds (Compact).
+	replaces []string
 }
 
 // NewBatch starts a batch whose files are staged in a temporary folder under
 // tmpDir ("" means the system default).
 func NewBatch(tmpDir, source string, now time.Time) (*Batch, error) {
-	id := NewBatchID(now)
+	return newBatchWithID(tmpDir, source, NewBatchID(now))
+}
+
+func newBatchWithID(tmpDir, source, id string) (*Batch, error) {
 	dir, err := os.MkdirTemp(tmpDir, "eo-batch-")
 	if err != nil {
 		return nil, fmt.Errorf("raw: stage batch: %w", err)
@@ -99,7 +104,7 @@ func (b *Batch) Count(e Entity) int { return b.counts[e] }
 func (b *Batch) Land(ctx context.Context, s publish.Store, now time.Time) (BatchManifest, error) {
 	defer os.RemoveAll(b.dir)
 	m := BatchManifest{BatchID: b.id, ContractVersion: ContractVersion, Source: b.source,
-		LandedAt: now.UTC(), Files: map[Entity]int{}}
+		LandedAt: now.UTC(), Files: map[Entity]int{}, Replaces: b.replaces}
 	ents := make([]Entity, 0, len(b.bufs))
 	for e := range b.bufs {
 		ents = append(ents, e)

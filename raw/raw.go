@@ -66,6 +66,21 @@ type BatchManifest struct {
 	Source          string         `json:"source"`
 	LandedAt        time.Time      `json:"landed_at"`
 	Files           map[Entity]int `json:"files"` // entity -> line count
+	// Replaces lists, oldest first, the batches a compacted batch holds
+	// (raw.Compact): their lines, in their order. Those batches, if still
+	// present, are not read.
+	Replaces []string `json:"replaces,omitempty"`
+}
+
+// Lineage is the landed batches this batch stands for: the ones it
+// replaces for a compacted batch, else itself. A snapshot records the
+// lineage of what it was built from, so compacting batches it read does
+// not make it look stale.
+func (m BatchManifest) Lineage() []string {
+	if len(m.Replaces) > 0 {
+		return m.Replaces
+	}
+	return []string{m.BatchID}
 }
 
 // Optional fields: a field the contract makes optional (Spec: not

@@ -79,7 +79,29 @@ func ScanBatches(ctx context.Context, s publish.Store) ([]BatchManifest, []Skipp
 	}
 	sort.Slice(ok, func(i, j int) bool { return ok[i].BatchID < ok[j].BatchID })
 	sort.Slice(skipped, func(i, j int) bool { return skipped[i].BatchID < skipped[j].BatchID })
-	return ok, skipped, nil
+	return dropReplaced(ok), skipped, nil
+}
+
+// dropReplaced leaves out the batches a present compacted batch replaces
+// (a compaction interrupted before it deleted them): their lines are read
+// once, from the compacted batch.
+func dropReplaced(ms []BatchManifest) []BatchManifest {
+	replaced := map[string]bool{}
+	for _, m := range ms {
+		for _, id := range m.Replaces {
+			replaced[id] = true
+		}
+	}
+	if len(replaced) == 0 {
+		return ms
+	}
+	out := ms[:0]
+	for _, m := range ms {
+		if !replaced[m.BatchID] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // readManifest reads a manifest, at most maxManifestBytes+1 bytes of it.

@@ -194,16 +194,10 @@ func sharedKeys(t *testing.T, url string) (keys, ids map[string]string) {
 	}
 	defer st.Close()
 	keys, ids = map[string]string{}, map[string]string{}
-	for _, plan := range []string{access.PlanTrial, access.PlanStandard, access.PlanInternal} {
-		a, err := st.CreateAccount(plan+" cluster test", 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, k, err := st.CreateKey(a.ID, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[plan], ids[plan] = plain, k.ID
+	plans := []string{access.PlanTrial, access.PlanStandard, access.PlanInternal}
+	plain, kid := createKeys(t, st, plans...)
+	for i, plan := range plans {
+		keys[plan], ids[plan] = plain[i], kid[i]
 	}
 	return keys, ids
 }

@@ -99,19 +99,31 @@ func workKeys(t *testing.T, work string, plans ...string) []string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var keys []string
-	for _, plan := range plans {
-		acct, err := st.CreateAccount(plan+" test", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _, err := st.CreateKey(acct.ID, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
+	keys, _ := createKeys(t, st, plans...)
 	return keys
+}
+
+// createKeys creates in st an account with one key for each plan (a trial
+// key's account in a 7-day trial), and returns the keys and their ids, in
+// plans' order.
+func createKeys(t *testing.T, st *access.Store, plans ...string) (keys, ids []string) {
+	t.Helper()
+	for _, plan := range plans {
+		days := 0
+		if plan == access.PlanTrial {
+			days = 7
+		}
+		acct, err := st.CreateAccount(plan+" test", days)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, rec, err := st.CreateKey(acct.ID, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, ids = append(keys, k), append(ids, rec.ID)
+	}
+	return keys, ids
 }
 
 func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...string) *edgeProc {
