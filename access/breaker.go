@@ -99,3 +99,17 @@ func (b *breaker) probed(err error) {
 		b.log.Info("redis reachable again: metering resumed", "down_for", down.String())
 	}
 }
+
+// open opens the breaker at once, with err as the reason (a client started
+// while the server did not answer: RedisOptions.StartDown).
+func (b *breaker) open(err error) {
+	b.mu.Lock()
+	b.fails = b.threshold
+	was := b.isOpen.Swap(true)
+	b.mu.Unlock()
+	b.health.set(err)
+	if !was {
+		b.opened.Add(1)
+		b.log.Error("redis unreachable at start: metered requests fail fast with 503 until a probe reaches it", "err", err)
+	}
+}

@@ -89,6 +89,11 @@ type RedisOptions struct {
 	MaxRetainedEvents int64
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// StartDown: OpenRedisWith returns a client even when the server does
+	// not answer (an edge restarted during a Redis outage): its breaker
+	// opens at once and metered calls fail fast until a probe reaches the
+	// server. Otherwise that is an error.
+	StartDown bool
 }
 
 func (o *RedisOptions) defaults() {
@@ -213,10 +218,19 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 func OpenRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
 	o.defaults()
 	c, err := dialRedis(ctx, url, o)
-	if err != nil {
+	if err == nil {
+		return NewRedisWith(c, prefix, o), nil
+	}
+	if !o.StartDown {
 		return nil, err
 	}
-	return NewRedisWith(c, prefix, o), nil
+	opt, perr := ClientOptions(url, o)
+	if perr != nil {
+		return nil, perr
+	}
+	r := NewRedisWith(redis.NewClient(opt), prefix, o)
+	r.br.open(err)
+	return r, nil
 }
 
 // ClientOptions parses a redis:// URL into go-redis options bounded by o's

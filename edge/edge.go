@@ -491,10 +491,30 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	if err := s.RunLive(ctx); err != nil {
-		return err
+		// The snapshot serves without the feed (Redis down at start): the
+		// live path subscribes once the feed answers.
+		s.log.Warn("live feed unavailable at start: no live updates until it answers; retrying every second", "err", err)
+		go s.retryLive(ctx)
 	}
 	go s.watch(ctx)
 	return nil
+}
+
+// retryLive subscribes to the feed every second until it works or ctx ends.
+func (s *Server) retryLive(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.RunLive(ctx); err == nil {
+				s.log.Info("live feed subscribed")
+				return
+			}
+		}
+	}
 }
 
 // loadWithTimeout is Load bounded by Options.ReloadTimeout, so a store that

@@ -128,11 +128,16 @@ func (f *RedisFeed) Publish(ctx context.Context, ev Event) error {
 	return nil
 }
 
+// subscribeTimeout bounds the wait for Redis to confirm a subscription.
+const subscribeTimeout = 5 * time.Second
+
 // Subscribe returns once Redis confirmed the subscription, so an event
-// published after it returns is received.
+// published after it returns is received; an error when it did not within
+// subscribeTimeout.
 func (f *RedisFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 	ps := f.Client.Subscribe(ctx, f.channel())
-	if _, err := ps.Receive(ctx); err != nil {
+	// Bounded: a frozen server accepts the connection and never confirms.
+	if _, err := ps.ReceiveTimeout(ctx, subscribeTimeout); err != nil {
 		ps.Close()
 		return nil, fmt.Errorf("live: subscribe %s: %w", f.channel(), err)
 	}

@@ -71,7 +71,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 		c.downloadExports(t, c.edges[1], ptr.SnapshotID)
 	})
 
-	id, upstream := c.liveTarget(t, ptr.SnapshotID)
+	id, upstream := c.liveTarget(t, c.edges[0], ptr.SnapshotID)
 	target := "match:" + id
 	// A ticket minted on edge A opens a connection on edge B; edge A's own
 	// subscriber uses a ticket of A.
@@ -130,9 +130,61 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	}
 	next := c.waitPointer(t, ptr.SnapshotID)
 	waitFor(t, c.edges[1], `msg="snapshot loaded" snapshot=`+next.SnapshotID)
+
+	t.Run("an edge restarted while Redis is frozen starts, then serves when Redis answers", func(t *testing.T) {
+		c.restartDuringRedisFreeze(t, feed)
+	})
+}
+
+// restartDuringRedisFreeze freezes redis-server (SIGSTOP: connections hang),
+// restarts edge B, and checks that it starts (keys from its cache, metering
+// failing fast with 503, no feed), and that once Redis is resumed it serves
+// metered requests and streams live events without another restart.
+func (c *cluster) restartDuringRedisFreeze(t *testing.T, feed *live.RedisFeed) {
+	b := c.edges[1]
+	c.redis.Freeze()
+	resumed := false
+	defer func() {
+		if !resumed {
+			c.redis.Resume()
+		}
+	}()
+	b.stop(t)
+	nb := startEO(t, 0, c.env, "serve", "--store", c.store, "--work", b.work, "--addr", b.addr)
+	nb.addr, nb.key, nb.work = b.addr, b.key, b.work
+	c.edges[1] = nb
+	waitFor(t, nb, "serving the keys cached by the last good read")
+	waitFor(t, nb, "edge serving snapshot")
+	if code, body := nb.get("/v1/cs2/teams?limit=1", c.keys["internal"]); code != 503 || !strings.Contains(string(body), `"unavailable"`) {
+		t.Fatalf("a metered request with Redis frozen: %d %s", code, body)
+	}
+	c.redis.Resume()
+	resumed = true
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := nb.get("/v1/cs2/teams?limit=1", c.keys["internal"])
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after Redis resumed the restarted edge still answers %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitFor(t, nb, "live feed subscribed")
+	ptr, err := publish.ReadPointer(context.Background(), c.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, upstream := c.liveTarget(t, nb, ptr.SnapshotID)
+	target := "match:" + id
+	ws := c.subscribe(t, nb, nb, target)
+	c.publishScore(t, feed, upstream, 9, 4)
+	ws.expectUpdate(t, target, `"score_a":9`)
 }
 
 type cluster struct {
+	env    []string // the processes' environment
 	minio  *miniotest.Server
 	redis  *redistest.Server
 	store  string
@@ -168,6 +220,7 @@ func startCluster(t *testing.T) *cluster {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
+	c.env = env
 	var err error
 	if c.st, err = publish.Open(ctx, c.store, s3); err != nil {
 		t.Fatal(err)
@@ -253,14 +306,14 @@ func (c *cluster) spread(t *testing.T, key string, n int) (ok, limited int) {
 // liveTarget picks a scheduled or live match of the served snapshot and
 // returns its service id and upstream id (from the snapshot's internal
 // live_ids table, read with DuckDB).
-func (c *cluster) liveTarget(t *testing.T, snapshot string) (id, upstream string) {
+func (c *cluster) liveTarget(t *testing.T, e *edgeProc, snapshot string) (id, upstream string) {
 	t.Helper()
 	var page struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	code, body := c.edges[0].get("/v1/cs2/matches?status=live,scheduled&limit=1", c.keys["internal"])
+	code, body := e.get("/v1/cs2/matches?status=live,scheduled&limit=1", c.keys["internal"])
 	if code != 200 || json.Unmarshal(body, &page) != nil || len(page.Data) == 0 {
 		t.Fatalf("a live or scheduled match: %d %s", code, body)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -405,7 +406,7 @@ func TestLiveRedisClientIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, closeLive, err := liveOptions(ctx, cfg)
+	lo, closeLive, err := liveOptions(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // redeemed on another, the per-key cap holds across them); without it the
 // in-memory defaults apply (one instance). The returned func closes the
 // Redis client.
-func liveOptions(ctx context.Context, cfg Config) (edge.LiveOptions, func(), error) {
+func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOptions, func(), error) {
 	if cfg.RedisURL == "" {
 		return edge.LiveOptions{}, func() {}, nil
 	}
@@ -30,8 +30,9 @@ func liveOptions(ctx context.Context, cfg Config) (edge.LiveOptions, func(), err
 	}
 	rc := redis.NewClient(ro)
 	if err := rc.Ping(ctx).Err(); err != nil {
-		rc.Close()
-		return edge.LiveOptions{}, nil, err
+		// Not fatal: tickets and leases fail (WebSocket handshakes get
+		// 503) and the edge subscribes to the feed once Redis answers.
+		log.Warn("redis unreachable at start: no WebSocket connections or live updates until it answers", "err", err)
 	}
 	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
 		Limiter: &live.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil

@@ -31,6 +31,9 @@ func (c *common) counters(ctx context.Context, log *slog.Logger) (access.Counter
 	if url := c.cfg.RedisURL; url != "" {
 		ro := c.cfg.Redis
 		ro.MaxRetainedEvents, ro.Logger = c.cfg.UsageMaxEvents, log
+		// An edge restarted during a Redis outage starts: metered requests
+		// get 503 until Redis answers, then it serves as if nothing happened.
+		ro.StartDown = true
 		return access.OpenRedisWith(ctx, url, c.cfg.RedisPrefix, ro)
 	}
 	return access.OpenEmbeddedWith(filepath.Join(c.work, "counters.db"),
@@ -172,7 +175,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		health["usage_export"] = func() edge.Check { return edge.CheckOf(exporter.Health()) }
 		metrics = append(metrics, access.Metrics(ctr, exporter)...)
 	}
-	lo, closeLive, err := liveOptions(ctx, c.cfg)
+	lo, closeLive, err := liveOptions(ctx, c.cfg, log)
 	if err != nil {
 		return err
 	}
