@@ -44,10 +44,14 @@ import (
 //     The per-round rows are NOT landed: the contract's round rows need
 //     economy, kills, … that the file does not have.
 //
-// Not imported: the team-level match stats (opening kills, KAST, ADR,
+// Team kills: team1_kills/team2_kills (both present, not both 0) land as
+// the completed update's kills_a/kills_b (the contract's optional team-level
+// kills over the match; Game.KillsA/B with TeamKills set), which eo_model's
+// kill-share rating reads in the pipeline as in `eo validate`.
+//
+// Not imported: the other team-level match stats (opening kills, KAST, ADR,
 // rating 3.0, …): the contract has no team-level stat entity and they cannot
-// be split into player lines. The team kills reach `eo validate` only
-// (Game.KillsA/B with TeamKills set), not the pipeline. Left null: tournament tier, region, dates;
+// be split into player lines. Left null: tournament tier, region, dates;
 // team region, country, rank; players, vetoes, odds.
 func ReadCS22024(path string) (*Dataset, error) {
 	dir, files, err := cs2024Files(path)
@@ -176,7 +180,7 @@ func (b *builder) cs2024Match(rw map[string]string, rounds map[string]roundRow, 
 	g := Game{}
 	k1, ok1 := atoi(rw["team1_kills"])
 	k2, ok2 := atoi(rw["team2_kills"])
-	if ok1 && ok2 && k1+k2 > 0 {
+	if ok1 && ok2 && k1 >= 0 && k2 >= 0 && k1+k2 > 0 {
 		g.KillsA, g.KillsB, g.TeamKills = float64(k1), float64(k2), true
 	}
 	b.match(m, sa, sb, false, g)

@@ -70,12 +70,14 @@ type Game struct {
 	MapsA, MapsB int
 	// Maps are the landed map results in map order.
 	Maps []GameMap
-	// KillsA, KillsB are the team's kills over the match: the sums of the
-	// map-level stat lines (cs2-2026) or the dataset's team-level stats
-	// (cs2-2024, not landed: see ReadCS22024); both 0 when unknown.
+	// KillsA, KillsB are the team's kills over the match: the dataset's
+	// team-level stats (cs2-2024), landed as the completed update's
+	// kills_a/kills_b, else the sums of the map-level stat lines
+	// (cs2-2026); both 0 when unknown. The pipeline prefers them the same
+	// way (pipelines/model.go).
 	KillsA, KillsB float64
-	// TeamKills is true when KillsA/B come from team-level stats that are
-	// not landed (so the pipeline does not see them).
+	// TeamKills is true when KillsA/B are team-level kills (landed on the
+	// completed update).
 	TeamKills bool
 	// PlayersA, PlayersB are the distinct players on each team's map-level
 	// stat lines (sorted ids; empty when none).
@@ -380,9 +382,12 @@ func (b *builder) match(m raw.Match, scoreA, scoreB int, forfeit bool, g Game) {
 		rt = "forfeit"
 	}
 	known := ResultKnownAt(m.ScheduledAt)
-	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "live", ChangedAt: m.ScheduledAt},
-		raw.MatchUpdate{MatchID: m.ID, Status: "completed",
-			ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: known})
+	done := raw.MatchUpdate{MatchID: m.ID, Status: "completed",
+		ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: known}
+	if g.TeamKills {
+		done.KillsA, done.KillsB = ptr(int(g.KillsA)), ptr(int(g.KillsB))
+	}
+	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "live", ChangedAt: m.ScheduledAt}, done)
 	g.MatchID, g.ScheduledAt, g.TeamA, g.TeamB = m.ID, m.ScheduledAt, m.TeamAID, m.TeamBID
 	g.WinnerA, g.Forfeit, g.KnownAt, g.Format = scoreA > scoreB, forfeit, known, m.Format
 	g.MapsA, g.MapsB = scoreA, scoreB

@@ -135,6 +135,28 @@ func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T)
 	}
 }
 
+// Team-level kills on a match update (optional) come on both sides or
+// neither, are not negative, and only once the match is live or completed:
+// an update breaking that is quarantined and changes nothing published.
+func TestImpossibleTeamKillsAreQuarantined(t *testing.T) {
+	clean := cleanTables(t)
+	st := publish.NewMemory()
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+	worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.MatchUpdates: {
+		`{"match_id":"m-1","status":"completed","score_a":2,"score_b":0,"result_type":"played","kills_a":-1,"kills_b":30,"changed_at":"2025-03-02T17:00:01Z"}`,
+		`{"match_id":"m-1","status":"completed","score_a":2,"score_b":0,"result_type":"played","kills_a":40,"changed_at":"2025-03-02T17:00:02Z"}`,
+		`{"match_id":"m-1","status":"scheduled","kills_a":0,"kills_b":0,"changed_at":"2025-03-01T10:00:01Z"}`,
+		`{"match_id":"m-1","status":"completed","score_a":3,"score_b":0,"result_type":"played","kills_a":40,"kills_b":30,"changed_at":"2025-03-02T17:00:03Z"}`,
+	}})
+	rep := runPipeline(t, st)
+	wantQuarantined(t, rep, "match_updates", "impossible kills", 3)
+	wantQuarantined(t, rep, "match_updates", "impossible score", 1) // the score is named first
+	if rep.QuarantinedTotal() != 4 {
+		t.Errorf("quarantined %v", rep.Quarantined)
+	}
+	sameTables(t, clean, dump(t, rep))
+}
+
 // A duel names two players; one whose opponent is unknown used to vanish in
 // normalise's join. It is quarantined like any broken reference.
 func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {

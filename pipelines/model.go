@@ -141,7 +141,8 @@ func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, e
 }
 
 // readModelSides adds each completed match's kills and fielded players
-// from its map-level stat lines (kills only when both sides have lines).
+// from its map-level stat lines (kills only when both sides have lines),
+// then the team-level kills of the updates (readModelKills).
 func (r *run) readModelSides(ctx context.Context, matches []model.Match, idx map[string]int) error {
 	type side struct {
 		match, team, players string
@@ -172,6 +173,29 @@ func (r *run) readModelSides(ctx context.Context, matches []model.Match, idx map
 		}
 		if m.PlayersA != nil && m.PlayersB != nil && p.KillsA+p.KillsB > 0 {
 			m.Perf = p
+		}
+	}
+	return r.readModelKills(ctx, matches, idx)
+}
+
+// readModelKills gives each completed match whose latest update carries
+// team-level kills those kills (they win over the stat lines' sums, as in
+// importer's games).
+func (r *run) readModelKills(ctx context.Context, matches []model.Match, idx map[string]int) error {
+	type kills struct {
+		match string
+		model.Perf
+	}
+	ks, err := collect(ctx, r.db, sqlModelReadModelKills, nil, func(x *kills) []any {
+		return []any{&x.match, &x.KillsA, &x.KillsB}
+	})
+	if err != nil {
+		return fmt.Errorf("model: read team kills: %w", err)
+	}
+	for _, x := range ks {
+		if i, ok := idx[x.match]; ok {
+			p := x.Perf
+			matches[i].Perf = &p
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ var (
 	sqlModelRankings            = eosql.MustFile("model/rankings.sql")
 	sqlModelReadMapLines        = eosql.MustFile("model/read_map_lines.sql")
 	sqlModelReadMatches         = eosql.MustFile("model/read_matches.sql")
+	sqlModelReadModelKills      = eosql.MustFile("model/read_model_kills.sql")
 	sqlModelReadModelMaps       = eosql.MustFile("model/read_model_maps.sql")
 	sqlModelReadModelRanks      = eosql.MustFile("model/read_model_ranks.sql")
 	sqlModelReadModelSides      = eosql.MustFile("model/read_model_sides.sql")

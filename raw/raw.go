@@ -161,7 +161,12 @@ type MatchUpdate struct {
 	ScoreB     *int            `json:"score_b"`
 	ResultType *string         `json:"result_type"`
 	LiveState  json.RawMessage `json:"live_state,omitempty"`
-	ChangedAt  time.Time       `json:"changed_at"`
+	// KillsA, KillsB are each team's kills over the match (every map so
+	// far): optional, both or neither, on a live or completed update only.
+	// Omitted when nil (as null: the pipeline reads them alike).
+	KillsA    *int      `json:"kills_a,omitempty"`
+	KillsB    *int      `json:"kills_b,omitempty"`
+	ChangedAt time.Time `json:"changed_at"`
 }
 
 // MapResult is one played map.

@@ -173,7 +173,10 @@ var Specs = []Spec{
 		enum("format", Formats), opt("stage", "VARCHAR"), req("scheduled_at", "TIMESTAMPTZ"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MatchUpdates, Order: "changed_at", Fields: []Field{
 		req("match_id", "VARCHAR"), enum("status", Statuses), opt("score_a", "INTEGER"), opt("score_b", "INTEGER"),
-		optEnum("result_type", resultTypes), shaped(opt("live_state", "JSON"), Object), req("changed_at", "TIMESTAMPTZ")}},
+		optEnum("result_type", resultTypes), shaped(opt("live_state", "JSON"), Object),
+		// team-level kills over the match, optional (added for eo import's
+		// cs2-2024 team-level stats; no version bump: a new optional field)
+		opt("kills_a", "INTEGER"), opt("kills_b", "INTEGER"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MapResults, Key: []string{"match_id", "map_number"}, Order: "changed_at", Fields: cat([]Field{
 		req("match_id", "VARCHAR"), req("map_number", "INTEGER"), req("map_name", "VARCHAR"),
 		req("score_a", "INTEGER"), req("score_b", "INTEGER")},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eodata/eo/importer"
 	"github.com/eodata/eo/jobs"
+	"github.com/eodata/eo/model"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 )
@@ -66,13 +67,18 @@ func matchKey(at time.Time, a, b string) string {
 // TestValidateMatchesPipeline: `eo validate`'s eo_model forecasts (model.Run
 // on the dataset read through importer/, as validate.RunDataset feeds it)
 // equal the published model_forecasts of `eo import` + `eo pipeline run`
-// on the same dataset, match by match: one code path. Two excerpts: CS2
-// 2026 (map-level stat lines: kill shares and lineups) and CS:GO 2019 H2
-// (round scores and HLTV ranks).
+// on the same dataset, match by match: one code path. Three excerpts: CS2
+// 2026 (map-level stat lines: kill shares and lineups), CS:GO 2019 H2
+// (round scores and HLTV ranks) and CS2 2024-25 (team-level kills, landed
+// on the completed updates, and round-by-round map results).
 func TestValidateMatchesPipeline(t *testing.T) {
-	for _, c := range []struct{ source, path string }{
-		{"cs2-2026", "testdata/cs2-2026_trimmed.json"},
-		{"csgo2015", "testdata/csgo2015_2019h2.csv"},
+	for _, c := range []struct {
+		source, path string
+		teamKills    bool // the dataset's team-level kills must move forecasts
+	}{
+		{"cs2-2026", "testdata/cs2-2026_trimmed.json", false},
+		{"csgo2015", "testdata/csgo2015_2019h2.csv", false},
+		{"cs2-2024", "testdata/cs2-2024/enhanced_matches_excerpt.csv", true},
 	} {
 		t.Run(c.source, func(t *testing.T) {
 			ds, err := importer.Read(c.source, c.path)
@@ -82,6 +88,9 @@ func TestValidateMatchesPipeline(t *testing.T) {
 			rep, err := RunDataset(ds, Options{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.teamKills {
+				killsMatter(t, ds, rep)
 			}
 			names := map[string]string{}
 			for _, tm := range ds.Teams {
@@ -97,6 +106,37 @@ func TestValidateMatchesPipeline(t *testing.T) {
 			compareForecasts(t, want, got, len(rep.Games))
 			honestCapture(t, db)
 		})
+	}
+}
+
+// killsMatter: without its team-level kills the dataset's forecasts move
+// (so a pipeline that did not read the landed kills would fail the
+// comparison).
+func killsMatter(t *testing.T, ds *importer.Dataset, rep *Report) {
+	t.Helper()
+	games := append([]importer.Game(nil), ds.Games...)
+	n := 0
+	for i := range games {
+		if games[i].TeamKills {
+			games[i].KillsA, games[i].KillsB, games[i].TeamKills = 0, 0, false
+			n++
+		}
+	}
+	if n < len(games)/2 {
+		t.Fatalf("only %d of %d games carry team-level kills", n, len(games))
+	}
+	without, err := Run(games, Options{Ranks: RankHistory(ds.Teams)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for i, p := range without.Forecasts[EOModel] {
+		if math.Abs(p-rep.Forecasts[EOModel][i]) > 1e-4 {
+			moved++
+		}
+	}
+	if moved < len(games)/10 {
+		t.Fatalf("the team-level kills move only %d of %d forecasts", moved, len(games))
 	}
 }
 
@@ -116,7 +156,7 @@ func publishedForecasts(t *testing.T, db *sql.DB) map[string][]float64 {
 		if err := rows.Scan(&at, &a, &b, &p, &v); err != nil {
 			t.Fatal(err)
 		}
-		if v != "eo_model-2.0.0" {
+		if v != model.Version {
 			t.Fatalf("model_version %q", v)
 		}
 		k := matchKey(at, a, b)

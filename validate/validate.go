@@ -70,10 +70,6 @@ type Options struct {
 	// Ranks are the published team ranks over time (RankHistory of the
 	// dataset's team records, as the pipeline reads them).
 	Ranks []model.RankObs
-	// TeamKills also gives eo_model the team-level kills of datasets that
-	// have them without landing them (cs2-2024); the pipeline does not see
-	// them.
-	TeamKills bool
 }
 
 // RunDataset runs the harness on a dataset read by importer/: its games,
@@ -101,9 +97,9 @@ func RankHistory(teams []raw.Team) []model.RankObs {
 // ModelMatches are the games as eo_model sees them, with what the pipeline
 // reads of each (pipelines/model.go): the scheduled time, the result known
 // at KnownAt (the end of the match's UTC day), format, maps won, map
-// results, kills from map-level stat lines and the fielded players; with
-// teamKills, also a dataset's team-level kills.
-func ModelMatches(gs []importer.Game, teamKills bool) []model.Match {
+// results, kills (the completed update's team-level kills, else the sums of
+// the map-level stat lines) and the fielded players.
+func ModelMatches(gs []importer.Game) []model.Match {
 	mm := make([]model.Match, len(gs))
 	for i, g := range gs {
 		known := g.KnownAt
@@ -116,7 +112,7 @@ func ModelMatches(gs []importer.Game, teamKills bool) []model.Match {
 		for _, mp := range g.Maps {
 			m.Maps = append(m.Maps, model.MapScore{Name: mp.Name, RoundsA: mp.RoundsA, RoundsB: mp.RoundsB, WinnerA: mp.RoundsA > mp.RoundsB})
 		}
-		if g.KillsA+g.KillsB > 0 && (!g.TeamKills || teamKills) {
+		if g.KillsA+g.KillsB > 0 {
 			m.Perf = &model.Perf{KillsA: g.KillsA, KillsB: g.KillsB}
 		}
 		mm[i] = m
@@ -301,7 +297,7 @@ func split(games []importer.Game, from time.Time) (*Report, error) {
 // checkpoints at dates (for the rank agreement).
 func (r *Report) forecastModel(o Options, dates []time.Time) (model.RunResult, model.ForecastConfig) {
 	gs := r.Games
-	mm := ModelMatches(gs, o.TeamKills)
+	mm := ModelMatches(gs)
 	cfg := model.DefaultForecastConfig()
 	if o.Model != nil {
 		cfg = *o.Model

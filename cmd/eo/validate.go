@@ -25,7 +25,6 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	out := fs.String("out", "", "also write the markdown report to this file")
 	period := fs.Duration("model-period", 0, "experiment: eo_model rating period instead of the pipeline's (e.g. 24h)")
 	initRD := fs.Float64("model-rd", 0, "experiment: eo_model initial rating deviation instead of the pipeline's")
-	landedOnly := fs.Bool("landed-only", false, "eo_model sees only what `eo import` lands (leaves out cs2-2024's team-level kills), as the pipeline does")
 	stack := stackFlags(fs)
 	usage := fmt.Errorf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
 	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
@@ -39,7 +38,6 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 		}
 		o.From = t
 	}
-	o.TeamKills = !*landedOnly
 	exp := stack.changed(fs)
 	if *period > 0 || *initRD > 0 || exp != "" {
 		cfg := model.DefaultForecastConfig()
@@ -69,9 +67,6 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	}
 	if *initRD > 0 {
 		cmd += fmt.Sprintf(" --model-rd %g", *initRD)
-	}
-	if *landedOnly {
-		cmd += " --landed-only"
 	}
 	cmd += exp
 	md := rep.Markdown(*source, cmd)

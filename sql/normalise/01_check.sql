@@ -45,18 +45,24 @@ SELECT id, CASE format WHEN 'bo1' THEN 1 WHEN 'bo3' THEN 2 ELSE 3 END AS need FR
 CREATE OR REPLACE TEMP TABLE match_teams AS
 SELECT id AS match_id, team_a_id AS team_id FROM v_matches UNION ALL SELECT id, team_b_id FROM v_matches;
 
--- match updates: a known match and a possible score for its format
+-- match updates: a known match, a possible score for its format, and team
+-- kills (optional) on both sides or neither, not negative, only once the
+-- match is live or completed
 INSERT INTO bad
-SELECT 'match_updates', u.batch_seq, u.line_no,
-  CASE WHEN n.id IS NULL THEN 'unknown match_id' ELSE 'impossible score' END
-FROM c_match_updates u LEFT JOIN match_need n ON n.id = u.match_id
-WHERE n.id IS NULL
-   OR u.score_a < 0 OR u.score_b < 0
-   OR (u.status IN ('scheduled', 'cancelled') AND (u.score_a IS NOT NULL OR u.score_b IS NOT NULL))
-   OR (u.status = 'live' AND (greatest(u.score_a, u.score_b) >= n.need))
-   OR (u.status = 'completed' AND coalesce(u.result_type, 'played') = 'played'
-       AND (u.score_a IS NULL OR u.score_b IS NULL OR greatest(u.score_a, u.score_b) <> n.need
-            OR least(u.score_a, u.score_b) >= n.need));
+SELECT 'match_updates', batch_seq, line_no,
+  CASE WHEN unknown THEN 'unknown match_id' WHEN bad_score THEN 'impossible score' ELSE 'impossible kills' END
+FROM (
+  SELECT u.batch_seq, u.line_no, n.id IS NULL AS unknown,
+    coalesce(u.score_a < 0 OR u.score_b < 0
+      OR (u.status IN ('scheduled', 'cancelled') AND (u.score_a IS NOT NULL OR u.score_b IS NOT NULL))
+      OR (u.status = 'live' AND (greatest(u.score_a, u.score_b) >= n.need))
+      OR (u.status = 'completed' AND coalesce(u.result_type, 'played') = 'played'
+          AND (u.score_a IS NULL OR u.score_b IS NULL OR greatest(u.score_a, u.score_b) <> n.need
+               OR least(u.score_a, u.score_b) >= n.need)), false) AS bad_score,
+    coalesce(u.kills_a < 0 OR u.kills_b < 0 OR ((u.kills_a IS NULL) <> (u.kills_b IS NULL))
+      OR (u.status IN ('scheduled', 'cancelled') AND u.kills_a IS NOT NULL), false) AS bad_kills
+  FROM c_match_updates u LEFT JOIN match_need n ON n.id = u.match_id)
+WHERE unknown OR bad_score OR bad_kills;
 DELETE FROM c_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
 {{winners "match_updates"}}
 
