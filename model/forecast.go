@@ -10,8 +10,9 @@ import (
 // Bump it when the forecast changes. 1.0.0: weekly rating periods, initial
 // RD 350; 1.1.0: daily rating periods, initial RD 200; 2.0.0: the stacked
 // forecast (Glicko-2, map-level round-margin rating, format, published
-// rank, experience, kill-share rating; MODEL.md).
-const Version = "eo_model-2.0.0"
+// rank, experience, kill-share rating; MODEL.md); 2.1.0: the map-level
+// rating's step picked walk-forward from a grid at each stacker refit.
+const Version = "eo_model-2.1.0"
 
 // Match is one fixture for the forecast: a not-cancelled match. A completed
 // match has Completed set, its result known at EndedAt.

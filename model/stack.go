@@ -38,8 +38,14 @@ type StackConfig struct {
 	// Features are the stacker's inputs (the Feat constants); empty
 	// disables the stacker: the forecast is 1.1.0's calibrated Glicko-2.
 	Features []string
-	// MapK is the map-level rating's step (logit units per map).
+	// MapK is the map-level rating's step (logit units per map) when
+	// MapKGrid is empty.
 	MapK float64
+	// MapKGrid, when set, keeps one map-level rating per step; at each
+	// refit the stacker is fitted once per step (on the same rows) and the
+	// step whose fit has the highest log-likelihood is used until the next
+	// refit: the step is chosen walk-forward on each dataset's own past.
+	MapKGrid []float64
 	// MapDecay, when positive, lowers the map-level step as the two teams
 	// play more maps: MapK / sqrt(1 + n/MapDecay), n the mean of their
 	// maps so far (0: a constant step).
@@ -71,11 +77,13 @@ type StackConfig struct {
 }
 
 // DefaultStackConfig is eo_model 2.0's configuration, chosen on the tuning
-// period of the CS:GO 2015-2020 data only (MODEL.md, "eo_model 2.0").
+// periods of the CS:GO 2015-2020 and CS2 2024-25 data only (MODEL.md,
+// "eo_model 2.0").
 func DefaultStackConfig() StackConfig {
 	return StackConfig{
 		Features:     []string{FeatGlicko, FeatMap, FeatFormat, FeatRank, FeatExp, FeatPerf},
 		MapK:         0.4,
+		MapKGrid:     []float64{0.1, 0.2, 0.4},
 		MapScale:     1,
 		RoundWeight:  1,
 		PerfK:        0.75,

@@ -123,3 +123,43 @@ func reverse(s string) string {
 	}
 	return string(r)
 }
+
+// TestMapKGrid: a grid of one step is exactly that fixed step; with
+// several, each refit keeps the step whose map column explains the results
+// best, and the stacker reads only that column.
+func TestMapKGrid(t *testing.T) {
+	ms, ranks := v2World(func(s string) string { return s })
+	run := func(k float64, grid []float64) RunResult {
+		cfg := DefaultForecastConfig()
+		cfg.Ranks = ranks
+		cfg.Stack.MapK, cfg.Stack.MapKGrid = k, grid
+		return Run(ms, cfg)
+	}
+	fixed, one := run(0.2, nil), run(9, []float64{0.2})
+	for i := range fixed.Forecasts {
+		if fixed.Forecasts[i].PHome != one.Forecasts[i].PHome {
+			t.Fatalf("match %d: MapK 0.2 gives %v, MapKGrid {0.2} %v", i, fixed.Forecasts[i].PHome, one.Forecasts[i].PHome)
+		}
+	}
+
+	v := newV2(StackConfig{Features: []string{FeatGlicko, FeatMap, FeatExp}, MapKGrid: []float64{0.1, 0.2, 0.4}, Ridge: 1})
+	x := []float64{1, 2, 3, 4, 5} // glicko, map(0.1), map(0.2), map(0.4), exp
+	if got := v.view(x, 2); fmt.Sprint(got) != "[1 4 5]" {
+		t.Errorf("view(x, 2) = %v, want [1 4 5]", got)
+	}
+	// results that follow the 0.2 column; the others are unrelated
+	for i := 0; i < 400; i++ {
+		sig := float64(i%9-4) / 2
+		noise1, noise3 := float64((i*7)%9-4)/2, float64((i*5)%11-5)/2
+		y := 0.0
+		if (i*37)%100 < int(100*logistic(2*sig)) {
+			y = 1
+		}
+		v.st.xs = append(v.st.xs, []float64{0, noise1, sig, noise3, 0})
+		v.st.ys = append(v.st.ys, y)
+	}
+	v.fit(0)
+	if v.pick != 1 {
+		t.Fatalf("picked step %g, want 0.2 (the column the results follow)", v.mapKs[v.pick])
+	}
+}

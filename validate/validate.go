@@ -374,9 +374,9 @@ func (o Options) experiment(cfg model.ForecastConfig) string {
 		name = "experiment"
 	}
 	st := cfg.Stack
-	return fmt.Sprintf("%s: tau=%g period=%s initial RD=%g calibrate after %d; stack %s mapK=%g roundW=%g perfK=%g roster=%g min=%d ridge=%g refit=%dmo window=%dmo decay=%g",
+	return fmt.Sprintf("%s: tau=%g period=%s initial RD=%g calibrate after %d; stack %s mapK=%g mapKGrid=%v roundW=%g perfK=%g roster=%g min=%d ridge=%g refit=%dmo window=%dmo decay=%g",
 		name, cfg.Ratings.Tau, cfg.Ratings.Period, cfg.Ratings.Initial.RD, cfg.CalibrateAfter, strings.Join(st.Features, "+"),
-		st.MapK, st.RoundWeight, st.PerfK, st.RosterShrink, st.MinTrain, st.Ridge, st.RefitMonths, st.WindowMonths, st.MapDecay)
+		st.MapK, st.MapKGrid, st.RoundWeight, st.PerfK, st.RosterShrink, st.MinTrain, st.Ridge, st.RefitMonths, st.WindowMonths, st.MapDecay)
 }
 
 // calibrationSlope is b of p' = logistic(a + b logit(p)) fitted to the

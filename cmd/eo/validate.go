@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +48,9 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 		if *initRD > 0 {
 			cfg.Ratings.Initial.RD = *initRD
 		}
-		stack.apply(&cfg.Stack)
+		if err := stack.apply(&cfg.Stack); err != nil {
+			return err
+		}
 		o.Model = &cfg
 	}
 	ds, err := importer.Read(*source, *path)
@@ -80,7 +83,7 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 // stackOpts are the experiment flags of eo_model 2.0's configuration
 // (model.StackConfig); unset flags keep model.DefaultStackConfig().
 type stackOpts struct {
-	features                                               *string
+	features, mapKGrid                                     *string
 	mapK, mapScale, roundW, perfK, roster, ridge, mapDecay *float64
 	minTrain, refit, window                                *int
 }
@@ -89,7 +92,8 @@ func stackFlags(fs *flag.FlagSet) *stackOpts {
 	d := model.DefaultStackConfig()
 	return &stackOpts{
 		features: fs.String("stack", strings.Join(d.Features, ","), "experiment: eo_model 2.0's stacker features (comma-separated; \"none\": 1.1.0's forecast)"),
-		mapK:     fs.Float64("map-k", d.MapK, "experiment: map-level rating step"),
+		mapK:     fs.Float64("map-k", d.MapK, "experiment: map-level rating step (used when --map-k-grid is none)"),
+		mapKGrid: fs.String("map-k-grid", joinFloats(d.MapKGrid), "experiment: map-level steps the stacker picks from at each refit (comma-separated; \"none\": --map-k alone)"),
 		mapDecay: fs.Float64("map-decay", d.MapDecay, "experiment: map-level step decay (maps; 0: constant step)"),
 		mapScale: fs.Float64("map-scale", d.MapScale, "experiment: map-level rating difference to map win probability scale"),
 		roundW:   fs.Float64("round-weight", d.RoundWeight, "experiment: weight of the round share in a map's score"),
@@ -107,7 +111,8 @@ func stackFlags(fs *flag.FlagSet) *stackOpts {
 func (s *stackOpts) changed(fs *flag.FlagSet) string {
 	var out string
 	names := map[string]bool{"stack": true, "map-k": true, "map-scale": true, "round-weight": true, "perf-k": true,
-		"roster-shrink": true, "ridge": true, "min-train": true, "refit-months": true, "window-months": true, "map-decay": true}
+		"roster-shrink": true, "ridge": true, "min-train": true, "refit-months": true, "window-months": true, "map-decay": true,
+		"map-k-grid": true}
 	fs.Visit(func(f *flag.Flag) {
 		if names[f.Name] {
 			out += " --" + f.Name + " " + f.Value.String()
@@ -116,11 +121,31 @@ func (s *stackOpts) changed(fs *flag.FlagSet) string {
 	return out
 }
 
-func (s *stackOpts) apply(c *model.StackConfig) {
+func (s *stackOpts) apply(c *model.StackConfig) error {
 	c.Features = nil
 	if *s.features != "none" && *s.features != "" {
 		c.Features = strings.Split(*s.features, ",")
 	}
 	c.MapK, c.MapScale, c.RoundWeight, c.PerfK, c.MapDecay = *s.mapK, *s.mapScale, *s.roundW, *s.perfK, *s.mapDecay
+	c.MapKGrid = nil
+	if *s.mapKGrid != "none" && *s.mapKGrid != "" {
+		for _, f := range strings.Split(*s.mapKGrid, ",") {
+			k, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return fmt.Errorf("--map-k-grid: %w", err)
+			}
+			c.MapKGrid = append(c.MapKGrid, k)
+		}
+	}
 	c.RosterShrink, c.Ridge, c.MinTrain, c.RefitMonths, c.WindowMonths = *s.roster, *s.ridge, *s.minTrain, *s.refit, *s.window
+	return nil
+}
+
+// joinFloats is fs as a comma-separated list.
+func joinFloats(fs []float64) string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strings.Join(out, ",")
 }
