@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/reload"
 	"github.com/eodata/eo/view"
@@ -199,7 +200,7 @@ func New(o Options) (*Server, error) {
 		}
 		return 0
 	})
-	s.metrics.registerWS(func() *wsStats { return &s.live.ws })
+	s.metrics.registerWS(func() *wsStats { return &s.live.ws }, func() live.HistoryStats { return s.live.hist.Stats() })
 	if o.Meter != nil {
 		s.metrics.reg.MustRegister(o.Meter.Collectors()...)
 	}

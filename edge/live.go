@@ -48,6 +48,10 @@ type LiveOptions struct {
 	SendQueue int
 	// MaxSubscriptions per connection (default 1000).
 	MaxSubscriptions int
+	// ResumeBuffer is how many of its latest updates each target keeps for
+	// clients that resume with since_seq (default 100; at most half the
+	// send queue less two, so a replay always fits in a queue).
+	ResumeBuffer int
 }
 
 func (o *LiveOptions) defaults(now func() time.Time) {
@@ -78,6 +82,12 @@ func (o *LiveOptions) defaults(now func() time.Time) {
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = 1000
 	}
+	if o.ResumeBuffer <= 0 {
+		o.ResumeBuffer = 100
+	}
+	// waitRoom leaves half the queue free for the answers to one client
+	// frame: the acknowledgement and a replay.
+	o.ResumeBuffer = max(min(o.ResumeBuffer, o.SendQueue/2-2), 1)
 }
 
 type liveState struct {
@@ -85,9 +95,9 @@ type liveState struct {
 	o       LiveOptions
 	hub     *live.Hub
 	tracker *live.Tracker
-	// seq numbers each target's updates (from 1 while it has subscribers);
-	// used under the view's writers' lock only.
-	seq   map[string]uint64
+	// hist holds every target's latest updates for resuming clients; used
+	// under the view's writers' lock only (Stats excepted).
+	hist  *live.History
 	conns atomic.Int64
 	// ws counts the WebSocket channel for /metrics (edge/ws.go).
 	ws wsStats
@@ -95,7 +105,7 @@ type liveState struct {
 
 func newLiveState(s *Server, o LiveOptions) *liveState {
 	o.defaults(s.o.Now)
-	l := &liveState{s: s, o: o, hub: live.NewHub(), seq: map[string]uint64{}}
+	l := &liveState{s: s, o: o, hub: live.NewHub(), hist: live.NewHistory(o.ResumeBuffer)}
 	l.tracker = live.NewTracker(&s.view, l.applied)
 	return l
 }
@@ -143,33 +153,41 @@ func (s *Server) ReplaySource() func(skip func(upstream string) bool) (live.Repl
 	return live.ReplaySource(&s.view)
 }
 
-// applied pushes a batch's updates; called by the tracker under the view's
-// writers' lock.
+// applied pushes a batch's updates and holds them for resuming clients
+// (of every target the batch changed, subscribed here or not); called by the
+// tracker under the view's writers' lock.
 func (l *liveState) applied(v *view.View, ap view.Applied) {
+	at := l.tracker.Position()
 	for _, id := range ap.Matches {
 		target := "match:" + id.String()
-		if !l.hub.Has(target) {
-			continue
-		}
-		if data, ok := v.AppendMatchFrame(nil, id); ok {
-			l.broadcastUpdate(target, data)
+		b := updateFrame(target, at.Seq, 2048)
+		if b, ok := v.AppendMatchFrame(b, id); ok {
+			l.pushUpdate(target, append(b, '}'), false, at)
 		}
 	}
 	for _, u := range ap.Odds {
-		if target := "odds:" + u.Match.String(); l.hub.Has(target) {
-			l.broadcastUpdate(target, u.Lines)
-		}
+		target := "odds:" + u.Match.String()
+		b := updateFrame(target, at.Seq, len(u.Lines))
+		l.pushUpdate(target, append(append(b, u.Lines...), '}'), false, at)
 	}
 }
 
-// swapped pushes, after a snapshot swap, an update to every subscribed
-// target whose frame the new snapshot changed (new data landed, the live
-// state folded into the snapshot), so subscribers hold what REST serves.
-// Called under the view's writers' lock.
+// swapped pushes, after a snapshot swap, an update to every target whose
+// frame the new snapshot changed (new data landed, the live state folded
+// into the snapshot), so subscribers hold what REST serves: the subscribed
+// targets and those with updates held for resuming clients. Called under
+// the view's writers' lock.
 func (l *liveState) swapped(old, cur *view.View) {
+	at := l.tracker.Position()
 	if old != nil {
+		targets := l.hub.Targets()
+		for _, t := range l.hist.Targets() {
+			if !l.hub.Has(t) {
+				targets = append(targets, t)
+			}
+		}
 		var a, b []byte
-		for _, target := range l.hub.Targets() {
+		for _, target := range targets {
 			kind, rest, _ := strings.Cut(target, ":")
 			id, _ := view.ParseID(rest)
 			var okA, okB bool
@@ -181,30 +199,40 @@ func (l *liveState) swapped(old, cur *view.View) {
 				b, okB = cur.AppendOddsFrame(b[:0], id)
 			}
 			if okB && (!okA || !bytes.Equal(a, b)) {
-				l.broadcastUpdate(target, bytes.Clone(b))
+				f := append(updateFrame(target, at.Seq, len(b)), b...)
+				l.pushUpdate(target, append(f, '}'), true, at)
 			}
 		}
 	}
-	// Targets nobody listens to start their numbering again (the map
-	// would otherwise grow with every target ever pushed).
-	for target := range l.seq {
-		if !l.hub.Has(target) {
-			delete(l.seq, target)
+	// Updates of closed or unknown matches nobody listens to here are
+	// forgotten (no more will come; a resuming client gets a snapshot).
+	l.hist.Drop(func(target string) bool {
+		if l.hub.Has(target) {
+			return true
 		}
-	}
+		_, rest, _ := strings.Cut(target, ":")
+		id, _ := view.ParseID(rest)
+		m, ok := cur.Match(id)
+		return ok && m.Status != "completed" && m.Status != "cancelled"
+	})
+	l.hist.Swapped(at)
 	l.tracker.Rebased(cur)
 }
 
-// broadcastUpdate numbers and pushes an update frame.
-func (l *liveState) broadcastUpdate(target string, data []byte) {
-	l.seq[target]++
-	b := make([]byte, 0, len(data)+len(target)+64)
+// updateFrame starts an update frame of target numbered seq, to be
+// completed with the data and '}'.
+func updateFrame(target string, seq uint64, data int) []byte {
+	b := make([]byte, 0, data+len(target)+64)
 	b = append(b, `{"type":"update","target":"`...)
 	b = append(b, target...)
 	b = append(b, `","seq":`...)
-	b = strconv.AppendUint(b, l.seq[target], 10)
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	b = append(b, '}')
-	l.hub.Broadcast(target, b)
+	b = strconv.AppendUint(b, seq, 10)
+	return append(b, `,"data":`...)
+}
+
+// pushUpdate holds an update frame for resuming clients and pushes it to
+// the target's subscribers.
+func (l *liveState) pushUpdate(target string, frame []byte, swap bool, at live.Position) {
+	l.hist.Record(target, frame, swap, at)
+	l.hub.Broadcast(target, frame)
 }

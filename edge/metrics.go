@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/view"
 )
 
@@ -110,8 +111,12 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 
 // registerWS exports the WebSocket channel's counters (edge/ws.go), read
 // through ws when scraped (tests replace the live state after New).
-func (m *metrics) registerWS(ws func() *wsStats) {
+func (m *metrics) registerWS(ws func() *wsStats, hist func() live.HistoryStats) {
 	m.reg.MustRegister(
+		scrape.Counter("eo_ws_resume_updates_total", "Held updates sent to clients that resumed a subscription with since_seq.", func() float64 { return float64(ws().replayed.Load()) }),
+		scrape.Gauge("eo_ws_resume_buffer_targets", "Targets with updates held on this instance for clients that resume.", func() float64 { return float64(hist().Targets) }),
+		scrape.Gauge("eo_ws_resume_buffer_frames", "Update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Frames) }),
+		scrape.Gauge("eo_ws_resume_buffer_bytes", "Bytes of the update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Bytes) }),
 		scrape.Counter("eo_ws_connections_total", "WebSocket connections admitted on this instance (past the per-key cap).", func() float64 { return float64(ws().accepted.Load()) }),
 		scrape.Counter("eo_ws_frames_dropped_total", "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).", func() float64 { return float64(ws().dropped.Load()) }),
 		scrape.Counter("eo_ws_slow_consumer_closes_total", "WebSocket connections cut off as slow consumers.", func() float64 { return float64(ws().slowCloses.Load()) }),
@@ -122,6 +127,12 @@ func (m *metrics) registerWS(ws func() *wsStats) {
 			Name: "eo_ws_frames_sent_total", Help: "Frames written to WebSocket clients, by type.",
 			ConstLabels: prometheus.Labels{"type": frameKindNames[k]},
 		}, func() float64 { return float64(ws().sent[k].Load()) }))
+	}
+	for i, outcome := range resumeOutcomes {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_ws_resumes_total", Help: "Subscribes with since_seq, by outcome: replayed (every update after since_seq was held and sent), resync (a snapshot frame with resync true).",
+			ConstLabels: prometheus.Labels{"outcome": outcome},
+		}, func() float64 { return float64(ws().resumes[i].Load()) }))
 	}
 	for i, reason := range refuseReasons {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,7 +122,17 @@ type wsStats struct {
 	dropped    atomic.Uint64                // frames not queued: the connection's queue was full
 	slowCloses atomic.Uint64                // connections cut off as slow consumers
 	subs       atomic.Int64                 // subscriptions held by open connections
+	resumes    [2]atomic.Uint64             // subscribes with since_seq: resumeReplayed, resumeResync
+	replayed   atomic.Uint64                // updates sent to resuming clients from the history
 }
+
+// Indexes of wsStats.resumes, and their outcome labels.
+const (
+	resumeReplayed = iota
+	resumeResync
+)
+
+var resumeOutcomes = [...]string{resumeReplayed: "replayed", resumeResync: "resync"}
 
 // Indexes of wsStats.refused, and their reason labels.
 const (
@@ -322,6 +333,9 @@ func (w *wsConn) writeLoop() {
 type clientFrame struct {
 	Type   string `json:"type"`
 	Target string `json:"target"`
+	// SinceSeq resumes a subscription: the seq of the last frame of the
+	// target the client handled.
+	SinceSeq *uint64 `json:"since_seq"`
 }
 
 func (w *wsConn) readLoop() {
@@ -353,7 +367,7 @@ func (w *wsConn) readLoop() {
 		switch f.Type {
 		case "pong":
 		case "subscribe":
-			w.subscribe(f.Target)
+			w.subscribe(f.Target, f.SinceSeq)
 		case "unsubscribe":
 			if w.subs[f.Target] {
 				l.hub.Remove(f.Target, w)
@@ -368,9 +382,10 @@ func (w *wsConn) readLoop() {
 }
 
 // subscribe acknowledges, then sends the target's snapshot frame from the
-// view being served; holding the view's writers' lock orders it before any
-// later update of the target.
-func (w *wsConn) subscribe(target string) {
+// view being served, or, resuming (since not nil), the updates after *since
+// when they are all held (else the snapshot, marked resync). Holding the
+// view's writers' lock orders them before any later update of the target.
+func (w *wsConn) subscribe(target string, since *uint64) {
 	l := w.l
 	kind, rest, _ := strings.Cut(target, ":")
 	id, ok := view.ParseID(rest)
@@ -389,9 +404,15 @@ func (w *wsConn) subscribe(target string) {
 			w.queue(frameError, errorFrame("unknown_target", target, "no data loaded yet"))
 			return
 		}
+		at := l.tracker.Position()
 		b := append(make([]byte, 0, 4096), `{"type":"snapshot","target":"`...)
 		b = append(b, target...)
-		b = append(b, `","data":`...)
+		b = append(b, `","seq":`...)
+		b = strconv.AppendUint(b, at.Seq, 10)
+		if since != nil {
+			b = append(b, `,"resync":true`...)
+		}
+		b = append(b, `,"data":`...)
 		if kind == "match" {
 			b, ok = v.AppendMatchFrame(b, id)
 		} else {
@@ -406,6 +427,17 @@ func (w *wsConn) subscribe(target string) {
 		}
 		w.subs[target] = true
 		w.queue(frameSubscribed, ackFrame("subscribed", target))
+		if since == nil {
+			w.queue(frameSnapshot, append(b, '}'))
+			return
+		}
+		n := 0
+		if l.hist.Since(target, *since, at, func(f []byte) { w.queue(frameUpdate, f); n++ }) {
+			l.ws.resumes[resumeReplayed].Add(1)
+			l.ws.replayed.Add(uint64(n))
+			return
+		}
+		l.ws.resumes[resumeResync].Add(1)
 		w.queue(frameSnapshot, append(b, '}'))
 	})
 }

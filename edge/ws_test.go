@@ -347,21 +347,23 @@ func TestWSSlowConsumer(t *testing.T) {
 	}
 	t.Cleanup(func() { sc.Close() })
 	slow := &wsClient{t: t, c: sc}
+	snapSeq := 0
 	for _, c := range []*wsClient{fast, slow} {
 		c.send(map[string]string{"type": "subscribe", "target": target})
 		c.expect("subscribed", target)
-		c.expect("snapshot", target)
+		snapSeq = c.expect("snapshot", target).Seq
 	}
 	const n = 1500 // about 25 MB: more than the socket buffers and the queue hold
 	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", 16<<10) + `"}`)
 	// Updates are conflated: changes that arrive together reach a client as
-	// one update with the newest state, so the fast client sees consecutive
-	// seqs and, last, the final state (event n), not necessarily n frames.
+	// one update with the newest state, so the fast client sees increasing
+	// seqs (the feed positions of the events: consecutive here, one frame
+	// per event) and, last, the final state (event n).
 	got := make(chan int, 1)
 	var progress atomic.Int64 // the newest event the fast client holds
 	base := fixtureNow.Add(time.Hour)
 	go func() {
-		seq, last := 0, 0
+		seq, last := snapSeq, 0
 		defer func() { got <- last }()
 		for last < n {
 			f, err := fast.read()
@@ -469,7 +471,7 @@ func TestWSEndToEnd(t *testing.T) {
 	md.Maps = nil
 	// maps are the played maps (as include=maps); the map in play is in live_state.
 	if err := json.Unmarshal(u.Data, &md); err != nil || md.Status != "live" || *md.ScoreA != 1 || *md.ScoreB != 0 ||
-		len(md.LiveState) == 0 || len(md.Maps) != 1 || md.Maps[0].ScoreA != 13 || md.Maps[0].Status != "played" || u.Seq != 1 {
+		len(md.LiveState) == 0 || len(md.Maps) != 1 || md.Maps[0].ScoreA != 13 || md.Maps[0].Status != "played" || u.Seq != snap.Seq+1 {
 		t.Fatalf("score update: %s", u.raw)
 	}
 	// REST reflects it between snapshots (detail and list).

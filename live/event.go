@@ -54,6 +54,12 @@ type Event struct {
 
 	// SentAt is when the event was published (feed-to-client latency).
 	SentAt time.Time `json:"sent_at,omitzero"`
+
+	// Seq is the event's position in the feed, assigned by the feed at
+	// publish (a publisher leaves it zero): consecutive in the order every
+	// subscriber receives the events, and with a shared feed (Redis) the same
+	// on every instance. The WebSocket frames carry it (resume).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // MapScore is one map of a live or finished series.

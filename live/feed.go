@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,8 @@ import (
 
 // Feed carries live events. Every subscriber receives every event published
 // after its Subscribe returned, in publish order (per publisher).
+// MemoryFeed and RedisFeed number the events (Event.Seq) as they publish
+// them, in the one order every subscriber receives them.
 type Feed interface {
 	Publish(ctx context.Context, ev Event) error
 	// Subscribe returns a channel of events that is closed when ctx ends
@@ -20,10 +23,21 @@ type Feed interface {
 	Subscribe(ctx context.Context) (<-chan Event, error)
 }
 
-// MemoryFeed is the in-process feed of the embedded default (one edge).
+// Positioner is a feed that numbers its events: Position is the Seq of the
+// newest event published so far (every later one is greater).
+type Positioner interface {
+	Position(ctx context.Context) (uint64, error)
+}
+
+// MemoryFeed is the in-process feed of the embedded default (one edge). Its
+// positions start at the time it was created in microseconds since 1970,
+// so a restarted process never numbers an event as one before the restart
+// did (events are fewer than one a microsecond).
 type MemoryFeed struct {
 	mu   sync.Mutex
 	subs map[*memSub]struct{}
+	pub  sync.Mutex    // serializes Publish: positions reach every subscriber in order
+	seq  atomic.Uint64 // the newest position assigned
 	// Buffer is each subscriber's channel size (default 4096).
 	Buffer int
 }
@@ -34,15 +48,31 @@ type memSub struct {
 }
 
 // NewMemoryFeed returns an empty in-process feed.
-func NewMemoryFeed() *MemoryFeed { return &MemoryFeed{subs: map[*memSub]struct{}{}} }
+func NewMemoryFeed() *MemoryFeed {
+	f := &MemoryFeed{subs: map[*memSub]struct{}{}}
+	f.seq.Store(uint64(time.Now().UnixMicro()))
+	return f
+}
 
-// Publish hands ev to every subscriber. A subscriber whose buffer is full
-// holds the publisher back (the edge's consumer only does in-memory work),
-// until ctx ends or that subscriber leaves.
+// Position is the Seq of the newest event published.
+func (f *MemoryFeed) Position(context.Context) (uint64, error) {
+	f.seq.CompareAndSwap(0, uint64(time.Now().UnixMicro())) // the zero value
+	return f.seq.Load(), nil
+}
+
+// Publish numbers ev and hands it to every subscriber. A subscriber whose
+// buffer is full holds the publisher back (the edge's consumer only does
+// in-memory work), until ctx ends or that subscriber leaves; publishers
+// publish one at a time, so every subscriber receives the events in the
+// order of their positions.
 func (f *MemoryFeed) Publish(ctx context.Context, ev Event) error {
 	if ev.SentAt.IsZero() {
 		ev.SentAt = time.Now()
 	}
+	f.pub.Lock()
+	defer f.pub.Unlock()
+	f.seq.CompareAndSwap(0, uint64(time.Now().UnixMicro()))
+	ev.Seq = f.seq.Add(1)
 	f.mu.Lock()
 	subs := make([]*memSub, 0, len(f.subs))
 	for s := range f.subs {
@@ -101,6 +131,9 @@ func (f *MemoryFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 // instance subscribes and pushes every event to its own clients. Pub/sub is
 // fire-and-forget: an instance that is disconnected misses events; the next
 // snapshot (and the next score event, which carries the whole state) heal it.
+// Events are numbered by a counter in Redis (the channel's name + ":seq"),
+// incremented and published in one script, so positions are shared by all
+// publishers and reach every instance in order.
 type RedisFeed struct {
 	Client  *redis.Client
 	Channel string // default "eo:live:v1"
@@ -113,16 +146,27 @@ func (f *RedisFeed) channel() string {
 	return f.Channel
 }
 
-// Publish sends ev to every subscribed instance.
+func (f *RedisFeed) seqKey() string { return f.channel() + ":seq" }
+
+// publishScript numbers an event and publishes it, atomically (so the
+// order of the numbers is the order of delivery): ARGV[2] is the event's
+// JSON object without a seq, which is put first.
+var publishScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', ARGV[1], '{"seq":' .. n .. ',' .. string.sub(ARGV[2], 2))
+return n`)
+
+// Publish numbers ev and sends it to every subscribed instance.
 func (f *RedisFeed) Publish(ctx context.Context, ev Event) error {
 	if ev.SentAt.IsZero() {
 		ev.SentAt = time.Now()
 	}
+	ev.Seq = 0
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("live: encode event: %w", err)
 	}
-	if err := f.Client.Publish(ctx, f.channel(), b).Err(); err != nil {
+	if err := publishScript.Run(ctx, f.Client, []string{f.seqKey()}, f.channel(), b).Err(); err != nil {
 		return fmt.Errorf("live: publish event: %w", err)
 	}
 	return nil
@@ -130,6 +174,19 @@ func (f *RedisFeed) Publish(ctx context.Context, ev Event) error {
 
 // subscribeTimeout bounds the wait for Redis to confirm a subscription.
 const subscribeTimeout = 5 * time.Second
+
+// Position is the Seq of the newest event published on the channel (0: none
+// yet).
+func (f *RedisFeed) Position(ctx context.Context) (uint64, error) {
+	n, err := f.Client.Get(ctx, f.seqKey()).Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("live: feed position: %w", err)
+	}
+	return n, nil
+}
 
 // Subscribe returns once Redis confirmed the subscription, so an event
 // published after it returns is received; an error when it did not within

@@ -18,6 +18,7 @@ type Tracker struct {
 	cur     *view.Current
 	onApply func(*view.View, view.Applied)
 	agg     *Aggregator
+	pos     Position // under cur's writers' lock
 	running atomic.Bool
 	events  atomic.Int64
 	dropped atomic.Int64
@@ -42,6 +43,41 @@ func (t *Tracker) Stats() TrackerStats {
 	return TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load()}
 }
 
+// Position is where a tracker is in its feed (Event.Seq).
+type Position struct {
+	// Seq is the position of the newest event applied, or of the feed when
+	// the tracker started (events not numbered by their feed are numbered
+	// on from it).
+	Seq uint64
+	// Horizon: every event after it reached the tracker, none missing.
+	// Events at or before it may not have (before the tracker started, or
+	// lost in a gap of the feed).
+	Horizon uint64
+	// Epoch counts restarts of the feed's numbering (an event numbered
+	// below the last): positions of different epochs are not comparable.
+	Epoch uint64
+}
+
+// advance moves p past an event numbered seq (0: not numbered).
+func (p *Position) advance(seq uint64) {
+	switch {
+	case seq == 0:
+		p.Seq++
+	case seq == p.Seq+1:
+		p.Seq = seq
+	case seq > p.Seq: // events missed
+		p.Horizon, p.Seq = seq-1, seq
+	default: // the numbering restarted
+		p.Epoch++
+		p.Horizon, p.Seq = seq-1, seq
+	}
+}
+
+// Position reports where the tracker is in its feed. Call it under the
+// view's writers' lock (view.Current.Update or Hold), which orders it with
+// the batches applied.
+func (t *Tracker) Position() Position { return t.pos }
+
 // Running reports whether a feed is being consumed.
 func (t *Tracker) Running() bool { return t.running.Load() }
 
@@ -52,10 +88,28 @@ func (t *Tracker) Start(ctx context.Context, f Feed) error {
 	if !t.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
+	// The position first: an event published before Subscribe took effect
+	// is then a gap the first event received shows (never a repeat).
+	var start uint64
+	p, numbered := f.(Positioner)
+	if numbered {
+		var err error
+		if start, err = p.Position(ctx); err != nil {
+			numbered = false // the first event sets the horizon
+		}
+	}
 	ch, err := f.Subscribe(ctx)
 	if err != nil {
 		t.running.Store(false)
 		return err
+	}
+	if numbered {
+		t.cur.Hold(func(*view.View) {
+			if start < t.pos.Seq {
+				t.pos.Epoch++
+			}
+			t.pos.Seq, t.pos.Horizon = start, start
+		})
 	}
 	go func() {
 		defer t.running.Store(false)
@@ -89,6 +143,9 @@ func (t *Tracker) Start(ctx context.Context, f Feed) error {
 // pipeline evaluates a market once per capture instant.
 func (t *Tracker) Apply(evs []Event) {
 	t.cur.Update(func(v *view.View) (*view.View, func()) {
+		for i := range evs {
+			t.pos.advance(evs[i].Seq)
+		}
 		if v == nil {
 			t.dropped.Add(int64(len(evs)))
 			return nil, nil
