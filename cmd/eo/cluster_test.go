@@ -81,12 +81,38 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	defer rc.Close()
 	feed := &live.RedisFeed{Client: rc}
 	c.publishScore(t, feed, upstream, 7, 3)
+	var lastA wsFrame
 	for i, ws := range []*wsConn{wsA, wsB} {
-		data := ws.expectUpdate(t, target, `"score_a":7`)
-		if rest := c.matchData(t, c.edges[i], id); rest != string(data) {
-			t.Errorf("edge %d: the WebSocket update and REST disagree:\nws   %s\nrest %s", i, data, rest)
+		f := ws.expectUpdate(t, target, `"score_a":7`)
+		if rest := c.matchData(t, c.edges[i], id); rest != string(f.Data) {
+			t.Errorf("edge %d: the WebSocket update and REST disagree:\nws   %s\nrest %s", i, f.Data, rest)
+		}
+		if i == 0 {
+			lastA = f
 		}
 	}
+
+	t.Run("a client of edge A resumes on edge B with exactly the updates it missed", func(t *testing.T) {
+		wsA.Close() // A's client drops mid-match
+		var missed []string
+		for b := 4; b <= 5; b++ {
+			c.publishScore(t, feed, upstream, 7, b)
+			missed = append(missed, wsB.expectUpdate(t, target, fmt.Sprintf(`"score_b":%d`, b)).raw)
+		}
+		ws := c.resume(t, c.edges[1], target, lastA.Seq)
+		for i, want := range missed {
+			if f := ws.read(t); f.raw != want {
+				t.Fatalf("replayed frame %d of %d:\ngot  %s\nwant %s", i+1, len(missed), f.raw, want)
+			}
+		}
+		ws.barrier(t, "odds:"+id) // and nothing else
+		// Older than anything edge B holds: a snapshot to start over from.
+		ws = c.resume(t, c.edges[1], target, 0)
+		if f := ws.read(t); f.Type != "snapshot" || !f.Resync || f.Seq < lastA.Seq+2 ||
+			string(f.Data) != c.matchData(t, c.edges[1], id) {
+			t.Fatalf("resume from 0: %s", f.raw)
+		}
+	})
 
 	t.Run("a key revoked with eo keys is refused by every edge within 2 s", func(t *testing.T) {
 		if err := run(context.Background(), []string{"keys", "revoke", "--key", c.keyIDs["standard"]}); err != nil {
@@ -371,12 +397,59 @@ type wsFrame struct {
 	Type   string          `json:"type"`
 	Target string          `json:"target"`
 	Code   string          `json:"code"`
+	Seq    uint64          `json:"seq"`
+	Resync bool            `json:"resync"`
 	Data   json.RawMessage `json:"data"`
+	raw    string
 }
 
 // subscribe mints a ticket on edge mint, connects to edge on with it, and
 // subscribes to target, reading the subscribed and snapshot frames.
 func (c *cluster) subscribe(t *testing.T, mint, on *edgeProc, target string) *wsConn {
+	t.Helper()
+	ws := c.dial(t, mint, on)
+	ws.send(t, fmt.Sprintf(`{"type":"subscribe","target":%q}`, target))
+	for _, want := range []string{"subscribed", "snapshot"} {
+		if f := ws.read(t); f.Type != want || f.Target != target {
+			t.Fatalf("on %s: frame %+v, want %s of %s", on.addr, f, want, target)
+		}
+	}
+	return ws
+}
+
+// resume connects to edge on (a ticket of on) and subscribes to target with
+// since_seq, reading the subscribed frame.
+func (c *cluster) resume(t *testing.T, on *edgeProc, target string, since uint64) *wsConn {
+	t.Helper()
+	ws := c.dial(t, on, on)
+	ws.send(t, fmt.Sprintf(`{"type":"subscribe","target":%q,"since_seq":%d}`, target, since))
+	if f := ws.read(t); f.Type != "subscribed" || f.Target != target {
+		t.Fatalf("on %s: frame %s, want subscribed to %s", on.addr, f.raw, target)
+	}
+	return ws
+}
+
+func (ws *wsConn) send(t *testing.T, frame string) {
+	t.Helper()
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// barrier subscribes to target and fails unless the next frames are its
+// acknowledgement and snapshot (nothing else was queued before them).
+func (ws *wsConn) barrier(t *testing.T, target string) {
+	t.Helper()
+	ws.send(t, fmt.Sprintf(`{"type":"subscribe","target":%q}`, target))
+	for _, want := range []string{"subscribed", "snapshot"} {
+		if f := ws.read(t); f.Type != want || f.Target != target {
+			t.Fatalf("frame %.300s, want %s of %s", f.raw, want, target)
+		}
+	}
+}
+
+// dial mints a ticket on edge mint and opens a WebSocket on edge on with it.
+func (c *cluster) dial(t *testing.T, mint, on *edgeProc) *wsConn {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+mint.addr+"/v1/cs2/ws-token", nil)
 	req.Header.Set("Authorization", "Bearer "+c.keys["internal"])
@@ -399,16 +472,7 @@ func (c *cluster) subscribe(t *testing.T, mint, on *edgeProc, target string) *ws
 		t.Fatalf("a ticket of %s on %s: %v", mint.addr, on.addr, err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	ws := &wsConn{conn}
-	if err := conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"subscribe","target":%q}`, target))); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"subscribed", "snapshot"} {
-		if f := ws.read(t); f.Type != want || f.Target != target {
-			t.Fatalf("on %s: frame %+v, want %s of %s", on.addr, f, want, target)
-		}
-	}
-	return ws
+	return &wsConn{conn}
 }
 
 func (ws *wsConn) read(t *testing.T) wsFrame {
@@ -422,12 +486,13 @@ func (ws *wsConn) read(t *testing.T) wsFrame {
 	if err := json.Unmarshal(msg, &f); err != nil {
 		t.Fatalf("frame %s: %v", msg, err)
 	}
+	f.raw = string(msg)
 	return f
 }
 
 // expectUpdate reads frames until an update of target containing want
-// (skipping other updates of target) and returns its data.
-func (ws *wsConn) expectUpdate(t *testing.T, target, want string) json.RawMessage {
+// (skipping other updates of target) and returns it.
+func (ws *wsConn) expectUpdate(t *testing.T, target, want string) wsFrame {
 	t.Helper()
 	for {
 		f := ws.read(t)
@@ -435,7 +500,7 @@ func (ws *wsConn) expectUpdate(t *testing.T, target, want string) json.RawMessag
 			t.Fatalf("frame %+v, want an update of %s", f, target)
 		}
 		if strings.Contains(string(f.Data), want) {
-			return f.Data
+			return f
 		}
 	}
 }
