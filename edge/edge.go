@@ -501,21 +501,19 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// retryLive subscribes to the feed every second until it works or ctx ends.
+// retryLive subscribes to the feed every second until it works or ctx ends
+// (on the service's one reload loop, reload.Every).
 func (s *Server) retryLive(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.RunLive(ctx); err == nil {
-				s.log.Info("live feed subscribed")
-				return
-			}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	reload.Every(rctx, time.Second, func(context.Context) error {
+		if err := s.RunLive(ctx); err != nil { // ctx: the subscription outlives the retry loop
+			return err
 		}
-	}
+		s.log.Info("live feed subscribed")
+		stop()
+		return nil
+	}, func(error) {})
 }
 
 // loadWithTimeout is Load bounded by Options.ReloadTimeout, so a store that
