@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/access/redistest"
 )
 
 // eoCLI runs this binary as the eo command with args and returns its
@@ -114,5 +116,40 @@ func TestSnapshotsJSON(t *testing.T) {
 	}
 	if current != 1 {
 		t.Errorf("%d current snapshots in %s", current, raw)
+	}
+}
+
+// TestKeysImportIntoRedis: `eo keys import` with EO_REDIS_URL copies a
+// host's key file into the shared store (once: a second import copies
+// nothing), and `eo keys list` then reads the keys from Redis, a data-plan
+// key among them.
+func TestKeysImportIntoRedis(t *testing.T) {
+	url := redistest.Start(t)
+	work := filepath.Join(t.TempDir(), "work")
+	file := []string{"EO_WORK=" + work}
+	acct := regexp.MustCompile(`^account (\S+) `).FindStringSubmatch(eoCLI(t, file, "keys", "account", "create", "--name", "data team"))
+	if acct == nil {
+		t.Fatal("no account id")
+	}
+	out := eoCLI(t, file, "keys", "create", "--account", acct[1], "--plan", "data")
+	m := regexp.MustCompile(`^key (\S+) \(data plan\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("eo keys create --plan data printed %q", out)
+	}
+	shared := []string{"EO_WORK=" + t.TempDir(), "EO_REDIS_URL=" + url}
+	if out := eoCLI(t, shared, "keys", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("Redis holds keys before the import: %s", out)
+	}
+	from := filepath.Join(work, "access.db")
+	if out := eoCLI(t, shared, "keys", "import", "--from", from); !strings.Contains(out, "imported 1 accounts and 1 keys") {
+		t.Fatalf("first import: %q", out)
+	}
+	if out := eoCLI(t, shared, "keys", "import", "--from", from); !strings.Contains(out, "imported 0 accounts and 0 keys") {
+		t.Fatalf("second import: %q", out)
+	}
+	var keys []keyLine
+	if err := json.Unmarshal([]byte(eoCLI(t, shared, "keys", "list", "--json")), &keys); err != nil || len(keys) != 1 ||
+		keys[0].ID != m[1] || keys[0].Plan != "data" || keys[0].State != "active" {
+		t.Fatalf("eo keys list from Redis: %+v %v", keys, err)
 	}
 }
