@@ -172,3 +172,31 @@ func publishedRows(t *testing.T, rep pipelines.Report) map[string][]string {
 	}
 	return out
 }
+
+// TestThreadsDoNotChangeWhatIsPublished: the pipeline publishes the same
+// tables, row for row in order, with one DuckDB thread (EO_DUCKDB_THREADS=1,
+// the low-memory setting) as with one per core.
+func TestThreadsDoNotChangeWhatIsPublished(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 11, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), Matches: 80}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(threads int) map[string][]string {
+		rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), Threads: threads, MemoryLimit: "1GB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return publishedRows(t, rep)
+	}
+	one, all := run(1), run(0)
+	if len(one) != len(all) || len(one) == 0 {
+		t.Fatalf("%d tables with one thread, %d with one per core", len(one), len(all))
+	}
+	for name, rows := range all {
+		if !slices.Equal(rows, one[name]) {
+			t.Errorf("table %s differs between one thread (%d rows) and one per core (%d rows)", name, len(one[name]), len(rows))
+		}
+	}
+}

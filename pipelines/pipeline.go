@@ -66,6 +66,10 @@ type Options struct {
 	Progress func(step string, rows int64, elapsed time.Duration)
 	// MemoryLimit is DuckDB's memory limit, e.g. "8GB"; empty keeps DuckDB's default.
 	MemoryLimit string
+	// Threads is DuckDB's worker threads; 0 keeps DuckDB's default (one per
+	// core). Fewer threads hold fewer operator states at once: what lets a
+	// low MemoryLimit hold at 100k matches (BENCHMARKS.md).
+	Threads int
 	// Model configures the ratings and model step (zero values: defaults).
 	Model ModelOptions
 }
@@ -312,6 +316,9 @@ func (r *run) open() (*sql.DB, error) {
 	settings := []string{
 		"SET TimeZone = 'UTC'",
 		"SET temp_directory = '" + strings.ReplaceAll(tmp, "'", "''") + "'",
+	}
+	if r.o.Threads > 0 {
+		settings = append(settings, fmt.Sprintf("SET threads = %d", r.o.Threads))
 	}
 	if r.o.MemoryLimit != "" {
 		settings = append(settings, "SET memory_limit = '"+strings.ReplaceAll(r.o.MemoryLimit, "'", "''")+"'")

@@ -34,7 +34,8 @@ type common struct {
 	json  bool
 	// duckMemory is DuckDB's memory_limit for the pipeline commands (set by
 	// registerPipeline); empty keeps DuckDB's default, 80 % of RAM.
-	duckMemory string
+	duckMemory  string
+	duckThreads int
 	// noMetering serves without limits, quotas or usage records (eo serve
 	// --no-metering: benchmarks, or a deployment metered by its gateway).
 	noMetering bool
@@ -60,6 +61,8 @@ func (c *common) flags(name string) *flag.FlagSet {
 func (c *common) registerPipeline(fs *flag.FlagSet) {
 	fs.StringVar(&c.duckMemory, "duckdb-memory", c.cfg.DuckDBMemory,
 		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
+	fs.IntVar(&c.duckThreads, "duckdb-threads", c.cfg.DuckDBThreads,
+		"DuckDB worker threads for the pipeline (default 0: one per core); fewer use less memory at once")
 }
 
 // registerEdge adds the flags of the commands that serve the edge.
@@ -178,7 +181,8 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 // newRunner builds the pipeline + publish runner; published (may be nil) is
 // called after each run that published a snapshot.
 func newRunner(c common, log *slog.Logger, st publish.Store, force bool, published func(jobs.Result)) *jobs.Runner {
-	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory}
+	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory,
+		Threads: c.duckThreads}
 	if isTerminal(os.Stderr) {
 		po.Progress = func(step string, rows int64, elapsed time.Duration) {
 			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))

@@ -23,6 +23,7 @@ type Config struct {
 	LogJSON           bool   // EO_LOG_JSON (any non-empty value)
 	AccessLog         bool   // EO_ACCESS_LOG: eo serve / eo up log every request
 	DuckDBMemory      string // EO_DUCKDB_MEMORY; empty: DuckDB's default
+	DuckDBThreads     int    // EO_DUCKDB_THREADS; 0: DuckDB's default
 	Schedule          string // EO_SCHEDULE: eo jobs
 	UpSchedule        string // EO_UP_SCHEDULE: eo up's in-process runs
 
@@ -56,14 +57,15 @@ type Config struct {
 func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 	e := envReader{lookup: lookup}
 	c := Config{
-		Store:        e.str("EO_STORE", ".eo/store"),
-		Work:         e.str("EO_WORK", ".eo/work"),
-		Addr:         e.str("EO_ADDR", "127.0.0.1:8080"),
-		LogJSON:      e.str("EO_LOG_JSON", "") != "",
-		AccessLog:    e.boolean("EO_ACCESS_LOG", false),
-		DuckDBMemory: e.str("EO_DUCKDB_MEMORY", ""),
-		Schedule:     e.str("EO_SCHEDULE", "*/15 * * * *"),
-		UpSchedule:   e.str("EO_UP_SCHEDULE", "*/2 * * * *"),
+		Store:         e.str("EO_STORE", ".eo/store"),
+		Work:          e.str("EO_WORK", ".eo/work"),
+		Addr:          e.str("EO_ADDR", "127.0.0.1:8080"),
+		LogJSON:       e.str("EO_LOG_JSON", "") != "",
+		AccessLog:     e.boolean("EO_ACCESS_LOG", false),
+		DuckDBMemory:  e.str("EO_DUCKDB_MEMORY", ""),
+		DuckDBThreads: e.count("EO_DUCKDB_THREADS", 0, 0, "a count of threads (0: one per core)"),
+		Schedule:      e.str("EO_SCHEDULE", "*/15 * * * *"),
+		UpSchedule:    e.str("EO_UP_SCHEDULE", "*/2 * * * *"),
 		S3: publish.S3Options{
 			Endpoint:   e.str("EO_S3_ENDPOINT", ""),
 			AccessKey:  e.str("EO_S3_ACCESS_KEY", ""),
