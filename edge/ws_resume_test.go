@@ -237,11 +237,7 @@ func TestWSResumeEndToEnd(t *testing.T) {
 // from B exactly the frames A's clients received meanwhile.
 func TestWSResumeAcrossInstances(t *testing.T) {
 	rc := redistest.Client(t)
-	opts := func() LiveOptions {
-		return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-			Limiter: &live.RedisLimiter{Client: rc}}
-	}
-	a, b := newLiveServer(t, opts()), newLiveServer(t, opts())
+	a, b := newLiveServer(t, redisLive(rc)), newLiveServer(t, redisLive(rc))
 	m, up := liveMatchOf(t, a)
 	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
 	sentinel := ""

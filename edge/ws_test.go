@@ -19,6 +19,7 @@ import (
 	"github.com/eodata/eo/internal/proctest"
 
 	"github.com/fasthttp/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
@@ -556,13 +557,16 @@ func abs(x float64) float64 {
 	return x
 }
 
+// redisLive is the live path of an instance sharing rc's Redis with the
+// others: feed, tickets and connection leases.
+func redisLive(rc *redis.Client) LiveOptions {
+	return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
+		Limiter: &live.RedisLimiter{Client: rc}}
+}
+
 func TestWSRedisFanOut(t *testing.T) {
 	rc := redistest.Client(t)
-	opts := func() LiveOptions {
-		return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-			Limiter: &live.RedisLimiter{Client: rc}}
-	}
-	a, b := newLiveServer(t, opts()), newLiveServer(t, opts())
+	a, b := newLiveServer(t, redisLive(rc)), newLiveServer(t, redisLive(rc))
 	m, up := liveMatchOf(t, a)
 	target := "match:" + m.ID.String()
 	// A ticket minted on A is redeemed on B, once.
