@@ -103,11 +103,24 @@ FROM g ASOF JOIN odds_caps c
   ON c.market_id = g.market_id AND c.contributor = g.contributor AND c.outcome = g.outcome AND c.captured_at <= g.t;
 
 -- per contributor: de-vig over the outcomes it priced (>= 2 of them). Sums
--- run over lists ordered by outcome so the result is bit-for-bit repeatable.
+-- run over the outcomes in outcome order so the result is bit-for-bit
+-- repeatable (and equal to the live path's). For a contributor that priced
+-- two outcomes (nearly every group: two-way markets) a plain sum is that
+-- sum, since adding two doubles commutes, and a plain aggregate spills to
+-- disk under a memory limit; the ordered list, whose states stay in
+-- memory, runs only on the groups of three or more outcomes (outrights).
 CREATE OR REPLACE TEMP TABLE odds_contrib AS
-WITH tot AS (
-  SELECT market_id, t, contributor, list_sum(list(1 / price ORDER BY outcome)) AS tot
-  FROM odds_grid GROUP BY market_id, t, contributor HAVING count(*) >= 2)
+WITH n AS (
+  SELECT market_id, t, contributor, count(*) AS n, sum(1 / price) AS tot
+  FROM odds_grid GROUP BY market_id, t, contributor HAVING count(*) >= 2),
+many AS (
+  SELECT g.market_id, g.t, g.contributor, list_sum(list(1 / g.price ORDER BY g.outcome)) AS tot
+  FROM odds_grid g JOIN n ON n.market_id = g.market_id AND n.t = g.t AND n.contributor = g.contributor AND n.n > 2
+  GROUP BY g.market_id, g.t, g.contributor),
+tot AS (
+  SELECT market_id, t, contributor, tot FROM n WHERE n = 2
+  UNION ALL
+  SELECT market_id, t, contributor, tot FROM many)
 SELECT g.market_id, g.t, g.outcome, (1 / g.price) / tot.tot AS p
 FROM odds_grid g JOIN tot USING (market_id, t, contributor);
 
