@@ -23,17 +23,29 @@ LEFT JOIN out_map_results mr ON mr.match_id = s.match_id AND mr.map_number = s.m
 WHERE s.map_number IS NOT NULL;
 
 CREATE OR REPLACE TABLE out_player_summaries AS
-WITH p AS (
-  SELECT player_id, count(DISTINCT match_id) AS matches, count(*) AS maps, sum(r) AS rounds,
-         sum(kills) AS kills, sum(deaths) AS deaths, sum(assists) AS assists,
-         sum(dmg ORDER BY match_id, map_number, team_id) AS dmg,
-         sum(rated ORDER BY match_id, map_number, team_id) AS rated,
-         sum(kast_w ORDER BY match_id, map_number, team_id) AS kast_w, sum(kast_r) AS kast_r,
+WITH
+-- The weighted sums, added in player_stats order: a running sum over that
+-- order (a window spills to disk; an ordered aggregate keeps every group in
+-- memory), read at each player's last line. The same additions in the same
+-- order as sum(x ORDER BY ...): the same bits.
+run AS (
+  SELECT player_id,
+         sum(dmg) OVER w AS dmg, sum(rated) OVER w AS rated, sum(kast_w) OVER w AS kast_w,
+         row_number() OVER w AS i, count(*) OVER (PARTITION BY player_id) AS n
+  FROM summary_lines
+  WINDOW w AS (PARTITION BY player_id ORDER BY match_id, map_number, team_id ROWS UNBOUNDED PRECEDING)),
+w AS (SELECT player_id, dmg, rated, kast_w FROM run WHERE i = n),
+-- matches played: distinct (player, match) pairs, grouped (spills) rather
+-- than count(DISTINCT) (kept in memory per player)
+pm AS (SELECT player_id, count(*) AS matches FROM (SELECT DISTINCT player_id, match_id FROM summary_lines) GROUP BY player_id),
+s AS (
+  SELECT player_id, count(*) AS maps, sum(r) AS rounds,
+         sum(kills) AS kills, sum(deaths) AS deaths, sum(assists) AS assists, sum(kast_r) AS kast_r,
          sum(headshots) AS hs, sum(hs_kills) AS hs_kills,
          sum(first_kills) AS first_kills, sum(first_deaths) AS first_deaths, sum(clutches) AS clutches,
          max(scheduled_at) AS last_match_at
-  FROM summary_lines GROUP BY player_id
-)
+  FROM summary_lines GROUP BY player_id),
+p AS (SELECT * FROM s JOIN pm USING (player_id) JOIN w USING (player_id))
 SELECT player_id, CAST(matches AS INTEGER) AS matches_played, CAST(maps AS INTEGER) AS maps_played,
        CAST(rounds AS INTEGER) AS rounds_played, CAST(kills AS INTEGER) AS kills, CAST(deaths AS INTEGER) AS deaths,
        CAST(assists AS INTEGER) AS assists,
@@ -47,12 +59,16 @@ SELECT player_id, CAST(matches AS INTEGER) AS matches_played, CAST(maps AS INTEG
 FROM p;
 
 CREATE OR REPLACE TABLE out_player_map_summaries AS
-WITH p AS (
+WITH run AS (
+  SELECT player_id, map_name, sum(dmg) OVER w AS dmg, sum(rated) OVER w AS rated,
+         row_number() OVER w AS i, count(*) OVER (PARTITION BY player_id, map_name) AS n
+  FROM summary_lines WHERE map_name IS NOT NULL
+  WINDOW w AS (PARTITION BY player_id, map_name ORDER BY match_id, map_number, team_id ROWS UNBOUNDED PRECEDING)),
+p AS (
   SELECT player_id, map_name, count(*) AS maps, sum(r) AS rounds, sum(kills) AS kills, sum(deaths) AS deaths,
-         sum(dmg ORDER BY match_id, map_number, team_id) AS dmg,
-         sum(rated ORDER BY match_id, map_number, team_id) AS rated
-  FROM summary_lines WHERE map_name IS NOT NULL GROUP BY player_id, map_name
-)
+         any_value(w.dmg) AS dmg, any_value(w.rated) AS rated
+  FROM summary_lines JOIN (SELECT * FROM run WHERE i = n) w USING (player_id, map_name)
+  GROUP BY player_id, map_name)
 SELECT player_id, map_name, CAST(maps AS INTEGER) AS maps,
        CASE WHEN rounds > 0 THEN round(rated / rounds * 100) / 100 ELSE 0 END AS rating,
        CASE WHEN rounds > 0 THEN round(dmg / rounds * 10) / 10 ELSE 0 END AS adr,
