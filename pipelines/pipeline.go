@@ -25,8 +25,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -789,6 +791,12 @@ func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
 	if err := r.db.Close(); err != nil {
 		return 0, err
 	}
+	// DuckDB is closed: its memory budget is the Go heap's while the parts
+	// render (a soft limit: the collector runs harder near it instead of
+	// letting the heap grow to twice the live data).
+	if lim := byteSize(r.o.MemoryLimit); lim > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))
+	}
 	n, err := view.WriteMatchParts(ctx, outDir)
 	if err != nil {
 		return 0, err
@@ -797,6 +805,24 @@ func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
 		Path: filepath.Join(outDir, view.MatchPartsTable+".parquet"), Rows: n, Internal: true})
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, nil
+}
+
+// byteSize reads a DuckDB memory size ("3GB", "512MiB", "2.5 GB"; units
+// KB, MB, GB, TB as powers of 1000, KiB … TiB as powers of 1024), 0 when it
+// is empty or not one.
+func byteSize(v string) int64 {
+	v = strings.TrimSpace(v)
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i <= 0 {
+		return 0
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil {
+		return 0
+	}
+	mult := map[string]float64{"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[strings.ToUpper(strings.TrimSpace(v[i:]))]
+	return int64(n * mult)
 }
 
 // execScript runs a multi-statement SQL script.

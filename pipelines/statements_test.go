@@ -68,3 +68,12 @@ func TestEveryStatementFileIsRead(t *testing.T) {
 		}
 	}
 }
+
+func TestByteSize(t *testing.T) {
+	for v, want := range map[string]int64{"3GB": 3e9, "512MiB": 512 << 20, "2.5 GB": 2.5e9, "1TB": 1e12, "100KB": 1e5,
+		"": 0, "GB": 0, "3 parsecs": 0, "12": 0} {
+		if got := byteSize(v); got != want {
+			t.Errorf("byteSize(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
