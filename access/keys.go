@@ -364,33 +364,40 @@ func (s *Store) CopyFrom(src *Store) (accounts, keys int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, a := range accts {
-		if _, err := s.b.account(a.ID); !errors.Is(err, ErrNotFound) {
-			if err != nil {
-				return accounts, keys, err
-			}
-			continue
-		}
-		if err := s.putAccount(a); err != nil {
-			return accounts, keys, err
-		}
-		accounts++
+	if accounts, err = copyMissing(accts, func(a Account) (bool, error) { return present(s.b.account(a.ID)) }, s.putAccount); err != nil {
+		return accounts, 0, err
 	}
 	ks, err := src.Keys("")
 	if err != nil {
-		return accounts, keys, err
+		return accounts, 0, err
 	}
-	for _, k := range ks {
-		if _, err := s.b.key(k.Hash); !errors.Is(err, ErrNotFound) {
-			if err != nil {
-				return accounts, keys, err
-			}
+	keys, err = copyMissing(ks, func(k Key) (bool, error) { return present(s.b.key(k.Hash)) }, s.putKey)
+	return accounts, keys, err
+}
+
+// present turns a backend read into "held already" (ErrNotFound: no).
+func present(_ []byte, err error) (bool, error) {
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// copyMissing puts every item that held reports absent, and counts them.
+func copyMissing[T any](items []T, held func(T) (bool, error), put func(T) error) (int, error) {
+	n := 0
+	for _, it := range items {
+		ok, err := held(it)
+		if err != nil {
+			return n, err
+		}
+		if ok {
 			continue
 		}
-		if err := s.putKey(k); err != nil {
-			return accounts, keys, err
+		if err := put(it); err != nil {
+			return n, err
 		}
-		keys++
+		n++
 	}
-	return accounts, keys, nil
+	return n, nil
 }

@@ -83,22 +83,23 @@ func (r *redisKeyBackend) keyHash(id string) (string, error) {
 }
 
 func (r *redisKeyBackend) putAccount(id string, doc []byte) error {
-	_, err := r.c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
-		p.HSet(context.Background(), r.accounts, id, doc)
-		p.Incr(context.Background(), r.version)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("access: keys in redis: %w", err)
-	}
-	return nil
+	return r.write(func(ctx context.Context, p redis.Pipeliner) { p.HSet(ctx, r.accounts, id, doc) })
 }
 
 func (r *redisKeyBackend) putKey(hash, id string, doc []byte) error {
-	_, err := r.c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
-		p.HSet(context.Background(), r.byHash, hash, doc)
-		p.HSet(context.Background(), r.byID, id, hash)
-		p.Incr(context.Background(), r.version)
+	return r.write(func(ctx context.Context, p redis.Pipeliner) {
+		p.HSet(ctx, r.byHash, hash, doc)
+		p.HSet(ctx, r.byID, id, hash)
+	})
+}
+
+// write runs the writes of f and the version's increment in one MULTI: a
+// keyring that sees the new version reads the new records.
+func (r *redisKeyBackend) write(f func(context.Context, redis.Pipeliner)) error {
+	ctx := context.Background()
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		f(ctx, p)
+		p.Incr(ctx, r.version)
 		return nil
 	})
 	if err != nil {
