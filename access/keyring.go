@@ -111,6 +111,9 @@ func openKeyring(ctx context.Context, src keySource, now func() time.Time) (*Key
 	return k, nil
 }
 
+// Len is the number of keys held (any state).
+func (k *Keyring) Len() int { return len(k.cur.Get().keys) }
+
 // Close releases the source (the Redis client of a shared keyring).
 func (k *Keyring) Close() error { return k.src.close() }
 

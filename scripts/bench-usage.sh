@@ -84,6 +84,9 @@ if [[ "${ONLY:-redis}" == redis ]]; then
 		sleep 0.1
 	done
 	SERVE_LOG=$LOGS/serve-redis.log
+	# With EO_REDIS_URL the keys live in Redis: copy the work folder's key in.
+	EO_REDIS_URL="redis://127.0.0.1:$rport/0" "$EO" keys import --from "$W/work/access.db" --store "$W/store" \
+		--work "$W/work" >/dev/null
 	serve "$W" "$SERVE_LOG" EO_REDIS_URL="redis://127.0.0.1:$rport/0"
 	stream() {
 		echo "stream $(redis-cli -p "$rport" xlen eo:usage) entries, used_memory $(redis-cli -p "$rport" info memory |

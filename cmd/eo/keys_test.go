@@ -153,3 +153,34 @@ func TestKeysImportIntoRedis(t *testing.T) {
 		t.Fatalf("eo keys list from Redis: %+v %v", keys, err)
 	}
 }
+
+// TestRedisEdgeSaysWhenTheKeysAreNotImported: an edge switched to Redis
+// (EO_REDIS_URL) whose keys are still in the host's key file says so, with
+// the command that fixes it; the key is refused until the import, then
+// served.
+func TestRedisEdgeSaysWhenTheKeysAreNotImported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts eo serve")
+	}
+	store := sharedWorld(t)
+	url := redistest.Start(t)
+	work := filepath.Join(t.TempDir(), "work")
+	key := workKeys(t, work, "standard")[0]
+	p := startEdgeIn(t, store, work, key, 0, "EO_REDIS_URL="+url)
+	waitFor(t, p, "eo keys import --from "+filepath.Join(work, "access.db"))
+	if code, _ := p.get("/v1/cs2/teams?limit=1", key); code != 401 {
+		t.Fatalf("a key only in the file: %d, want 401", code)
+	}
+	eoCLI(t, []string{"EO_REDIS_URL=" + url, "EO_WORK=" + t.TempDir()}, "keys", "import", "--from", filepath.Join(work, "access.db"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := p.get("/v1/cs2/teams?limit=1", key)
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the import the key still gets %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

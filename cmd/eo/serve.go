@@ -85,6 +85,7 @@ func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Key
 		if err != nil {
 			return nil, err
 		}
+		c.warnUnimportedKeys(kr, log)
 	} else {
 		st, err := c.openKeyFile()
 		if err != nil {
@@ -99,6 +100,29 @@ func (c *common) openKeyring(ctx context.Context, log *slog.Logger) (*access.Key
 	}
 	go kr.Watch(ctx, c.cfg.KeyReload, log)
 	return kr, nil
+}
+
+// warnUnimportedKeys logs an error when the keys are read from Redis, Redis
+// holds none, and this host's key file (where they lived before
+// EO_REDIS_URL was set) holds some: every request would get 401 until they
+// are imported.
+func (c *common) warnUnimportedKeys(kr *access.Keyring, log *slog.Logger) {
+	file := filepath.Join(c.work, "access.db")
+	if kr.Len() > 0 {
+		return
+	}
+	if _, err := os.Stat(file); err != nil {
+		return
+	}
+	st, err := access.Open(file, nil)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	if keys, err := st.Keys(""); err == nil && len(keys) > 0 {
+		log.Error("the keys are read from Redis (EO_REDIS_URL) and Redis holds none, but this host's key file does: every request gets 401 until they are imported",
+			"keys_in_file", len(keys), "file", file, "fix", "eo keys import --from "+file)
+	}
 }
 
 // softMemoryLimit gives the Go runtime a soft memory limit of 80 % of the
