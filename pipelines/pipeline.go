@@ -74,6 +74,9 @@ type Options struct {
 	Threads int
 	// Model configures the ratings and model step (zero values: defaults).
 	Model ModelOptions
+	// Full rebuilds from every landed batch even when the state of an
+	// earlier run allows an incremental run (incremental.go).
+	Full bool
 }
 
 // Report is what one run did.
@@ -81,7 +84,19 @@ type Report struct {
 	RunID     string    `json:"run_id"`
 	StartedAt time.Time `json:"started_at"`
 	Elapsed   string    `json:"elapsed"`
-	Batches   []string  `json:"batches"`
+	// Mode is ModeFull or ModeIncremental; FullReason says why a run that
+	// was not asked to be full could not be incremental.
+	Mode       string `json:"mode"`
+	FullReason string `json:"full_reason,omitempty"`
+	// Batches are the batches the snapshot is built from; Read, those this
+	// run staged (a full run: all of them; an incremental one: the new).
+	Batches []string `json:"batches"`
+	Read    []string `json:"read"`
+	// Scope is how many matches an incremental run computed again;
+	// Changed, the published tables whose rows it changed (the others are
+	// the previous run's files). Both are empty in a full run.
+	Scope   int64    `json:"scope_matches,omitempty"`
+	Changed []string `json:"changed_tables,omitempty"`
 	// Lineage is Batches with each compacted batch replaced by the batches
 	// it holds (raw.BatchManifest.Lineage): what the snapshot stands for.
 	Lineage []string `json:"lineage"`
@@ -185,18 +200,39 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	outDir := filepath.Join(o.WorkDir, "out")
+	if err := resetDir(outDir); err != nil {
+		return rep, err
+	}
+	rep.OutDir = outDir
+	rep.Mode = ModeIncremental
+	if o.Full {
+		rep.FullReason = "asked for (--full)"
+	} else {
+		err := r.incremental(ctx, batches, skipped, outDir)
+		var fb fallback
+		if !errors.As(err, &fb) {
+			if err == nil {
+				rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+			}
+			return rep, err
+		}
+		rep.FullReason = fb.reason
+		o.Logger.Info("pipeline: full rebuild", "run", rep.RunID, "reason", fb.reason)
+		*r = run{o: o, rep: &rep, start: start}
+		rep.Read, rep.Tables = nil, nil
+		rep.Staged, rep.Quarantined = map[string]int64{}, map[string]map[string]int{}
+		if err := resetDir(outDir); err != nil {
+			return rep, err
+		}
+	}
+	rep.Mode = ModeFull
+	rep.Read = rep.Batches
 	dirs, err := raw.Materialize(ctx, o.Store, batches, filepath.Join(o.WorkDir, "raw-cache"))
 	if err != nil {
 		return rep, err
 	}
-	outDir := filepath.Join(o.WorkDir, "out")
-	if err := os.RemoveAll(outDir); err != nil {
-		return rep, err
-	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return rep, err
-	}
-	rep.OutDir = outDir
+	r.nextSeq = len(batches) + len(skipped)
 
 	db, err := r.open()
 	if err != nil {
@@ -208,8 +244,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := r.runSteps(ctx, r.steps(skipped, outDir)); err != nil {
 		return rep, err
 	}
+	if err := r.keepOut(outDir); err != nil {
+		return rep, fmt.Errorf("pipelines: keep the run's files for the next run: %w", err)
+	}
 	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
 	return rep, nil
+}
+
+// resetDir empties dir (creating it).
+func resetDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
 }
 
 // listBatches lists the landed batches once for the whole run and records
@@ -268,6 +315,7 @@ func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 		{"model review", r.reviewModel},
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
+		{"persist pipeline state", r.persistState},
 		{"render match parts", func(ctx context.Context) (int64, error) { return r.renderParts(ctx, outDir) }},
 	}
 }
@@ -295,8 +343,11 @@ func (r *run) runSteps(ctx context.Context, steps []step) error {
 
 type run struct {
 	o       Options
-	batches []raw.BatchManifest
-	dirs    map[string]string // batch id -> local folder of its files
+	batches []raw.BatchManifest // the batches this run stages
+	seqBase int                 // the batch order number of batches[0]
+	nextSeq int                 // the order number after this run's batches
+	inc     *incState           // an incremental run's state; nil in a full run
+	dirs    map[string]string   // batch id -> local folder of its files
 	rep     *Report
 	db      *sql.DB
 	conn    *sql.Conn
@@ -347,13 +398,14 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []
 	if _, err := db.ExecContext(ctx, `CREATE OR REPLACE TABLE batches (batch_seq INTEGER, batch_id VARCHAR, landed_at TIMESTAMPTZ)`); err != nil {
 		return 0, err
 	}
+	base := r.seqBase
 	for i, b := range batches {
-		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, ?)`, i, b.BatchID, b.LandedAt); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, ?)`, base+i, b.BatchID, b.LandedAt); err != nil {
 			return 0, err
 		}
 	}
 	for i, b := range skipped {
-		seq := len(batches) + i
+		seq := base + len(batches) + i
 		if _, err := db.ExecContext(ctx, `INSERT INTO batches VALUES (?, ?, NULL)`, seq, b.BatchID); err != nil {
 			return 0, err
 		}
@@ -370,7 +422,7 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []
 				if len(name) > 100 {
 					name = append(name[:100], '…')
 				}
-				if _, err := db.ExecContext(ctx, `INSERT INTO quarantine VALUES (?, ?, 0, 'unknown entity', '')`, i, string(name)); err != nil {
+				if _, err := db.ExecContext(ctx, `INSERT INTO quarantine VALUES (?, ?, 0, 'unknown entity', '')`, base+i, string(name)); err != nil {
 					return 0, err
 				}
 			}
@@ -407,7 +459,7 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []
 					continue
 				}
 				path := filepath.Join(dirs[b.BatchID], string(e)+".ndjson")
-				n, err := appendFile(ctx, app, qa, int32(seq), e, path)
+				n, err := appendFile(ctx, app, qa, int32(base+seq), e, path)
 				if err != nil {
 					app.Close()
 					return fmt.Errorf("stage %s of batch %s: %w", e, b.BatchID, err)
@@ -734,25 +786,35 @@ func (r *run) execSteps(ctx context.Context, folder string) error {
 func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 	var total int64
 	for _, name := range OutputTables {
-		path := filepath.Join(outDir, name+".parquet")
-		star, err := r.idsAsText(ctx, "out_"+name)
+		n, err := r.exportTable(ctx, "memory", name, outDir)
 		if err != nil {
-			return total, fmt.Errorf("export %s: %w", name, err)
-		}
-		q := fmt.Sprintf(`COPY (SELECT %s FROM out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
-			star, name, orderBy[name], strings.ReplaceAll(path, "'", "''"))
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
-			return total, fmt.Errorf("export %s: %w", name, err)
-		}
-		var n int64
-		if err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM out_"+name).Scan(&n); err != nil {
 			return total, err
 		}
 		total += n
-		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
 	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return total, nil
+}
+
+// exportTable writes catalog's out_<name> to outDir/<name>.parquet in the
+// table's row order and adds it to the report.
+func (r *run) exportTable(ctx context.Context, catalog, name, outDir string) (int64, error) {
+	path := filepath.Join(outDir, name+".parquet")
+	star, err := r.idsAsText(ctx, catalog, "out_"+name)
+	if err != nil {
+		return 0, fmt.Errorf("export %s: %w", name, err)
+	}
+	q := fmt.Sprintf(`COPY (SELECT %s FROM %s.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+		star, catalog, name, orderBy[name], sqlString(path))
+	if _, err := r.db.ExecContext(ctx, q); err != nil {
+		return 0, fmt.Errorf("export %s: %w", name, err)
+	}
+	var n int64
+	if err := r.db.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM %s.out_%s", catalog, name)).Scan(&n); err != nil {
+		return 0, err
+	}
+	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
+	return n, nil
 }
 
 // idsAsText is the select list exporting table: every column, with UUID
@@ -760,9 +822,9 @@ func (r *run) export(ctx context.Context, outDir string) (int64, error) {
 // as 36-character strings (SNAPSHOT.md, Types): a string filter on an id
 // works the same in DuckDB, Polars and pyarrow, which read a 16-byte UUID
 // as opaque binary (a filter on its text form silently matches nothing).
-func (r *run) idsAsText(ctx context.Context, table string) (string, error) {
+func (r *run) idsAsText(ctx context.Context, catalog, table string) (string, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_name = ? AND data_type IN ('UUID', 'UUID[]') ORDER BY ordinal_position`, table)
+		WHERE table_catalog = ? AND table_name = ? AND data_type IN ('UUID', 'UUID[]') ORDER BY ordinal_position`, catalog, table)
 	if err != nil {
 		return "", err
 	}

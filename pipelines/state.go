@@ -145,7 +145,7 @@ func (r *run) fillQuarantineBodies(ctx context.Context) error {
 	}
 	var bodies []body
 	for x, lines := range want {
-		path := filepath.Join(r.dirs[r.batches[x.seq].BatchID], x.entity+".ndjson")
+		path := filepath.Join(r.dirs[r.batches[x.seq-r.seqBase].BatchID], x.entity+".ndjson")
 		f, err := os.Open(path)
 		if err != nil {
 			return err

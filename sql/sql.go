@@ -6,7 +6,9 @@
 package sql
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -61,4 +63,24 @@ func Template(name string) (string, error) {
 		return "", fmt.Errorf("sql: read %s: %w", name, err)
 	}
 	return string(b), nil
+}
+
+// Digest is a SHA-256 over every embedded file's name and text: what a
+// persisted pipeline state records, so that a build whose SQL differs
+// (any step, any statement) never continues a state another build made.
+func Digest() string {
+	h := sha256.New()
+	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"reflect"
 	"slices"
@@ -98,9 +99,9 @@ func (p *packedParts) named() []partName {
 		{"history", &p.history}, {"streams", &p.streams}, {"rounds", &p.rounds}, {"depth", &p.depth}}
 }
 
-// partSources are the tables the parts are rendered from (match_events also
+// PartSources are the tables the parts are rendered from (match_events also
 // feeds the match rows, so a load reads it in any case).
-var partSources = []string{"vetoes", "player_stats", "rounds", "lineups", "streams",
+var PartSources = []string{"vetoes", "player_stats", "rounds", "lineups", "streams",
 	"depth_weapons", "depth_grenades", "depth_hitgroups", "depth_duels", "depth_flashes"}
 
 // zstdMagic starts every zstd frame.
@@ -137,7 +138,7 @@ func (r *partRow) sum() int64 {
 func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	l := &loader{g: g, ctx: gctx, dir: dir, id: dir, has: map[string]bool{}}
-	for _, name := range append(slices.Clone(partSources), "match_events") {
+	for _, name := range append(slices.Clone(PartSources), "match_events") {
 		if _, err := os.Stat(l.path(name)); err == nil {
 			l.has[name] = true
 		}
@@ -168,7 +169,33 @@ func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
 
 // writeParts writes rows as match_parts.parquet. The frames are compressed
 // already: the file stores them as they are.
-func writeParts(path string, rows []partRow) (err error) {
+func writeParts(path string, rows []partRow) error {
+	w, err := newPartsWriter(path)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := w.add(&rows[i]); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	return w.close()
+}
+
+// partsRowGroup is how many rows a match_parts row group holds.
+const partsRowGroup = 16 << 10
+
+// partsWriter writes match_parts.parquet a row group at a time: a patch
+// (PatchMatchParts) streams a whole snapshot's parts through it.
+type partsWriter struct {
+	f *os.File
+	w *pqarrow.FileWriter
+	b *array.RecordBuilder
+	n int // rows in b
+}
+
+func newPartsWriter(path string) (*partsWriter, error) {
 	md := arrow.NewMetadata([]string{partsFormatKey}, []string{partsFormat})
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "match_id", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}},
@@ -179,41 +206,150 @@ func writeParts(path string, rows []partRow) (err error) {
 	}, &md)
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	closed := false // the writer's Close closes f
-	defer func() {
-		if !closed {
-			f.Close()
-		}
-	}()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Uncompressed),
 		parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("part", true),
 		parquet.WithStatsFor("frame", false), // min and max would copy two whole frames a page
-		parquet.WithMaxRowGroupLength(16<<10), parquet.WithCreatedBy("eo"))
+		parquet.WithMaxRowGroupLength(partsRowGroup), parquet.WithCreatedBy("eo"))
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &partsWriter{f: f, w: w, b: array.NewRecordBuilder(memory.DefaultAllocator, schema)}, nil
+}
+
+func (p *partsWriter) add(r *partRow) error {
+	p.b.Field(0).(*array.FixedSizeBinaryBuilder).Append(r.MatchID[:])
+	p.b.Field(1).(*array.StringBuilder).Append(r.Part)
+	p.b.Field(2).(*array.Int64Builder).Append(int64(r.N))
+	p.b.Field(3).(*array.BinaryBuilder).Append(r.Frame)
+	p.b.Field(4).(*array.Int64Builder).Append(r.CRC)
+	if p.n++; p.n == partsRowGroup {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *partsWriter) flush() error {
+	if p.n == 0 {
+		return nil
+	}
+	rec := p.b.NewRecordBatch()
+	defer rec.Release()
+	p.n = 0
+	return p.w.Write(rec)
+}
+
+// close writes the last rows and the footer (the writer closes the file).
+func (p *partsWriter) close() error {
+	defer p.b.Release()
+	if err := p.flush(); err != nil {
+		p.w.Close()
 		return err
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for start := 0; start < len(rows); start += 16 << 10 {
-		for _, r := range rows[start:min(start+16<<10, len(rows))] {
-			b.Field(0).(*array.FixedSizeBinaryBuilder).Append(r.MatchID[:])
-			b.Field(1).(*array.StringBuilder).Append(r.Part)
-			b.Field(2).(*array.Int64Builder).Append(int64(r.N))
-			b.Field(3).(*array.BinaryBuilder).Append(r.Frame)
-			b.Field(4).(*array.Int64Builder).Append(r.CRC)
-		}
-		rec := b.NewRecordBatch()
-		err := w.Write(rec)
-		rec.Release()
+	return p.w.Close()
+}
+
+// abort closes the file after a failure; the caller discards it.
+func (p *partsWriter) abort() {
+	p.b.Release()
+	p.w.Close()
+}
+
+// PatchMatchParts writes out: the rows of the match_parts file prev except
+// those of the matches in replace, merged in order with every row of the
+// file delta (WriteMatchParts on the tables of those matches alone). A
+// match's parts depend on its own rows only, so the result is the file a
+// WriteMatchParts of the whole snapshot writes: how an incremental
+// pipeline run renders only the matches it touched. prev streams through a
+// row group at a time (at 100,000 matches it is 450 MB). Both files must
+// be in this build's rendering, or PatchMatchParts fails.
+func PatchMatchParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (int64, error) {
+	for _, p := range []string{prev, delta} {
+		format, err := partsFormatOf(p)
 		if err != nil {
-			return err
+			return 0, err
+		}
+		if format != partsFormat {
+			return 0, fmt.Errorf("view: %s was rendered as %q, this build renders %q", p, format, partsFormat)
 		}
 	}
-	closed = true
-	return w.Close()
+	add, err := readParquet[partRow](ctx, delta)
+	if err != nil {
+		return 0, err
+	}
+	w, err := newPartsWriter(out)
+	if err != nil {
+		return 0, err
+	}
+	n, err := mergeParts(ctx, prev, add, replace, w)
+	if err != nil {
+		w.abort()
+		return 0, err
+	}
+	return n, w.close()
+}
+
+// partOrder is match_parts' row order: by match, then part.
+func partOrder(a, b *partRow) int {
+	return cmp.Or(bytes.Compare(a.MatchID[:], b.MatchID[:]), strings.Compare(a.Part, b.Part))
+}
+
+// mergeParts streams prev's rows (but replaced matches') and add's (in
+// order) into w.
+func mergeParts(ctx context.Context, prev string, add []partRow, replace map[ID]bool, w *partsWriter) (int64, error) {
+	pf, err := file.OpenParquetFile(prev, false)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", prev, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rr.Release()
+	var n int64
+	emit := func(r *partRow) error {
+		for len(add) > 0 && partOrder(&add[0], r) < 0 {
+			if err := w.add(&add[0]); err != nil {
+				return err
+			}
+			add, n = add[1:], n+1
+		}
+		n++
+		return w.add(r)
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ids, parts := rec.Column(0).(*array.FixedSizeBinary), rec.Column(1).(*array.String)
+		ns, frames, crcs := rec.Column(2).(*array.Int64), rec.Column(3).(*array.Binary), rec.Column(4).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			r := partRow{Part: parts.Value(i), N: int(ns.Value(i)), Frame: frames.Value(i), CRC: crcs.Value(i)}
+			copy(r.MatchID[:], ids.Value(i))
+			if replace[r.MatchID] {
+				continue
+			}
+			if err := emit(&r); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		return n, fmt.Errorf("read %s: %w", prev, err)
+	}
+	for i := range add {
+		if err := w.add(&add[i]); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // partsFormatOf reads the format a match_parts file was rendered in.

@@ -36,6 +36,7 @@ type common struct {
 	// registerPipeline); empty keeps DuckDB's default, 80 % of RAM.
 	duckMemory  string
 	duckThreads int
+	full        bool
 	// noMetering serves without limits, quotas or usage records (eo serve
 	// --no-metering: benchmarks, or a deployment metered by its gateway).
 	noMetering bool
@@ -63,6 +64,8 @@ func (c *common) registerPipeline(fs *flag.FlagSet) {
 		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
 	fs.IntVar(&c.duckThreads, "duckdb-threads", c.cfg.DuckDBThreads,
 		"DuckDB worker threads for the pipeline (default 0: one per core); fewer use less memory at once")
+	fs.BoolVar(&c.full, "full", false,
+		"rebuild every table from every landed batch, even when the last run's state allows an incremental run")
 }
 
 // registerEdge adds the flags of the commands that serve the edge.
@@ -182,7 +185,7 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 // called after each run that published a snapshot.
 func newRunner(c common, log *slog.Logger, st publish.Store, force bool, published func(jobs.Result)) *jobs.Runner {
 	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory,
-		Threads: c.duckThreads}
+		Threads: c.duckThreads, Full: c.full}
 	if isTerminal(os.Stderr) {
 		po.Progress = func(step string, rows int64, elapsed time.Duration) {
 			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))
@@ -208,8 +211,12 @@ func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 		fmt.Printf("up to date: snapshot %s\n", res.Manifest.SnapshotID)
 		return nil
 	}
-	fmt.Printf("published snapshot %s (%d tables, %d quarantined lines, %s)\n",
-		res.Manifest.SnapshotID, len(res.Manifest.Tables), res.Report.QuarantinedTotal(), res.Report.Elapsed)
+	fmt.Printf("published snapshot %s (%d tables, %d quarantined lines, %s, %s run of %d new batches)\n",
+		res.Manifest.SnapshotID, len(res.Manifest.Tables), res.Report.QuarantinedTotal(), res.Report.Elapsed,
+		res.Report.Mode, len(res.Report.Read))
+	if res.Report.FullReason != "" {
+		fmt.Printf("  full rebuild: %s\n", res.Report.FullReason)
+	}
 	for e, reasons := range res.Report.Quarantined {
 		for reason, n := range reasons {
 			fmt.Printf("  quarantined %s: %d × %s\n", e, n, reason)

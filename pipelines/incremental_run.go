@@ -1,0 +1,673 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	eosql "github.com/eodata/eo/sql"
+	"github.com/eodata/eo/view"
+)
+
+// incState is what an incremental run carries between its steps.
+type incState struct {
+	meta    stateMeta
+	model   bool            // the ratings and model step runs again
+	changed map[string]bool // published tables whose rows changed
+}
+
+// incremental runs the pipeline on the new batches only (see the comment
+// at the top of incremental.go). It returns a fallback error, before it
+// changes the state, when the run has to be a full rebuild.
+func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skipped []raw.SkippedBatch, outDir string) error {
+	db, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r.db = db
+	meta, err := r.readState(ctx)
+	if err != nil {
+		return err
+	}
+	fresh, err := newBatches(meta, batches)
+	if err != nil {
+		return err
+	}
+	dirs, err := raw.Materialize(ctx, r.o.Store, fresh, filepath.Join(r.o.WorkDir, "raw-cache"))
+	if err != nil {
+		return err
+	}
+	for _, b := range fresh {
+		r.rep.Read = append(r.rep.Read, b.BatchID)
+	}
+	r.batches, r.dirs, r.seqBase = fresh, dirs, meta.NextSeq
+	r.nextSeq = meta.NextSeq + len(fresh) + len(skipped)
+	r.inc = &incState{meta: meta, changed: map[string]bool{}}
+	return r.runSteps(ctx, r.incrementalSteps(skipped, outDir))
+}
+
+// incrementalSteps is the incremental run, in order. Every step before
+// "merge into state" reads the state only, so a fallback there leaves it
+// as it was.
+func (r *run) incrementalSteps(skipped []raw.SkippedBatch, outDir string) []step {
+	return []step{
+		{"stage new raw lines", func(ctx context.Context) (int64, error) { return r.stage(ctx, r.batches, skipped, r.dirs) }},
+		{"type and validate", r.validate},
+		{"scope", r.scope},
+		{"check references", r.check},
+		{"load registries", r.loadRegistries},
+		{"mint ids", r.noNewKeys},
+		{"assign slugs", r.assignSlugs},
+		{"normalise", func(ctx context.Context) (int64, error) {
+			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
+		}},
+		{"derive", r.derive},
+		{"assemble", r.scopedAssemble},
+		{"merge into state", r.mergeScope},
+		{"ratings and model", r.rerunModel},
+		{"profiles and summaries", r.patchAggregates},
+		{"sandbox", r.patchSandbox},
+		{"export parquet", func(ctx context.Context) (int64, error) { return r.exportChanged(ctx, outDir) }},
+		{"save state", r.saveState},
+		{"render match parts", func(ctx context.Context) (int64, error) { return r.patchParts(ctx, outDir) }},
+		{"commit state", func(ctx context.Context) (int64, error) { return r.commitState(ctx, outDir) }},
+	}
+}
+
+// childEntities are the entities whose records belong to one match (or,
+// for price captures, to a match or a tournament).
+func childEntities() []raw.Entity {
+	var out []raw.Entity
+	for _, e := range raw.Entities {
+		if !slices.Contains(parentEntities, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// scope finds the matches the new lines touch (and every match of their
+// tournaments) and adds the state's winners of the scope to the candidate
+// tables, next to the new lines: the checks and last-write-wins then see
+// what a full run sees for those matches. Parents (tournaments, teams,
+// players, books) are taken whole: they are unchanged, and few.
+func (r *run) scope(ctx context.Context) (int64, error) {
+	var refs []string
+	for _, e := range childEntities() {
+		refs = append(refs, fmt.Sprintf(`SELECT nullif(match_id, '') AS m, NULL AS t FROM c_%s`, e))
+	}
+	refs = append(refs, `SELECT NULL, nullif(tournament_id, '') FROM c_price_captures`)
+	stmts := []string{
+		`CREATE OR REPLACE TEMP TABLE new_refs AS ` + strings.Join(refs, " UNION ALL "),
+		`CREATE OR REPLACE TABLE scope_tu AS
+		 SELECT DISTINCT tournament_id AS ukey FROM st.v_matches WHERE id IN (SELECT m FROM new_refs)
+		 UNION SELECT t FROM new_refs WHERE t IS NOT NULL`,
+		`CREATE OR REPLACE TABLE scope_u AS SELECT id AS ukey FROM st.v_matches WHERE tournament_id IN (SELECT ukey FROM scope_tu)`,
+		`CREATE OR REPLACE TABLE scope_ids AS SELECT id FROM st.id_map WHERE kind = 'match' AND ukey IN (SELECT ukey FROM scope_u)`,
+		`CREATE OR REPLACE TABLE scope_tours AS SELECT id FROM st.id_map WHERE kind = 'tournament' AND ukey IN (SELECT ukey FROM scope_tu)`,
+	}
+	for _, e := range parentEntities {
+		if e != raw.Matches {
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO c_%[1]s SELECT * FROM st.v_%[1]s`, e))
+		}
+	}
+	stmts = append(stmts, `INSERT INTO c_matches SELECT * FROM st.v_matches WHERE id IN (SELECT ukey FROM scope_u)`)
+	for _, e := range childEntities() {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO c_%[1]s SELECT * FROM st.v_%[1]s WHERE %[2]s`, e, upstreamScope(e)))
+	}
+	for _, s := range stmts {
+		if _, err := r.db.ExecContext(ctx, s); err != nil {
+			return 0, fmt.Errorf("%s: %w", firstCodeLine(s), err)
+		}
+	}
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM scope_u`).Scan(&r.rep.Scope)
+	return r.rep.Scope, err
+}
+
+// upstreamScope is the predicate on a raw entity's rows (upstream keys)
+// that selects the scope's.
+func upstreamScope(e raw.Entity) string {
+	switch e {
+	case raw.Matches:
+		return `id IN (SELECT ukey FROM memory.scope_u)`
+	case raw.PriceCaptures:
+		return `(match_id IN (SELECT ukey FROM memory.scope_u) OR tournament_id IN (SELECT ukey FROM memory.scope_tu))`
+	}
+	return `match_id IN (SELECT ukey FROM memory.scope_u)`
+}
+
+// Predicates on published tables (service ids) selecting the scope's rows.
+const (
+	byScopeMatch = `match_id IN (SELECT id FROM memory.scope_ids)`
+	byScopeID    = `id IN (SELECT id FROM memory.scope_ids)`
+	byScopeOdds  = `(match_id IN (SELECT id FROM memory.scope_ids) OR (match_id IS NULL AND tournament_id IN (SELECT id FROM memory.scope_tours)))`
+)
+
+// noNewKeys is the incremental "mint ids": the scope's keys all have ids
+// (no parent record is new), or the run is a full one.
+func (r *run) noNewKeys(ctx context.Context) (int64, error) {
+	var n int64
+	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM (`+sqlRegNewKeys+`)`).Scan(&n); err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		return 0, fallbackf("%d keys have no id yet (the registry and the state disagree)", n)
+	}
+	return 0, nil
+}
+
+// modelInputs are the queries, on catalog {{db}}, whose scope rows the
+// ratings and model step reads: a difference between the state's and the
+// scope's means it runs again. A live match's score is not among them
+// (the model reads completed matches' results only).
+var modelInputs = []string{
+	`SELECT id, team_a_id, team_b_id, status = 'completed', status = 'cancelled', scheduled_at, ended_at,
+	        winner_team_id, result_type, format,
+	        CASE WHEN status = 'completed' THEN score_a END, CASE WHEN status = 'completed' THEN score_b END
+	 FROM {{db}}.out_matches WHERE ` + byScopeID,
+	`SELECT * FROM {{db}}.out_map_results WHERE match_id IN (SELECT id FROM memory.scope_completed)`,
+	`SELECT match_id, map_number, player_id, team_id, kills, rating FROM {{db}}.out_player_stats
+	 WHERE match_id IN (SELECT id FROM memory.scope_completed)`,
+	`SELECT * FROM {{db}}.v_match_updates WHERE match_id IN (SELECT ukey FROM memory.scope_completed)`,
+}
+
+// reviewInputs is what the model review reads of the scope: the closing
+// eo_market match-winner lines.
+const reviewInputs = `SELECT match_id, outcome_key, price FROM {{db}}.out_odds_lines
+	WHERE source = 'eo_market' AND market = 'match_winner' AND is_closing AND ` + byScopeMatch
+
+// differ says whether query ({{db}} standing for the catalog) gives other
+// rows on the state (st) than on src.
+func (r *run) differ(ctx context.Context, query, src string) (bool, error) {
+	old, neu := strings.ReplaceAll(query, "{{db}}", "st"), strings.ReplaceAll(query, "{{db}}", src)
+	var n int64
+	q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (%[1]s EXCEPT ALL %[2]s)) + (SELECT count(*) FROM (%[2]s EXCEPT ALL %[1]s))`, old, neu)
+	if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("compare %s: %w", firstCodeLine(query), err)
+	}
+	return n > 0, nil
+}
+
+// scopedAssemble decides whether the model runs again and, when it does
+// not, assembles the scope's odds lines with the state's eo_model lines
+// (when it does, the assemble runs on the whole state after the model).
+func (r *run) scopedAssemble(ctx context.Context) (int64, error) {
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE scope_completed AS
+		SELECT m.id, i.ukey FROM st.id_map i JOIN (
+		  SELECT id FROM st.out_matches WHERE status = 'completed' AND `+byScopeID+`
+		  UNION SELECT id FROM memory.out_matches WHERE status = 'completed') m ON i.kind = 'match' AND i.id = m.id`); err != nil {
+		return 0, err
+	}
+	for _, q := range modelInputs {
+		d, err := r.differ(ctx, q, "memory")
+		if err != nil {
+			return 0, err
+		}
+		r.inc.model = r.inc.model || d
+	}
+	if r.inc.model {
+		return 0, nil
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE out_model_lines AS SELECT * FROM st.out_model_lines WHERE `+byScopeOdds); err != nil {
+		return 0, err
+	}
+	n, err := r.assemble(ctx)
+	if err != nil {
+		return n, err
+	}
+	r.inc.model, err = r.differ(ctx, reviewInputs, "memory")
+	return n, err
+}
+
+// scopeTables are the tables mergeScope patches: table -> the predicate
+// selecting the scope's rows. Odds lines are patched only when the model
+// does not run again (then the assemble rewrites them all).
+var scopeTables = [][2]string{
+	{"out_match_events", byScopeMatch}, {"out_map_results", byScopeMatch}, {"out_vetoes", byScopeMatch},
+	{"out_player_stats", byScopeMatch}, {"out_rounds", byScopeMatch}, {"out_depth_weapons", byScopeMatch},
+	{"out_depth_grenades", byScopeMatch}, {"out_depth_hitgroups", byScopeMatch}, {"out_depth_duels", byScopeMatch},
+	{"out_depth_flashes", byScopeMatch}, {"out_lineups", byScopeMatch}, {"out_streams", byScopeMatch},
+	{"out_market_lines", byScopeOdds}, {"odds_matches", byScopeMatch},
+}
+
+// mergeScope replaces the state's rows of the scope with the scope's where
+// they differ. From here on the state is marked unfinished until
+// commitState.
+func (r *run) mergeScope(ctx context.Context) (int64, error) {
+	m := r.inc.meta
+	m.Clean = false
+	if err := writeMeta(ctx, r.db, "st", m); err != nil {
+		return 0, err
+	}
+	// The players of the scope before and after: their summaries are
+	// computed again (a corrected stat line can drop a player).
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE touched_players AS
+		SELECT player_id AS id FROM st.out_player_stats WHERE `+byScopeMatch+`
+		UNION SELECT player_id FROM memory.out_player_stats`); err != nil {
+		return 0, err
+	}
+	tables := slices.Clone(scopeTables)
+	if !r.inc.model {
+		tables = append(tables, [2]string{"out_odds_lines", byScopeOdds})
+	}
+	tables = append(tables, [2]string{"out_matches", byScopeID})
+	for _, e := range childEntities() {
+		tables = append(tables, [2]string{"v_" + string(e), upstreamScope(e)})
+	}
+	tables = append(tables, [2]string{"v_matches", upstreamScope(raw.Matches)})
+	var n int64
+	for _, t := range tables {
+		changed, err := r.patch(ctx, "memory", t[0], t[1])
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+			r.inc.changed[strings.TrimPrefix(t[0], "out_")] = true
+		}
+	}
+	return n, nil
+}
+
+// patch replaces the rows of st.<table> where pred holds with the rows of
+// src.<table> when the two differ, and says whether they did.
+func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) {
+	if src != "memory" {
+		// memory's tables hold the scope's rows only; another catalog's
+		// (agg) hold other rows too, computed on partial histories
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s.%s WHERE (%s) IS NOT TRUE`, src, table, pred)); err != nil {
+			return false, err
+		}
+	}
+	d, err := r.differ(ctx, `SELECT * FROM {{db}}.`+table+` WHERE `+pred, src)
+	if err != nil || !d {
+		return false, err
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`DELETE FROM st.%s WHERE %s`, table, pred),
+		fmt.Sprintf(`INSERT INTO st.%s SELECT * FROM %s.%s`, table, src, table),
+	} {
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return false, fmt.Errorf("patch %s: %w", table, err)
+		}
+	}
+	return true, nil
+}
+
+// modelTables are the published tables the ratings and model step, the
+// assemble and the review write.
+var modelTables = []string{"rankings", "roster_history", "model_metrics", "model_forecasts", "teams",
+	"odds_lines", "matches", "live_ids", "model_comparison", "model_reliability", "model_monthly", "model_report"}
+
+// rerunModel runs the ratings and model step, the assemble and the model
+// review on the whole state when scopedAssemble found their inputs
+// changed.
+func (r *run) rerunModel(ctx context.Context) (int64, error) {
+	if !r.inc.model {
+		return 0, nil
+	}
+	n, err := r.inCatalog(ctx, "st", func() (int64, error) {
+		n, err := r.ratingsAndModel(ctx)
+		if err != nil {
+			return n, err
+		}
+		if _, err := r.assemble(ctx); err != nil {
+			return n, err
+		}
+		_, err = r.reviewModel(ctx)
+		return n, err
+	})
+	for _, t := range modelTables {
+		r.inc.changed[t] = true
+	}
+	return n, err
+}
+
+// inCatalog runs fn with catalog as the default (USE), with the SQL
+// macros the steps call defined there, and goes back to memory after.
+func (r *run) inCatalog(ctx context.Context, catalog string, fn func() (int64, error)) (int64, error) {
+	if _, err := r.db.ExecContext(ctx, "USE "+catalog); err != nil {
+		return 0, err
+	}
+	defer r.db.ExecContext(context.WithoutCancel(ctx), "USE memory")
+	for _, m := range sqlMacros() {
+		if _, err := r.db.ExecContext(ctx, m); err != nil {
+			return 0, fmt.Errorf("define %s: %w", firstCodeLine(m), err)
+		}
+	}
+	return fn()
+}
+
+// sqlMacros are the CREATE OR REPLACE MACRO statements of the derive and
+// assemble files, in order: a step run on another catalog needs them there.
+func sqlMacros() []string {
+	var out []string
+	for _, folder := range []string{"derive", "assemble"} {
+		steps, _ := eosql.Steps(folder)
+		for _, s := range steps {
+			for _, stmt := range strings.SplitAfter(s.SQL, ";\n") {
+				stmt = strings.TrimSpace(stmt)
+				for strings.HasPrefix(stmt, "--") {
+					_, stmt, _ = strings.Cut(stmt, "\n")
+					stmt = strings.TrimSpace(stmt)
+				}
+				if strings.HasPrefix(stmt, "CREATE OR REPLACE MACRO") {
+					out = append(out, stmt)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// patchAggregates computes the team profiles of the scope's teams and the
+// player summaries of its players over their whole history in the state
+// (their matches only, through the same SQL files as a full run) and
+// patches the rows that changed.
+func (r *run) patchAggregates(ctx context.Context) (int64, error) {
+	c := r.inc.changed
+	teams := c["matches"] || c["map_results"] || c["rounds"] || c["vetoes"]
+	players := c["matches"] || c["map_results"] || c["player_stats"]
+	if !teams && !players {
+		return 0, nil
+	}
+	if _, err := r.db.ExecContext(ctx, `ATTACH IF NOT EXISTS ':memory:' AS agg`); err != nil {
+		return 0, err
+	}
+	var n int64
+	if teams {
+		k, err := r.aggregate(ctx, "derive/05_team_profiles.sql", []string{
+			`CREATE OR REPLACE TABLE touched_teams AS SELECT team_a_id AS id FROM memory.out_matches UNION SELECT team_b_id FROM memory.out_matches`,
+			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches
+			 WHERE team_a_id IN (SELECT id FROM touched_teams) OR team_b_id IN (SELECT id FROM touched_teams)`,
+			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT id FROM agg.out_matches)`,
+			`CREATE OR REPLACE TABLE agg.out_rounds AS SELECT * FROM st.out_rounds WHERE match_id IN (SELECT id FROM agg.out_matches)`,
+			`CREATE OR REPLACE TABLE agg.out_vetoes AS SELECT * FROM st.out_vetoes WHERE match_id IN (SELECT id FROM agg.out_matches)`,
+		}, map[string]string{"out_team_profiles": "team_id", "out_team_map_profiles": "team_id"}, "touched_teams")
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	if players {
+		k, err := r.aggregate(ctx, "derive/06_player_summaries.sql", []string{
+			`CREATE OR REPLACE TABLE agg.out_player_stats AS SELECT * FROM st.out_player_stats WHERE player_id IN (SELECT id FROM touched_players)`,
+			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches WHERE id IN (SELECT match_id FROM agg.out_player_stats)`,
+			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT match_id FROM agg.out_player_stats)`,
+		}, map[string]string{"out_player_summaries": "player_id", "out_player_map_summaries": "player_id"}, "touched_players")
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// aggregate loads the inputs of one aggregate file into agg, runs it there
+// and patches its tables (table -> key column) for the keys in memory.<keys>.
+func (r *run) aggregate(ctx context.Context, file string, load []string, tables map[string]string, keys string) (int64, error) {
+	for _, q := range load {
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return 0, fmt.Errorf("%s: %w", firstCodeLine(q), err)
+		}
+	}
+	if _, err := r.inCatalog(ctx, "agg", func() (int64, error) {
+		folder, _, _ := strings.Cut(file, "/")
+		return r.execFolder(ctx, folder, file)
+	}); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range sortedKeys(tables) {
+		changed, err := r.patch(ctx, "agg", t, fmt.Sprintf(`%s IN (SELECT id FROM memory.%s)`, tables[t], keys))
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+			r.inc.changed[strings.TrimPrefix(t, "out_")] = true
+		}
+	}
+	return n, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// patchSandbox chooses the sandbox sample again on the whole state (two
+// events by their completed matches: cheap, and global).
+func (r *run) patchSandbox(ctx context.Context) (int64, error) {
+	if !r.inc.changed["matches"] {
+		return 0, nil
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE sandbox_old AS SELECT * FROM st.out_sandbox_sample`); err != nil {
+		return 0, err
+	}
+	if _, err := r.inCatalog(ctx, "st", func() (int64, error) {
+		return r.execFolder(ctx, "derive", "derive/04_sandbox.sql")
+	}); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := r.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (FROM st.out_sandbox_sample EXCEPT ALL FROM sandbox_old))
+		+ (SELECT count(*) FROM (FROM sandbox_old EXCEPT ALL FROM st.out_sandbox_sample))`).Scan(&n)
+	if n > 0 {
+		r.inc.changed["sandbox_sample"] = true
+	}
+	return n, err
+}
+
+// exportChanged exports the tables whose rows changed from the state and
+// links the others from the previous run's files.
+func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
+	var n int64
+	replace, err := r.scopeSegments(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range OutputTables {
+		seg, patchable := segments[name]
+		if r.inc.model && slices.Contains(modelTables, name) {
+			patchable = false // rows of matches outside the scope changed too
+		}
+		if r.inc.changed[name] && patchable {
+			k, err := r.patchTable(ctx, name, seg, replace[len(seg)], outDir)
+			if err != nil {
+				return n, err
+			}
+			n += k
+			continue
+		}
+		if r.inc.changed[name] {
+			k, err := r.exportTable(ctx, "st", name, outDir)
+			if err != nil {
+				return n, err
+			}
+			n += k
+			continue
+		}
+		path := filepath.Join(outDir, name+".parquet")
+		if err := linkOrCopy(filepath.Join(r.stateOut(), name+".parquet"), path); err != nil {
+			return n, err
+		}
+		var rows int64
+		if err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM st.out_"+name).Scan(&rows); err != nil {
+			return n, err
+		}
+		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: rows, Internal: InternalTables[name]})
+	}
+	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
+	return n, nil
+}
+
+// segments are the tables exportChanged patches (view.PatchParquet)
+// rather than exports whole: each is ordered by these text columns first,
+// a match's rows (an outright's: its tournament's) contiguous.
+var segments = map[string][]string{
+	"matches": {"id"}, "match_events": {"match_id"}, "map_results": {"match_id"}, "vetoes": {"match_id"},
+	"player_stats": {"match_id"}, "rounds": {"match_id"}, "depth_weapons": {"match_id"},
+	"depth_grenades": {"match_id"}, "depth_hitgroups": {"match_id"}, "depth_duels": {"match_id"},
+	"depth_flashes": {"match_id"}, "lineups": {"match_id"}, "streams": {"match_id"},
+	"odds_lines": {"match_id", "tournament_id"},
+}
+
+// scopeSegments are the segment keys of the scope's rows, by the number
+// of segment columns: a match's, and (two columns) a match's or an
+// outright tournament's.
+func (r *run) scopeSegments(ctx context.Context) (map[int]map[string]bool, error) {
+	out := map[int]map[string]bool{1: {}, 2: {}}
+	rows, err := r.db.QueryContext(ctx, `SELECT CAST(id AS VARCHAR), true FROM scope_ids
+		UNION ALL SELECT CAST(id AS VARCHAR), false FROM scope_tours`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var match bool
+		if err := rows.Scan(&id, &match); err != nil {
+			return nil, err
+		}
+		if match {
+			out[1][view.SegmentKey(&id)] = true
+			out[2][view.SegmentKey(&id, nil)] = true
+		} else {
+			out[2][view.SegmentKey(nil, &id)] = true
+		}
+	}
+	return out, rows.Err()
+}
+
+// patchTable writes outDir/<name>.parquet as the previous run's file with
+// the scope's rows replaced by memory.out_<name>'s (exported to a file of
+// their own first, in the table's order).
+func (r *run) patchTable(ctx context.Context, name string, seg []string, replace map[string]bool, outDir string) (int64, error) {
+	dir := filepath.Join(r.o.WorkDir, "scope-delta")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	delta := filepath.Join(dir, name+".parquet")
+	star, err := r.idsAsText(ctx, "memory", "out_"+name)
+	if err != nil {
+		return 0, err
+	}
+	q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
+		star, name, orderBy[name], sqlString(delta))
+	if _, err := r.db.ExecContext(ctx, q); err != nil {
+		return 0, fmt.Errorf("export the scope's %s: %w", name, err)
+	}
+	path := filepath.Join(outDir, name+".parquet")
+	n, err := view.PatchParquet(ctx, filepath.Join(r.stateOut(), name+".parquet"), delta, path, seg, replace)
+	if err != nil {
+		return 0, fmt.Errorf("patch %s: %w", name, err)
+	}
+	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
+	return n, nil
+}
+
+// patchParts renders the match parts of the scope's matches and patches
+// them into the previous run's match_parts (view.PatchMatchParts), or
+// links that file when no table a part is rendered from changed.
+func (r *run) patchParts(ctx context.Context, outDir string) (int64, error) {
+	out := filepath.Join(outDir, view.MatchPartsTable+".parquet")
+	prev := filepath.Join(r.stateOut(), view.MatchPartsTable+".parquet")
+	sources := append(slices.Clone(view.PartSources), "match_events")
+	if !slices.ContainsFunc(sources, func(t string) bool { return r.inc.changed[t] }) {
+		if err := linkOrCopy(prev, out); err != nil {
+			return 0, err
+		}
+	} else if err := r.renderScopeParts(ctx, sources, prev, out); err != nil {
+		return 0, err
+	} else {
+		r.inc.changed[view.MatchPartsTable] = true
+	}
+	var n int64
+	err := r.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM read_parquet('%s')`, sqlString(out))).Scan(&n)
+	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable, Path: out, Rows: n, Internal: true})
+	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
+	return n, err
+}
+
+// renderScopeParts exports the scope's part tables to a folder of their
+// own, renders them and patches the result into prev.
+func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out string) error {
+	dir := filepath.Join(r.o.WorkDir, "scope-parts")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, t := range sources {
+		path := filepath.Join(dir, t+".parquet")
+		star, err := r.idsAsText(ctx, "memory", "out_"+t)
+		if err != nil {
+			return err
+		}
+		q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s ORDER BY %s) TO '%s' (FORMAT parquet)`, star, t, orderBy[t], sqlString(path))
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("export the scope's %s: %w", t, err)
+		}
+	}
+	if _, err := view.WriteMatchParts(ctx, dir); err != nil {
+		return err
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT CAST(id AS VARCHAR) FROM scope_ids`)
+	if err != nil {
+		return err
+	}
+	replace := map[view.ID]bool{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return err
+		}
+		id, ok := view.ParseID(s)
+		if !ok {
+			rows.Close()
+			return fmt.Errorf("scope match id %q is not an id", s)
+		}
+		replace[id] = true
+	}
+	rows.Close()
+	_, err = view.PatchMatchParts(ctx, prev, filepath.Join(dir, view.MatchPartsTable+".parquet"), out, replace)
+	return err
+}
+
+// commitState records the new batches in the state, marks it finished and
+// keeps the run's files as the next run's previous ones.
+func (r *run) commitState(ctx context.Context, outDir string) (int64, error) {
+	for _, name := range PublishedTables {
+		if r.inc.changed[name] {
+			r.rep.Changed = append(r.rep.Changed, name)
+		}
+	}
+	m := r.inc.meta
+	m.RunID, m.Clean, m.NextSeq = r.rep.RunID, true, r.nextSeq
+	m.Lineage = slices.Sorted(slices.Values(r.rep.Lineage))
+	if err := r.keepOut(outDir); err != nil {
+		return 0, err
+	}
+	if err := writeMeta(ctx, r.db, "st", m); err != nil {
+		return 0, err
+	}
+	if _, err := r.db.ExecContext(ctx, `CHECKPOINT st`); err != nil && !errors.Is(err, context.Canceled) {
+		return 0, err
+	}
+	return int64(len(r.rep.Read)), nil
+}

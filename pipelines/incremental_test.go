@@ -1,0 +1,239 @@
+package pipelines_test
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/synth"
+)
+
+// landLive lands recs (the live split of a world) as one live batch at t,
+// with extra raw lines appended to entity files.
+func landLive(t *testing.T, st publish.Store, dir string, at time.Time, recs []liveRec, hostile map[raw.Entity][]string) raw.BatchManifest {
+	t.Helper()
+	b, err := raw.NewBatch(dir, "live", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := b.Add(r.e, r.rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for e, lines := range hostile {
+		for _, l := range lines {
+			if err := b.AddLine(e, []byte(l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m, err := b.Land(context.Background(), st, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type liveRec = struct {
+	e   raw.Entity
+	rec any
+}
+
+// allRows is publishedRows with the match parts too (their frames as
+// text): an incremental run renders only its scope's parts.
+func allRows(t *testing.T, rep pipelines.Report) map[string][]string {
+	t.Helper()
+	out := publishedRows(t, rep)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tf := range rep.Tables {
+		if tf.Name != "match_parts" {
+			continue
+		}
+		rows, err := db.Query("SELECT t::VARCHAR FROM read_parquet(?) t", tf.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out[tf.Name] = append(out[tf.Name], s)
+		}
+		rows.Close()
+	}
+	return out
+}
+
+// TestIncrementalEqualsFull: a world lands its history in one batch and
+// its match updates and price captures as live batches, one at a time;
+// after each, a run on the same work folder is incremental (it reads the
+// new batch only) and publishes, table for table and row for row in
+// order, what a full rebuild of the same raw input on a fresh work folder
+// publishes: also when the batch completes matches (the model runs again)
+// and when it holds broken lines (quarantined, with the reasons a full run
+// gives). A batch with a team record, and Options.Full, make a full run
+// that says why.
+func TestIncrementalEqualsFull(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	split := &liveSplit{}
+	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 5, Now: now, Matches: 120},
+		func(b *raw.Batch) synth.Sink { split.next = b; return split })
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	run := func(o pipelines.Options) pipelines.Report {
+		t.Helper()
+		o.Store = st
+		rep, err := pipelines.Run(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	compare := func(step string, inc pipelines.Report) {
+		t.Helper()
+		full := run(pipelines.Options{WorkDir: t.TempDir()})
+		a, b := allRows(t, inc), allRows(t, full)
+		if len(a) != len(b) || len(a) < len(pipelines.PublishedTables) {
+			t.Fatalf("%s: %d tables incremental, %d full", step, len(a), len(b))
+		}
+		for name, rows := range b {
+			if !slices.Equal(rows, a[name]) {
+				t.Errorf("%s: table %s: incremental %d rows, full %d, or other rows or order", step, name, len(a[name]), len(rows))
+			}
+		}
+		if !equalQuarantine(inc, full) {
+			t.Errorf("%s: quarantined %v incremental, %v full", step, inc.Quarantined, full.Quarantined)
+		}
+	}
+	kept := split.kept
+	const n = 6
+	part := func(i int) []liveRec { return kept[i*len(kept)/n : (i+1)*len(kept)/n] }
+
+	first := run(pipelines.Options{WorkDir: work})
+	if first.Mode != pipelines.ModeFull || !strings.Contains(first.FullReason, "no pipeline state") {
+		t.Fatalf("first run: mode %q, reason %q", first.Mode, first.FullReason)
+	}
+	for i := 0; i < n; i++ {
+		var hostile map[raw.Entity][]string
+		if i == 2 {
+			hostile = map[raw.Entity][]string{
+				raw.MatchUpdates:  {`{"id": broken`, `{"match_id":"no-such-match","status":"live","changed_at":"2026-06-01T12:00:00Z"}`},
+				raw.PriceCaptures: {`[1,2]`},
+			}
+		}
+		m := landLive(t, st, dir, now.Add(time.Hour+time.Duration(i)*time.Minute), part(i), hostile)
+		rep := run(pipelines.Options{WorkDir: work})
+		if rep.Mode != pipelines.ModeIncremental || !slices.Equal(rep.Read, []string{m.BatchID}) {
+			t.Fatalf("live batch %d: mode %q (%s), read %v; want incremental, reading %s", i, rep.Mode, rep.FullReason, rep.Read, m.BatchID)
+		}
+		if !slices.Contains(rep.Changed, "match_events") {
+			t.Errorf("live batch %d changed %v; want match_events among them", i, rep.Changed)
+		}
+		if i%2 == 0 || i == n-1 {
+			compare("after live batch "+string(rune('0'+i)), rep)
+		}
+	}
+
+	// New prices of matches not completed, and a live tick of a live
+	// match: the odds and the match move, the model's inputs do not (it
+	// is not run again), and the rows still equal a full rebuild's.
+	tick := liveTick(kept, now.Add(90*time.Minute))
+	if len(tick) < 2 {
+		t.Fatalf("the world has no match that is not completed: %d records", len(tick))
+	}
+	m := landLive(t, st, dir, now.Add(90*time.Minute), tick, nil)
+	rep := run(pipelines.Options{WorkDir: work})
+	if rep.Mode != pipelines.ModeIncremental || !slices.Equal(rep.Read, []string{m.BatchID}) ||
+		!slices.Contains(rep.Changed, "odds_lines") || slices.Contains(rep.Changed, "rankings") ||
+		slices.Contains(rep.Changed, "model_forecasts") {
+		t.Errorf("prices and a live tick: mode %q (%s), read %v, changed %v; want odds_lines and not the model's tables",
+			rep.Mode, rep.FullReason, rep.Read, rep.Changed)
+	}
+	compare("after prices and a live tick", rep)
+
+	// A team record: the run is full, and says why; the next live batch
+	// continues from its state.
+	b, err := raw.NewBatch(dir, "scrape", now.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddLine(raw.Teams, []byte(`{"id":"t-new","name":"New Team","region":"EU","changed_at":"2026-06-01T12:30:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Land(ctx, st, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(pipelines.Options{WorkDir: work})
+	if rep.Mode != pipelines.ModeFull || !strings.Contains(rep.FullReason, "teams records") {
+		t.Errorf("a batch with a team record: mode %q, reason %q", rep.Mode, rep.FullReason)
+	}
+	rep = run(pipelines.Options{WorkDir: work, Full: true})
+	if rep.Mode != pipelines.ModeFull || rep.FullReason != "asked for (--full)" {
+		t.Errorf("Full: mode %q, reason %q", rep.Mode, rep.FullReason)
+	}
+	if rep = run(pipelines.Options{WorkDir: work}); rep.Mode != pipelines.ModeIncremental || len(rep.Read) != 0 {
+		t.Errorf("nothing new: mode %q (%s), read %v", rep.Mode, rep.FullReason, rep.Read)
+	}
+	compare("with nothing new", rep)
+}
+
+// equalQuarantine: the same quarantined lines by entity and reason,
+// counting in the incremental run's report only what its new batches
+// brought (each run reports its own lines).
+func equalQuarantine(inc, full pipelines.Report) bool {
+	for e, reasons := range inc.Quarantined {
+		for reason, n := range reasons {
+			if full.Quarantined[e][reason] < n {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// liveTick is, for the matches of recs without a completed or cancelled
+// update, each one's price captures again at at with other prices, and
+// the last update of each live one again at at.
+func liveTick(recs []liveRec, at time.Time) []liveRec {
+	done := map[string]bool{}
+	last := map[string]raw.MatchUpdate{}
+	for _, r := range recs {
+		if u, ok := r.rec.(raw.MatchUpdate); ok {
+			if u.Status == "completed" || u.Status == "cancelled" {
+				done[u.MatchID] = true
+			}
+			last[u.MatchID] = u
+		}
+	}
+	var out []liveRec
+	for _, r := range recs {
+		if c, ok := r.rec.(raw.PriceCapture); ok && c.MatchID != "" && !done[c.MatchID] {
+			c.CapturedAt, c.Price = at, c.Price*1.05
+			out = append(out, liveRec{raw.PriceCaptures, c})
+		}
+	}
+	for id, u := range last {
+		if !done[id] && u.Status == "live" {
+			u.ChangedAt = at
+			out = append(out, liveRec{raw.MatchUpdates, u})
+		}
+	}
+	return out
+}

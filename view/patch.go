@@ -1,0 +1,232 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// SegmentKey encodes the values of a row's segment columns (text, or null)
+// as PatchParquet compares them: in the files' order, a null after every
+// value (NULLS LAST).
+func SegmentKey(vals ...*string) string {
+	var b strings.Builder
+	for _, v := range vals {
+		if v == nil {
+			b.WriteString("\x01\x02")
+			continue
+		}
+		b.WriteByte(0)
+		b.WriteString(*v)
+		b.WriteByte(2)
+	}
+	return b.String()
+}
+
+// patchRowGroup is the row group size of a patched file: the pipeline's
+// exports' (ROW_GROUP_SIZE 122880).
+const patchRowGroup = 122880
+
+// PatchParquet writes out: the rows of the Parquet file prev, in order,
+// except those whose segment is in replace, with every row of delta (the
+// same columns, ordered the same way) at its place. A table file of a
+// snapshot is ordered by its segment columns first (text ids, nulls last:
+// a match id, say), so a segment's rows are contiguous and a patch never
+// compares more than the segment: delta's rows of a segment go before the
+// first row of prev whose segment sorts after it. prev streams through a
+// batch at a time, so patching a large table costs its bytes, not its
+// rows in memory: how an incremental pipeline run rewrites a table of
+// which it changed a few matches. The file is written with zstd, as the
+// pipeline's exports are.
+func PatchParquet(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool) (int64, error) {
+	add, err := openBatches(ctx, delta, segment)
+	if err != nil {
+		return 0, err
+	}
+	defer add.close()
+	src, err := openBatches(ctx, prev, segment)
+	if err != nil {
+		return 0, err
+	}
+	defer src.close()
+	if !src.schema.Equal(add.schema) {
+		return 0, fmt.Errorf("view: patch %s: %s has other columns", prev, delta)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithMaxRowGroupLength(patchRowGroup), parquet.WithCreatedBy("eo"))
+	w, err := pqarrow.NewFileWriter(src.schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		f.Close()
+		return 0, err
+	}
+	n, err := patchRows(src, add, replace, w)
+	if err != nil {
+		w.Close()
+		return n, err
+	}
+	return n, w.Close()
+}
+
+// patchRows merges src (but replaced segments) and add into w.
+func patchRows(src, add *batches, replace map[string]bool, w *pqarrow.FileWriter) (int64, error) {
+	var n int64
+	write := func(b *batches, i, j int) error {
+		if i >= j {
+			return nil
+		}
+		n += int64(j - i)
+		rec := b.rec.NewSlice(int64(i), int64(j))
+		defer rec.Release()
+		return w.WriteBuffered(rec)
+	}
+	// flushAdd writes add's rows whose segment sorts before seg ("" after
+	// all: the end).
+	flushAdd := func(seg string, end bool) error {
+		for add.ok() && (end || add.seg() < seg) {
+			i := add.i
+			for add.ok() && add.i < add.n() && (end || add.seg() < seg) {
+				add.i++
+			}
+			if err := write(add, i, add.i); err != nil {
+				return err
+			}
+			if err := add.settle(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for src.ok() {
+		start := src.i
+		for ; src.i < src.n(); src.i++ {
+			seg := src.seg()
+			if !replace[seg] && (!add.ok() || add.seg() >= seg) {
+				continue
+			}
+			if err := write(src, start, src.i); err != nil {
+				return n, err
+			}
+			if err := flushAdd(seg, false); err != nil {
+				return n, err
+			}
+			start = src.i
+			if replace[seg] {
+				start = src.i + 1
+			}
+		}
+		if err := write(src, start, src.i); err != nil {
+			return n, err
+		}
+		if err := src.settle(); err != nil {
+			return n, err
+		}
+	}
+	return n, flushAdd("", true)
+}
+
+// batches walks a Parquet file's rows a record batch at a time, with each
+// row's segment key.
+type batches struct {
+	rr     pqarrow.RecordReader
+	pf     *file.Reader
+	schema *arrow.Schema
+	cols   []int
+	rec    arrow.RecordBatch
+	segs   []string
+	i      int
+	err    error
+}
+
+func openBatches(ctx context.Context, path string, segment []string) (*batches, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 8192}, memory.DefaultAllocator)
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	b := &batches{pf: pf, schema: schema}
+	for _, name := range segment {
+		idx := schema.FieldIndices(name)
+		if len(idx) != 1 || schema.Field(idx[0]).Type.ID() != arrow.STRING {
+			pf.Close()
+			return nil, fmt.Errorf("view: %s: segment column %q is not one text column", path, name)
+		}
+		b.cols = append(b.cols, idx[0])
+	}
+	if b.rr, err = fr.GetRecordReader(ctx, nil, nil); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return b, b.settle()
+}
+
+// ok says whether a row is at hand; settle moves to the next batch when
+// the current one is done.
+func (b *batches) ok() bool    { return b.rec != nil && b.i < b.n() }
+func (b *batches) n() int      { return len(b.segs) }
+func (b *batches) seg() string { return b.segs[b.i] }
+
+func (b *batches) settle() error {
+	for b.rec == nil || b.i >= b.n() {
+		if b.rec != nil {
+			b.rec.Release()
+			b.rec = nil
+		}
+		if !b.rr.Next() {
+			if err := b.rr.Err(); err != nil && err != io.EOF {
+				return err
+			}
+			return nil
+		}
+		b.rec = b.rr.RecordBatch()
+		b.rec.Retain()
+		b.i = 0
+		b.segs = b.segs[:0]
+		cols := make([]*array.String, len(b.cols))
+		for k, c := range b.cols {
+			cols[k] = b.rec.Column(c).(*array.String)
+		}
+		vals := make([]*string, len(cols))
+		for r := 0; r < int(b.rec.NumRows()); r++ {
+			for k, c := range cols {
+				vals[k] = nil
+				if c.IsValid(r) {
+					v := c.Value(r)
+					vals[k] = &v
+				}
+			}
+			b.segs = append(b.segs, SegmentKey(vals...))
+		}
+	}
+	return nil
+}
+
+func (b *batches) close() {
+	if b.rec != nil {
+		b.rec.Release()
+	}
+	b.rr.Release()
+	b.pf.Close()
+}
