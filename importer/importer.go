@@ -39,6 +39,8 @@ package importer
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -443,9 +445,9 @@ func possibleMap(a, b int) bool {
 // gameDetails fills each game's map results, kills and players from the
 // dataset's landed records (what the pipeline sees of the match).
 func gameDetails(ds *Dataset) {
-	maps := map[string][]raw.MapResult{}
+	byMatch := map[string][]raw.MapResult{}
 	for _, m := range ds.Maps {
-		maps[m.MatchID] = append(maps[m.MatchID], m)
+		byMatch[m.MatchID] = append(byMatch[m.MatchID], m)
 	}
 	type side struct {
 		kills   float64
@@ -467,7 +469,7 @@ func gameDetails(ds *Dataset) {
 	}
 	for i := range ds.Games {
 		g := &ds.Games[i]
-		ms := maps[g.MatchID]
+		ms := byMatch[g.MatchID]
 		sort.Slice(ms, func(a, b int) bool { return ms[a].MapNumber < ms[b].MapNumber })
 		g.Maps = nil
 		for _, m := range ms {
@@ -478,19 +480,10 @@ func gameDetails(ds *Dataset) {
 			g.KillsA, g.KillsB = sa.kills, sb.kills
 		}
 		if sa != nil {
-			g.PlayersA = sortedSet(sa.players)
+			g.PlayersA = slices.Sorted(maps.Keys(sa.players))
 		}
 		if sb != nil {
-			g.PlayersB = sortedSet(sb.players)
+			g.PlayersB = slices.Sorted(maps.Keys(sb.players))
 		}
 	}
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -75,7 +77,7 @@ func RosterHistory(matches []TeamMatch, renames []time.Time, limit int) []Roster
 		if len(set) != 5 {
 			continue
 		}
-		row := RosterRow{MatchID: m.MatchID, PlayedAt: m.At, PlayerIDs: sortedKeys(set), HasDebutant: debut,
+		row := RosterRow{MatchID: m.MatchID, PlayedAt: m.At, PlayerIDs: slices.Sorted(maps.Keys(set)), HasDebutant: debut,
 			PlayersIn: []string{}, PlayersOut: []string{}}
 		if prev == nil {
 			row.Continuity = ContinuityNew
@@ -120,14 +122,5 @@ func RosterHistory(matches []TeamMatch, renames []time.Time, limit int) []Roster
 	for i := len(rows) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, rows[i])
 	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
