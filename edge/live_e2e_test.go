@@ -120,13 +120,7 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 	m, up := liveMatchOf(t, ls)
 	id := m.ID.String()
 	mt, ot := "match:"+id, "odds:"+id
-	var sentinel string
-	for _, x := range ls.snap().Matches() {
-		if x.ID != m.ID {
-			sentinel = "match:" + x.ID.String()
-			break
-		}
-	}
+	sentinel := sentinelOf(ls, m)
 
 	// The match, played out by the local replay, recorded.
 	rec := &recordFeed{}

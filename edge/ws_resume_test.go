@@ -143,13 +143,7 @@ func TestWSResumeEndToEnd(t *testing.T) {
 	m, up := liveMatchOf(t, ls)
 	id := m.ID.String()
 	mt, ot := "match:"+id, "odds:"+id
-	sentinel := ""
-	for _, x := range ls.snap().Matches() {
-		if x.ID != m.ID {
-			sentinel = "match:" + x.ID.String()
-			break
-		}
-	}
+	sentinel := sentinelOf(ls, m)
 	rs := rounds(replayEvents(t, up))
 	if len(rs) < 36 {
 		t.Fatalf("the replay played %d rounds", len(rs))
@@ -240,13 +234,7 @@ func TestWSResumeAcrossInstances(t *testing.T) {
 	a, b := newLiveServer(t, redisLive(rc)), newLiveServer(t, redisLive(rc))
 	m, up := liveMatchOf(t, a)
 	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
-	sentinel := ""
-	for _, x := range a.snap().Matches() {
-		if x.ID != m.ID {
-			sentinel = "match:" + x.ID.String()
-			break
-		}
-	}
+	sentinel := sentinelOf(a, m)
 	rs := rounds(replayEvents(t, up))
 	obs, c := a.open(t), a.open(t)
 	for _, x := range []*wsClient{obs, c} {

@@ -213,6 +213,18 @@ func liveMatchOf(t *testing.T, ls *liveServer) (*Match, string) {
 	return nil, ""
 }
 
+// sentinelOf is the target of a match of ls's snapshot other than m: one
+// the tests subscribe to as a barrier (drain, barrier), whose frames never
+// mix with m's.
+func sentinelOf(ls *liveServer, m *Match) string {
+	for _, x := range ls.snap().Matches() {
+		if x.ID != m.ID {
+			return "match:" + x.ID.String()
+		}
+	}
+	return ""
+}
+
 func TestWSTicketSingleUseAndExpiry(t *testing.T) {
 	ls := newLiveServer(t, LiveOptions{})
 	tok := ls.mint(t, goodKey)
