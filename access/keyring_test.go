@@ -163,15 +163,11 @@ func TestKeyringWatchAndBadFile(t *testing.T) {
 	go kr.Watch(c, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var plain string
 	withStore(t, path, clk, func(s *Store) { plain, _, _ = s.CreateKey(acct, PlanStandard) })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := kr.Authenticate(ctx(), plain); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Watch did not pick up a key created beside it")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.Within(10*time.Second, 5*time.Millisecond, func() bool {
+		_, err := kr.Authenticate(ctx(), plain)
+		return err == nil
+	}) {
+		t.Fatal("Watch did not pick up a key created beside it")
 	}
 
 	// A file that is not a bolt database: OpenKeyring fails with a clear

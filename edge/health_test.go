@@ -10,6 +10,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // healthOf reads /health: its status code and the counters check.
@@ -26,12 +27,8 @@ func healthOf(t *testing.T, ms *meteredServer) (int, string, map[string]any) {
 // eventually retries cond for up to d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !proctest.Within(d, 100*time.Millisecond, cond) {
+		t.Fatalf("%s: not within %s", what, d)
 	}
 }
 

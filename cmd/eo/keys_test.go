@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // eoCLI runs this binary as the eo command with args and returns its
@@ -65,16 +66,8 @@ func TestKeysRoundTrip(t *testing.T) {
 		t.Fatalf("the new key: %d %s", code, body)
 	}
 	eoCLI(t, env, "keys", "revoke", "--key", keyID)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, _ := p.get("/v1/cs2/matches?limit=1", key)
-		if code == 401 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a revoked key still gets %d after 10 s (reload every 100ms)", code)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if code := statusWithin(p, "/v1/cs2/matches?limit=1", key, 401); code != 401 {
+		t.Fatalf("a revoked key still gets %d after 10 s (reload every 100ms)", code)
 	}
 	if list := eoCLI(t, env, "keys", "list", "--account", acct[1]); !strings.Contains(list, "revoked") {
 		t.Errorf("eo keys list does not show the revocation:\n%s", list)
@@ -172,15 +165,19 @@ func TestRedisEdgeSaysWhenTheKeysAreNotImported(t *testing.T) {
 		t.Fatalf("a key only in the file: %d, want 401", code)
 	}
 	eoCLI(t, []string{"EO_REDIS_URL=" + url, "EO_WORK=" + t.TempDir()}, "keys", "import", "--from", filepath.Join(work, "access.db"))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, _ := p.get("/v1/cs2/teams?limit=1", key)
-		if code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the import the key still gets %d", code)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if code := statusWithin(p, "/v1/cs2/teams?limit=1", key, 200); code != 200 {
+		t.Fatalf("after the import the key still gets %d", code)
 	}
+}
+
+// statusWithin polls GET path with key on p every 50 ms, for up to 10 s,
+// until it answers want, and returns the last status: the edge picks a
+// change of the keys up on its next reload.
+func statusWithin(p *edgeProc, path, key string, want int) int {
+	var code int
+	proctest.Within(10*time.Second, 50*time.Millisecond, func() bool {
+		code, _ = p.get(path, key)
+		return code == want
+	})
+	return code
 }

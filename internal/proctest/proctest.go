@@ -1,7 +1,7 @@
 // Package proctest holds what the fault and load tests share: what the
 // server helpers (MinIO, redis-server) need of the processes they control,
-// a buffer for the output of a process or logger, and goroutines that keep
-// the code under test busy (Hammer).
+// a buffer for the output of a process or logger, goroutines that keep
+// the code under test busy (Hammer), and a wait for a condition (Within).
 package proctest
 
 import (
@@ -18,17 +18,29 @@ import (
 // it is serving after kill(2) returns, so a test that freezes a server and
 // at once expects its calls to hang must wait for the stop to take hold.
 func WaitStopped(pid int, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		running, err := runningThreads(pid)
-		if err == nil && running == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("proctest: process %d not stopped after %v (%d threads running, %v)", pid, limit, running, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var running int
+	var err error
+	if Within(limit, 5*time.Millisecond, func() bool {
+		running, err = runningThreads(pid)
+		return err == nil && running == 0
+	}) {
+		return nil
 	}
+	return fmt.Errorf("proctest: process %d not stopped after %v (%d threads running, %v)", pid, limit, running, err)
+}
+
+// Within calls cond every poll until it returns true and says whether it
+// did before limit ran out; cond is called once more after the limit.
+// Tests wait through it for what another goroutine or process does.
+func Within(limit, poll time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+	}
+	return true
 }
 
 // runningThreads counts the threads of pid whose state is neither stopped
