@@ -231,6 +231,22 @@ func openKeys(t *testing.T, clk *clock) *Store {
 	return s
 }
 
+// newAccountKey creates an account named name (no trial) on s and a key of
+// plan on it, failing t on an error: the account, the key's plaintext and
+// its record.
+func newAccountKey(t *testing.T, s *Store, name, plan string) (Account, string, Key) {
+	t.Helper()
+	a, err := s.CreateAccount(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, k, err := s.CreateKey(a.ID, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, plain, k
+}
+
 func TestMeterStandardMonthAndBucket(t *testing.T) {
 	backends(t, func(t *testing.T, c Counters) {
 		clk := newClock(time.Date(2026, 1, 31, 23, 59, 0, 0, time.UTC))

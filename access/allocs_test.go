@@ -17,14 +17,7 @@ func TestHotPathAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := st.CreateAccount("allocs", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := st.CreateKey(acct.ID, PlanInternal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key, _ := newAccountKey(t, st, "allocs", PlanInternal)
 	st.Close() // eo serve reads the keys the way `eo keys` left them
 	kr, err := OpenKeyring(path, clk.Now)
 	if err != nil {

@@ -22,14 +22,7 @@ func TestRedisKeysAreSharedByEveryHost(t *testing.T) {
 	url := redistest.Start(t)
 	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
 	hostA, hostB := openRedisStore(t, url, clk), openRedisStore(t, url, clk)
-	a, err := hostA.CreateAccount("acme", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, k, err := hostA.CreateKey(a.ID, PlanStandard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, plain, k := newAccountKey(t, hostA, "acme", PlanStandard)
 	if got, err := hostB.GetKey(k.ID); err != nil || got.Hash != k.Hash {
 		t.Fatalf("host B reads the key created on host A: %+v %v", got, err)
 	}
@@ -97,11 +90,7 @@ func TestRedisKeyringStartsFromItsCacheWhenRedisIsDown(t *testing.T) {
 	srv := redistest.StartServer(t)
 	clk := newClock(time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC))
 	st := openRedisStore(t, srv.URL, clk)
-	a, _ := st.CreateAccount("acme", 0)
-	plain, _, err := st.CreateKey(a.ID, PlanStandard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, plain, _ := newAccountKey(t, st, "acme", PlanStandard)
 	cache := filepath.Join(t.TempDir(), "keys.cache.json")
 	first := openRedisRing(t, srv.URL, cache, clk)
 	if _, err := first.Authenticate(ctx(), plain); err != nil {
@@ -131,11 +120,7 @@ func TestRedisKeyringStartsFromItsCacheWhenRedisIsDown(t *testing.T) {
 
 	srv.Restart() // redistest keeps no data: the store is empty again
 	st2 := openRedisStore(t, srv.URL, clk)
-	b, _ := st2.CreateAccount("beta", 0)
-	plain2, _, err := st2.CreateKey(b.ID, PlanStandard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, plain2, _ := newAccountKey(t, st2, "beta", PlanStandard)
 	if changed, err := restarted.Reload(); err != nil || !changed {
 		t.Fatalf("reload with Redis back: changed=%v %v", changed, err)
 	}
