@@ -213,10 +213,7 @@ func playerSortValue(p *Player, key string) SortVal {
 	case "country_code":
 		return strVal(p.CountryCode)
 	case "role":
-		if p.Role == nil {
-			return SortVal{Null: true}
-		}
-		return strVal(*p.Role)
+		return strPtrVal(p.Role)
 	}
 	return strVal(strings.ToLower(p.Name))
 }
