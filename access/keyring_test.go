@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -160,7 +159,7 @@ func TestKeyringWatchAndBadFile(t *testing.T) {
 	})
 	c, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go kr.Watch(c, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go kr.Watch(c, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	var plain string
 	withStore(t, path, clk, func(s *Store) { plain, _, _ = s.CreateKey(acct, PlanStandard) })
 	if !proctest.Within(10*time.Second, 5*time.Millisecond, func() bool {

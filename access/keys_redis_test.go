@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -106,7 +105,7 @@ func TestRedisKeyringStartsFromItsCacheWhenRedisIsDown(t *testing.T) {
 		!strings.Contains(err.Error(), "redis") {
 		t.Fatalf("a start with Redis down and no cache: %v", err)
 	}
-	restarted, err := OpenRedisKeyring(ctx(), srv.URL, "eo:", o, cache, clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	restarted, err := OpenRedisKeyring(ctx(), srv.URL, "eo:", o, cache, clk.Now, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("a start with Redis down and a cache: %v", err)
 	}

@@ -901,4 +901,4 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
-var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quietLog = slog.New(slog.DiscardHandler)

@@ -40,7 +40,7 @@ func (oapiAuth) Authenticate(_ context.Context, key string) (access.Principal, e
 func newOAPIServer(t *testing.T) *Server {
 	t.Helper()
 	s, err := New(Options{Store: publish.NewMemory(), Auth: oapiAuth{}, CacheDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package importer
 import (
 	"context"
 	"database/sql"
-	"io"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 	"github.com/eodata/eo/publish"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 type noAuth struct{}
 

@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"database/sql"
-	"io"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -63,7 +62,7 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"testing"
@@ -26,7 +25,7 @@ func runWorld(t *testing.T, o synth.Options, mo pipelines.ModelOptions) (pipelin
 	if err := worldtest.Land(ctx, st, o, t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), Model: mo, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), Model: mo, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -35,7 +34,7 @@ func publishedSnapshot(t *testing.T, ds *importer.Dataset) *sql.DB {
 	if _, err := importer.Land(ctx, st, ds, dir, now); err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	r := jobs.NewRunner(jobs.Options{Pipeline: pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work"), Logger: quiet},
 		Force: true, Now: func() time.Time { return now }})
 	res, err := r.RunOnce(ctx)
