@@ -15,6 +15,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
@@ -61,17 +62,7 @@ func snapshot(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
 	if srv.Current() == nil || srv.Current().ID != res.Manifest.SnapshotID {
 		t.Fatalf("edge loaded %v, want %s", srv.Current(), res.Manifest.SnapshotID)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	for _, tf := range res.Report.Tables {
-		if _, err := db.Exec(`CREATE VIEW "` + tf.Name + `" AS SELECT * FROM read_parquet('` + tf.Path + `')`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db, res.Report
+	return worldtest.OpenTables(t, res.Report.Tables), res.Report
 }
 
 func one[T any](t *testing.T, db *sql.DB, q string, args ...any) T {

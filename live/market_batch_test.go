@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -66,15 +65,10 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	pq := func(name string) string { return "'" + filepath.Join(rep.OutDir, name+".parquet") + "'" }
+	db := worldtest.OpenTables(t, rep.Tables)
 
 	ids := map[string]string{}
-	rows, err := db.Query(`SELECT upstream_id, CAST(id AS VARCHAR) FROM read_parquet(` + pq("live_ids") + `) WHERE kind = 'match'`)
+	rows, err := db.Query(`SELECT upstream_id, CAST(id AS VARCHAR) FROM live_ids WHERE kind = 'match'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +86,7 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 
 	var batch []seriesRow
 	rows, err = db.Query(`SELECT market, CAST(market_id AS VARCHAR), outcome_key, captured_at, price, book_count
-		FROM read_parquet(` + pq("odds_lines") + `) WHERE source = 'eo_market' AND match_id IS NOT NULL`)
+		FROM odds_lines WHERE source = 'eo_market' AND match_id IS NOT NULL`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,24 +42,10 @@ func oddsWorld(t *testing.T) pipelines.Report {
 	return rep
 }
 
-// openOut opens DuckDB with a view per exported table of a run.
+// openOut opens DuckDB on the tables a run exported.
 func openOut(t *testing.T, rep pipelines.Report) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
-		t.Fatal(err)
-	}
-	for _, tf := range rep.Tables {
-		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s')`, tf.Name, filepath.ToSlash(tf.Path))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db
+	return worldtest.OpenTables(t, rep.Tables)
 }
 
 // count is the integer result of a one-row, one-column query.

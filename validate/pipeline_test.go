@@ -14,6 +14,7 @@ import (
 	_ "github.com/marcboeker/go-duckdb/v2"
 
 	"github.com/eodata/eo/importer"
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/model"
 	"github.com/eodata/eo/pipelines"
@@ -44,17 +45,7 @@ func publishedSnapshot(t *testing.T, ds *importer.Dataset) *sql.DB {
 	if n := res.Report.QuarantinedTotal(); n != 0 {
 		t.Fatalf("%d quarantined lines", n)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	for _, tf := range res.Report.Tables {
-		if _, err := db.Exec(`CREATE VIEW "` + tf.Name + `" AS SELECT * FROM read_parquet('` + tf.Path + `')`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db
+	return worldtest.OpenTables(t, res.Report.Tables)
 }
 
 // matchKey names a match the same way in both paths: its scheduled time

@@ -1,11 +1,14 @@
 // Package worldtest lands test input in a store, each as one raw batch: a
 // synthetic world (synth) or a folder of NDJSON files. The tests of the
 // pipeline, the jobs, the live market and the edge build their fixtures
-// with it.
+// with it; the tests that query what a pipeline run exported open it with
+// OpenTables.
 package worldtest
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,4 +130,27 @@ func (s *Shared[T]) Remove() {
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
+}
+
+// OpenTables opens an in-memory DuckDB with a view per table file (a
+// pipeline run's Report.Tables), on one connection set to UTC, closed when
+// t ends. The DuckDB driver is there in every test binary that runs the
+// pipeline: package pipelines registers it.
+func OpenTables(t testing.TB, tables []publish.TableFile) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tf := range tables {
+		if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW "%s" AS SELECT * FROM read_parquet('%s')`, tf.Name, filepath.ToSlash(tf.Path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
