@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/marcboeker/go-duckdb/v2"
-
 	"github.com/eodata/eo/importer"
 	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/jobs"
