@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -18,9 +19,11 @@ import (
 
 // incState is what an incremental run carries between its steps.
 type incState struct {
-	meta    stateMeta
-	model   bool            // the ratings and model step runs again
-	changed map[string]bool // published tables whose rows changed
+	meta     stateMeta
+	entities map[raw.Entity]bool // the entities the new batches hold records of
+	results  bool                // a scope match's completion, winner or time changed
+	model    bool                // the ratings and model step runs again
+	changed  map[string]bool     // published tables whose rows changed
 }
 
 // incremental runs the pipeline on the new batches only (see the comment
@@ -33,6 +36,14 @@ func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skip
 	}
 	defer db.Close()
 	r.db = db
+	// An incremental run reads the state a scope at a time and streams
+	// the files it patches: a small budget for DuckDB (it spills beyond)
+	// and the Go heap keeps it beside an edge. The model's whole-history
+	// steps get the configured one back (rerunModel).
+	if _, err := db.ExecContext(ctx, `SET memory_limit = '`+incrementalMemory+`'`); err != nil {
+		return err
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(byteSize(incrementalMemory)))
 	meta, err := r.readState(ctx)
 	if err != nil {
 		return err
@@ -50,9 +61,19 @@ func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skip
 	}
 	r.batches, r.dirs, r.seqBase = fresh, dirs, meta.NextSeq
 	r.nextSeq = meta.NextSeq + len(fresh) + len(skipped)
-	r.inc = &incState{meta: meta, changed: map[string]bool{}}
+	r.inc = &incState{meta: meta, changed: map[string]bool{}, entities: map[raw.Entity]bool{}}
+	for _, b := range fresh {
+		for e := range b.Files {
+			r.inc.entities[e] = true
+		}
+	}
 	return r.runSteps(ctx, r.incrementalSteps(skipped, outDir))
 }
+
+// incrementalMemory is an incremental run's memory budget for DuckDB and
+// for the Go heap (each a soft limit: DuckDB spills, the collector works
+// harder).
+const incrementalMemory = "256MB"
 
 // incrementalSteps is the incremental run, in order. Every step before
 // "merge into state" reads the state only, so a fallback there leaves it
@@ -76,8 +97,8 @@ func (r *run) incrementalSteps(skipped []raw.SkippedBatch, outDir string) []step
 		{"profiles and summaries", r.patchAggregates},
 		{"sandbox", r.patchSandbox},
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.exportChanged(ctx, outDir) }},
-		{"save state", r.saveState},
 		{"render match parts", func(ctx context.Context) (int64, error) { return r.patchParts(ctx, outDir) }},
+		{"save state", r.saveState},
 		{"commit state", func(ctx context.Context) (int64, error) { return r.commitState(ctx, outDir) }},
 	}
 }
@@ -168,16 +189,23 @@ func (r *run) noNewKeys(ctx context.Context) (int64, error) {
 // ratings and model step reads: a difference between the state's and the
 // scope's means it runs again. A live match's score is not among them
 // (the model reads completed matches' results only).
-var modelInputs = []string{
-	`SELECT id, team_a_id, team_b_id, status = 'completed', status = 'cancelled', scheduled_at, ended_at,
+// Each is compared only when the new batches hold records of its entity
+// (none for the matches' results: a match update can change them): a
+// table of an entity they do not hold has the state's rows on the scope.
+var modelInputs = map[raw.Entity]string{
+	"": `SELECT id, team_a_id, team_b_id, status = 'completed', status = 'cancelled', scheduled_at, ended_at,
 	        winner_team_id, result_type, format,
 	        CASE WHEN status = 'completed' THEN score_a END, CASE WHEN status = 'completed' THEN score_b END
 	 FROM {{db}}.out_matches WHERE ` + byScopeID,
-	`SELECT * FROM {{db}}.out_map_results WHERE match_id IN (SELECT id FROM memory.scope_completed)`,
-	`SELECT match_id, map_number, player_id, team_id, kills, rating FROM {{db}}.out_player_stats
+	raw.MapResults: `SELECT * FROM {{db}}.out_map_results WHERE match_id IN (SELECT id FROM memory.scope_completed)`,
+	raw.PlayerStats: `SELECT match_id, map_number, player_id, team_id, kills, rating FROM {{db}}.out_player_stats
 	 WHERE match_id IN (SELECT id FROM memory.scope_completed)`,
-	`SELECT * FROM {{db}}.v_match_updates WHERE match_id IN (SELECT ukey FROM memory.scope_completed)`,
+	raw.MatchUpdates: `SELECT * FROM {{db}}.v_match_updates WHERE match_id IN (SELECT ukey FROM memory.scope_completed)`,
 }
+
+// matchResults is what the team profiles read of a match.
+const matchResults = `SELECT id, team_a_id, team_b_id, status = 'completed', winner_team_id, scheduled_at
+	FROM {{db}}.out_matches WHERE ` + byScopeID
 
 // reviewInputs is what the model review reads of the scope: the closing
 // eo_market match-winner lines.
@@ -206,12 +234,19 @@ func (r *run) scopedAssemble(ctx context.Context) (int64, error) {
 		  UNION SELECT id FROM memory.out_matches WHERE status = 'completed') m ON i.kind = 'match' AND i.id = m.id`); err != nil {
 		return 0, err
 	}
-	for _, q := range modelInputs {
+	for e, q := range modelInputs {
+		if e != "" && !r.inc.entities[e] {
+			continue
+		}
 		d, err := r.differ(ctx, q, "memory")
 		if err != nil {
 			return 0, err
 		}
 		r.inc.model = r.inc.model || d
+	}
+	var err error
+	if r.inc.results, err = r.differ(ctx, matchResults, "memory"); err != nil {
+		return 0, err
 	}
 	if r.inc.model {
 		return 0, nil
@@ -227,15 +262,17 @@ func (r *run) scopedAssemble(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// scopeTables are the tables mergeScope patches: table -> the predicate
-// selecting the scope's rows. Odds lines are patched only when the model
-// does not run again (then the assemble rewrites them all).
-var scopeTables = [][2]string{
-	{"out_match_events", byScopeMatch}, {"out_map_results", byScopeMatch}, {"out_vetoes", byScopeMatch},
-	{"out_player_stats", byScopeMatch}, {"out_rounds", byScopeMatch}, {"out_depth_weapons", byScopeMatch},
-	{"out_depth_grenades", byScopeMatch}, {"out_depth_hitgroups", byScopeMatch}, {"out_depth_duels", byScopeMatch},
-	{"out_depth_flashes", byScopeMatch}, {"out_lineups", byScopeMatch}, {"out_streams", byScopeMatch},
-	{"out_market_lines", byScopeOdds}, {"odds_matches", byScopeMatch},
+// derivedOf are the tables mergeScope patches for the records of an
+// entity (besides its v_ table): the scope's rows of an entity the new
+// batches hold no record of are the state's, and are not compared.
+var derivedOf = map[raw.Entity][][2]string{
+	raw.MatchUpdates: {{"out_match_events", byScopeMatch}}, raw.MapResults: {{"out_map_results", byScopeMatch}},
+	raw.Vetoes: {{"out_vetoes", byScopeMatch}}, raw.PlayerStats: {{"out_player_stats", byScopeMatch}},
+	raw.Rounds: {{"out_rounds", byScopeMatch}}, raw.DepthWeapons: {{"out_depth_weapons", byScopeMatch}},
+	raw.DepthGrenades: {{"out_depth_grenades", byScopeMatch}}, raw.DepthHitgroups: {{"out_depth_hitgroups", byScopeMatch}},
+	raw.DepthDuels: {{"out_depth_duels", byScopeMatch}}, raw.DepthFlashes: {{"out_depth_flashes", byScopeMatch}},
+	raw.Lineups: {{"out_lineups", byScopeMatch}}, raw.Streams: {{"out_streams", byScopeMatch}},
+	raw.PriceCaptures: {{"out_market_lines", byScopeOdds}, {"odds_matches", byScopeMatch}},
 }
 
 // mergeScope replaces the state's rows of the scope with the scope's where
@@ -249,20 +286,24 @@ func (r *run) mergeScope(ctx context.Context) (int64, error) {
 	}
 	// The players of the scope before and after: their summaries are
 	// computed again (a corrected stat line can drop a player).
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE touched_players AS
-		SELECT player_id AS id FROM st.out_player_stats WHERE `+byScopeMatch+`
-		UNION SELECT player_id FROM memory.out_player_stats`); err != nil {
-		return 0, err
+	if r.inc.entities[raw.PlayerStats] || r.inc.entities[raw.MapResults] {
+		if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE touched_players AS
+			SELECT player_id AS id FROM st.out_player_stats WHERE `+byScopeMatch+`
+			UNION SELECT player_id FROM memory.out_player_stats`); err != nil {
+			return 0, err
+		}
 	}
-	tables := slices.Clone(scopeTables)
+	var tables [][2]string
+	for _, e := range childEntities() {
+		if r.inc.entities[e] {
+			tables = append(tables, [2]string{"v_" + string(e), upstreamScope(e)})
+			tables = append(tables, derivedOf[e]...)
+		}
+	}
 	if !r.inc.model {
 		tables = append(tables, [2]string{"out_odds_lines", byScopeOdds})
 	}
 	tables = append(tables, [2]string{"out_matches", byScopeID})
-	for _, e := range childEntities() {
-		tables = append(tables, [2]string{"v_" + string(e), upstreamScope(e)})
-	}
-	tables = append(tables, [2]string{"v_matches", upstreamScope(raw.Matches)})
 	var n int64
 	for _, t := range tables {
 		changed, err := r.patch(ctx, "memory", t[0], t[1])
@@ -313,6 +354,13 @@ var modelTables = []string{"rankings", "roster_history", "model_metrics", "model
 func (r *run) rerunModel(ctx context.Context) (int64, error) {
 	if !r.inc.model {
 		return 0, nil
+	}
+	limit := "RESET memory_limit"
+	if r.o.MemoryLimit != "" {
+		limit = "SET memory_limit = '" + sqlString(r.o.MemoryLimit) + "'"
+	}
+	if _, err := r.db.ExecContext(ctx, limit); err != nil {
+		return 0, err
 	}
 	n, err := r.inCatalog(ctx, "st", func() (int64, error) {
 		n, err := r.ratingsAndModel(ctx)
@@ -374,8 +422,8 @@ func sqlMacros() []string {
 // patches the rows that changed.
 func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 	c := r.inc.changed
-	teams := c["matches"] || c["map_results"] || c["rounds"] || c["vetoes"]
-	players := c["matches"] || c["map_results"] || c["player_stats"]
+	teams := r.inc.results || c["map_results"] || c["rounds"] || c["vetoes"]
+	players := r.inc.entities[raw.PlayerStats] || r.inc.entities[raw.MapResults]
 	if !teams && !players {
 		return 0, nil
 	}
@@ -595,6 +643,11 @@ func (r *run) patchParts(ctx context.Context, outDir string) (int64, error) {
 	} else {
 		r.inc.changed[view.MatchPartsTable] = true
 	}
+	for _, name := range PublishedTables {
+		if r.inc.changed[name] {
+			r.rep.Changed = append(r.rep.Changed, name)
+		}
+	}
 	var n int64
 	err := r.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM read_parquet('%s')`, sqlString(out))).Scan(&n)
 	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable, Path: out, Rows: n, Internal: true})
@@ -652,11 +705,6 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 // commitState records the new batches in the state, marks it finished and
 // keeps the run's files as the next run's previous ones.
 func (r *run) commitState(ctx context.Context, outDir string) (int64, error) {
-	for _, name := range PublishedTables {
-		if r.inc.changed[name] {
-			r.rep.Changed = append(r.rep.Changed, name)
-		}
-	}
 	m := r.inc.meta
 	m.RunID, m.Clean, m.NextSeq = r.rep.RunID, true, r.nextSeq
 	m.Lineage = slices.Sorted(slices.Values(r.rep.Lineage))
