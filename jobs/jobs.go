@@ -146,14 +146,15 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		SchemaVersion:      pipelines.SchemaVersion,
 		PipelineVersion:    pipelines.Version,
 		RawContractVersion: raw.ContractVersion,
-		Extra:              map[string]string{batchesKey: fp, "run_id": rep.RunID},
+		Extra:              map[string]string{batchesKey: fp, "run_id": rep.RunID, "run_mode": rep.Mode},
 	}
 	m, err = publish.Publish(ctx, st, m, rep.Tables)
 	if err != nil {
 		return Result{Report: rep}, fmt.Errorf("jobs: publish: %w", err)
 	}
 	log.Info("snapshot published", "snapshot", m.SnapshotID, "tables", len(m.Tables),
-		"quarantined", rep.QuarantinedTotal(), "elapsed", rep.Elapsed)
+		"quarantined", rep.QuarantinedTotal(), "elapsed", rep.Elapsed, "mode", rep.Mode,
+		"batches_read", len(rep.Read), "scope_matches", rep.Scope, "changed_tables", len(rep.Changed))
 	cleaned, err := publish.Clean(ctx, st, publish.CleanOptions{Retention: r.o.Retention, Keep: r.o.Keep, Now: now})
 	if err != nil {
 		// The snapshot is published; a failed clean-up is retried next run.

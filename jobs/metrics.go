@@ -20,6 +20,7 @@ const (
 // eo jobs serves them on its own listener, eo up on the edge's /metrics.
 type runMetrics struct {
 	runs        *prometheus.CounterVec
+	modes       *prometheus.CounterVec
 	duration    prometheus.Histogram
 	rows        *prometheus.GaugeVec
 	quarantined *prometheus.GaugeVec
@@ -32,6 +33,10 @@ func newRunMetrics() *runMetrics {
 			Name: "eo_pipeline_runs_total",
 			Help: "Pipeline runs by outcome: ok (published), failed, skipped (nothing new landed, no batch, or a run in progress).",
 		}, []string{"outcome"}),
+		modes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eo_pipeline_run_modes_total",
+			Help: "Published runs by mode: full (every batch; the first run, --full, or a batch an incremental run cannot take: the log says why) or incremental (the new batches only).",
+		}, []string{"mode"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "eo_pipeline_run_duration_seconds",
 			Help:    "Duration of the runs that ran the pipeline (ok or failed; skipped runs are not observed).",
@@ -43,7 +48,7 @@ func newRunMetrics() *runMetrics {
 		}, []string{"table"}),
 		quarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eo_pipeline_quarantined_rows",
-			Help: "Raw lines (files, batches) the last ok run quarantined, by entity (entity _batch: skipped batches).",
+			Help: "Raw lines (files, batches) the last ok run quarantined, by entity (entity _batch: skipped batches); an incremental run counts its new batches' lines only.",
 		}, []string{"entity"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eo_pipeline_last_success_timestamp_seconds",
@@ -52,6 +57,9 @@ func newRunMetrics() *runMetrics {
 	}
 	for _, o := range []string{OutcomeOK, OutcomeFailed, OutcomeSkipped} {
 		m.runs.WithLabelValues(o) // every outcome is exported from the start, at 0
+	}
+	for _, mode := range []string{pipelines.ModeFull, pipelines.ModeIncremental} {
+		m.modes.WithLabelValues(mode)
 	}
 	return m
 }
@@ -81,6 +89,7 @@ func (m *runMetrics) record(res Result, err error, d time.Duration, now time.Tim
 		return
 	}
 	m.lastSuccess.Set(float64(now.Unix()))
+	m.modes.WithLabelValues(res.Report.Mode).Inc()
 	m.rows.Reset()
 	for _, t := range res.Manifest.Tables {
 		m.rows.WithLabelValues(t.Name).Set(float64(t.Rows))
@@ -96,10 +105,11 @@ func (m *runMetrics) record(res Result, err error, d time.Duration, now time.Tim
 }
 
 // Collectors are the runner's metrics, to register on a Prometheus
-// registry: eo_pipeline_runs_total{outcome}, eo_pipeline_run_duration_seconds,
-// eo_pipeline_published_rows{table}, eo_pipeline_quarantined_rows{entity} and
+// registry: eo_pipeline_runs_total{outcome}, eo_pipeline_run_modes_total{mode},
+// eo_pipeline_run_duration_seconds, eo_pipeline_published_rows{table},
+// eo_pipeline_quarantined_rows{entity} and
 // eo_pipeline_last_success_timestamp_seconds.
 func (r *Runner) Collectors() []prometheus.Collector {
 	m := r.metrics
-	return []prometheus.Collector{m.runs, m.duration, m.rows, m.quarantined, m.lastSuccess}
+	return []prometheus.Collector{m.runs, m.modes, m.duration, m.rows, m.quarantined, m.lastSuccess}
 }

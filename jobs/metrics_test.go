@@ -77,7 +77,7 @@ func TestRunMetrics(t *testing.T) {
 	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Now: func() time.Time { return at }})
 	if m := gather(t, r.Collectors()); m[`eo_pipeline_runs_total{outcome="ok"}`] != 0 ||
-		len(m) != 6 || m["eo_pipeline_last_success_timestamp_seconds"] != 0 {
+		len(m) != 8 || m["eo_pipeline_last_success_timestamp_seconds"] != 0 {
 		t.Fatalf("before any run: %v", m)
 	}
 	if _, err := r.RunOnce(ctx); !errors.Is(err, pipelines.ErrNoBatches) {
@@ -102,6 +102,7 @@ func TestRunMetrics(t *testing.T) {
 		`eo_pipeline_runs_total{outcome="failed"}`: 0, "eo_pipeline_run_duration_seconds_count": 1,
 		"eo_pipeline_last_success_timestamp_seconds":    float64(at.Unix()),
 		`eo_pipeline_quarantined_rows{entity="_batch"}`: 1,
+		`eo_pipeline_run_modes_total{mode="full"}`:      1, `eo_pipeline_run_modes_total{mode="incremental"}`: 0,
 	}
 	for _, tb := range res.Manifest.Tables {
 		want[fmt.Sprintf(`eo_pipeline_published_rows{table=%q}`, tb.Name)] = float64(tb.Rows)
