@@ -237,3 +237,25 @@ func liveTick(recs []liveRec, at time.Time) []liveRec {
 	}
 	return out
 }
+
+// TestPartsRenderedByRange: a full run that renders the match parts a
+// range of matches at a time (Options.PartsChunk) writes the same rows as
+// one that renders them all at once.
+func TestPartsRenderedByRange(t *testing.T) {
+	ctx := context.Background()
+	st, err := worldtest.Local(ctx, t.TempDir(), synth.Options{Seed: 3, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), Matches: 80}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := func(chunk int) []string {
+		rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir(), PartsChunk: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return allRows(t, rep)["match_parts"]
+	}
+	whole, ranged := parts(0), parts(17)
+	if len(whole) < 80 || !slices.Equal(whole, ranged) {
+		t.Fatalf("%d part rows rendered at once, %d by ranges of 17 matches, or other rows", len(whole), len(ranged))
+	}
+}

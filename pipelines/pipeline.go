@@ -14,6 +14,7 @@ package pipelines
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -74,6 +75,9 @@ type Options struct {
 	Threads int
 	// Model configures the ratings and model step (zero values: defaults).
 	Model ModelOptions
+	// PartsChunk is how many matches' parts a full run renders at a time
+	// (0: 10,000): memory follows it, not the snapshot.
+	PartsChunk int
 	// Full rebuilds from every landed batch even when the state of an
 	// earlier run allows an incremental run (incremental.go).
 	Full bool
@@ -850,6 +854,10 @@ func (r *run) idsAsText(ctx context.Context, catalog, table string) (string, err
 // It runs last, with DuckDB closed: its buffer pool (gigabytes at scale)
 // is released before the parts are rendered.
 func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
+	dirs, err := r.partChunks(ctx, outDir)
+	if err != nil {
+		return 0, err
+	}
 	if err := r.db.Close(); err != nil {
 		return 0, err
 	}
@@ -859,14 +867,74 @@ func (r *run) renderParts(ctx context.Context, outDir string) (int64, error) {
 	if lim := byteSize(r.o.MemoryLimit); lim > 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))
 	}
-	n, err := view.WriteMatchParts(ctx, outDir)
+	n, err := view.WriteMatchPartsOf(ctx, dirs, filepath.Join(outDir, view.MatchPartsTable+".parquet"))
 	if err != nil {
+		return 0, err
+	}
+	if err := os.RemoveAll(r.chunksDir()); err != nil {
 		return 0, err
 	}
 	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable,
 		Path: filepath.Join(outDir, view.MatchPartsTable+".parquet"), Rows: n, Internal: true})
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, nil
+}
+
+// defaultPartsChunk is Options.PartsChunk's default: at 100,000 matches,
+// rendering every match's parts at once held 3 GB of Go heap, the run's
+// peak.
+const defaultPartsChunk = 10000
+
+func (r *run) chunksDir() string { return filepath.Join(r.o.WorkDir, "parts-chunks") }
+
+// partChunks are the folders the match parts are rendered from: outDir
+// itself for at most Options.PartsChunk matches, else one folder per range
+// of that many matches (in match id order) holding the part tables' rows of
+// its range, read from the exported files (ordered by match, so a range
+// reads its own row groups).
+func (r *run) partChunks(ctx context.Context, outDir string) ([]string, error) {
+	var bounds []string
+	rows, err := r.db.QueryContext(ctx, `SELECT id FROM (
+		SELECT CAST(id AS VARCHAR) AS id, row_number() OVER (ORDER BY id) - 1 AS i FROM out_matches)
+		WHERE i % ? = 0 ORDER BY id`, cmp.Or(r.o.PartsChunk, defaultPartsChunk))
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		bounds = append(bounds, id)
+	}
+	rows.Close()
+	if len(bounds) <= 1 {
+		return []string{outDir}, nil
+	}
+	if err := resetDir(r.chunksDir()); err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for k, lo := range bounds {
+		dir := filepath.Join(r.chunksDir(), strconv.Itoa(k))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		where := "match_id >= '" + lo + "'"
+		if k+1 < len(bounds) {
+			where += " AND match_id < '" + bounds[k+1] + "'"
+		}
+		for _, t := range append(slices.Clone(view.PartSources), "match_events") {
+			q := fmt.Sprintf(`COPY (SELECT * FROM read_parquet('%s') WHERE %s) TO '%s' (FORMAT parquet)`,
+				sqlString(filepath.Join(outDir, t+".parquet")), where, sqlString(filepath.Join(dir, t+".parquet")))
+			if _, err := r.db.ExecContext(ctx, q); err != nil {
+				return nil, fmt.Errorf("match parts of %s: %w", lo, err)
+			}
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
 }
 
 // byteSize reads a DuckDB memory size ("3GB", "512MiB", "2.5 GB"; units

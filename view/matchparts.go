@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -136,6 +137,43 @@ func (r *partRow) sum() int64 {
 // dir/match_parts.parquet, rows ordered by match and part, and returns how
 // many rows it wrote. A source table that is not in dir renders no part.
 func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
+	return WriteMatchPartsOf(ctx, []string{dir}, filepath.Join(dir, MatchPartsTable+".parquet"))
+}
+
+// WriteMatchPartsOf renders the match parts of the tables in each of dirs
+// in turn into one file, out. The dirs hold disjoint ranges of matches, in
+// ascending order of match id: the pipeline splits a large snapshot so
+// that the rendering holds one range in memory at a time.
+func WriteMatchPartsOf(ctx context.Context, dirs []string, out string) (int64, error) {
+	w, err := newPartsWriter(out)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var last *partRow
+	for _, dir := range dirs {
+		rows, err := renderMatchParts(ctx, dir)
+		if err == nil && len(rows) > 0 && last != nil && partOrder(last, &rows[0]) >= 0 {
+			err = fmt.Errorf("view: match parts of %s do not follow the previous range's", dir)
+		}
+		for i := 0; err == nil && i < len(rows); i++ {
+			err = w.add(&rows[i])
+		}
+		if err != nil {
+			w.abort()
+			return n, err
+		}
+		if len(rows) > 0 {
+			last = &rows[len(rows)-1]
+		}
+		n += int64(len(rows))
+	}
+	return n, w.close()
+}
+
+// renderMatchParts renders the match parts of the tables in dir, in
+// match_parts order.
+func renderMatchParts(ctx context.Context, dir string) ([]partRow, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	l := &loader{g: g, ctx: gctx, dir: dir, id: dir, has: map[string]bool{}}
 	for _, name := range append(slices.Clone(PartSources), "match_events") {
@@ -151,7 +189,7 @@ func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
 		return err
 	})
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	var rows []partRow
 	for _, part := range t.packed.named() {
@@ -161,10 +199,8 @@ func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
 			rows = append(rows, r)
 		}
 	}
-	slices.SortFunc(rows, func(a, b partRow) int {
-		return cmp.Or(strings.Compare(string(a.MatchID[:]), string(b.MatchID[:])), strings.Compare(a.Part, b.Part))
-	})
-	return int64(len(rows)), writeParts(l.path(MatchPartsTable), rows)
+	slices.SortFunc(rows, func(a, b partRow) int { return partOrder(&a, &b) })
+	return rows, nil
 }
 
 // writeParts writes rows as match_parts.parquet. The frames are compressed
