@@ -147,6 +147,13 @@ func concatenated(t *testing.T, st publish.Store, bs []raw.BatchManifest) map[ra
 // file order.
 func publishedRows(t *testing.T, rep pipelines.Report) map[string][]string {
 	t.Helper()
+	return tableRows(t, rep, false)
+}
+
+// tableRows is publishedRows, with the match parts too (their frames as
+// text) when parts.
+func tableRows(t *testing.T, rep pipelines.Report, parts bool) map[string][]string {
+	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +161,7 @@ func publishedRows(t *testing.T, rep pipelines.Report) map[string][]string {
 	defer db.Close()
 	out := map[string][]string{}
 	for _, tf := range rep.Tables {
-		if strings.HasPrefix(filepath.Base(tf.Path), "match_parts") {
+		if !parts && strings.HasPrefix(filepath.Base(tf.Path), "match_parts") {
 			continue // binary parts, rendered from the tables compared here
 		}
 		rows, err := db.Query("SELECT t::VARCHAR FROM read_parquet(?) t", tf.Path)

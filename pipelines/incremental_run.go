@@ -431,26 +431,25 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	if teams {
-		k, err := r.aggregate(ctx, "derive/05_team_profiles.sql", []string{
+	for _, a := range []aggregateFile{
+		{teams, "derive/05_team_profiles.sql", []string{
 			`CREATE OR REPLACE TABLE touched_teams AS SELECT team_a_id AS id FROM memory.out_matches UNION SELECT team_b_id FROM memory.out_matches`,
 			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches
 			 WHERE team_a_id IN (SELECT id FROM touched_teams) OR team_b_id IN (SELECT id FROM touched_teams)`,
 			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT id FROM agg.out_matches)`,
 			`CREATE OR REPLACE TABLE agg.out_rounds AS SELECT * FROM st.out_rounds WHERE match_id IN (SELECT id FROM agg.out_matches)`,
 			`CREATE OR REPLACE TABLE agg.out_vetoes AS SELECT * FROM st.out_vetoes WHERE match_id IN (SELECT id FROM agg.out_matches)`,
-		}, map[string]string{"out_team_profiles": "team_id", "out_team_map_profiles": "team_id"}, "touched_teams")
-		if err != nil {
-			return n, err
-		}
-		n += k
-	}
-	if players {
-		k, err := r.aggregate(ctx, "derive/06_player_summaries.sql", []string{
+		}, map[string]string{"out_team_profiles": "team_id", "out_team_map_profiles": "team_id"}, "touched_teams"},
+		{players, "derive/06_player_summaries.sql", []string{
 			`CREATE OR REPLACE TABLE agg.out_player_stats AS SELECT * FROM st.out_player_stats WHERE player_id IN (SELECT id FROM touched_players)`,
 			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches WHERE id IN (SELECT match_id FROM agg.out_player_stats)`,
 			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT match_id FROM agg.out_player_stats)`,
-		}, map[string]string{"out_player_summaries": "player_id", "out_player_map_summaries": "player_id"}, "touched_players")
+		}, map[string]string{"out_player_summaries": "player_id", "out_player_map_summaries": "player_id"}, "touched_players"},
+	} {
+		if !a.on {
+			continue
+		}
+		k, err := r.aggregate(ctx, a)
 		if err != nil {
 			return n, err
 		}
@@ -459,10 +458,22 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// aggregateFile is a derive file of per-team or per-player aggregates: the
+// statements loading its inputs (the keys' whole history) into agg, its
+// tables (table -> key column) and the memory table of the keys.
+type aggregateFile struct {
+	on     bool
+	file   string
+	load   []string
+	tables map[string]string
+	keys   string
+}
+
 // aggregate loads the inputs of one aggregate file into agg, runs it there
-// and patches its tables (table -> key column) for the keys in memory.<keys>.
-func (r *run) aggregate(ctx context.Context, file string, load []string, tables map[string]string, keys string) (int64, error) {
-	for _, q := range load {
+// and patches its tables for its keys.
+func (r *run) aggregate(ctx context.Context, a aggregateFile) (int64, error) {
+	file, tables, keys := a.file, a.tables, a.keys
+	for _, q := range a.load {
 		if _, err := r.db.ExecContext(ctx, q); err != nil {
 			return 0, fmt.Errorf("%s: %w", firstCodeLine(q), err)
 		}

@@ -2,7 +2,6 @@ package pipelines_test
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -47,35 +46,9 @@ type liveRec = struct {
 	rec any
 }
 
-// allRows is publishedRows with the match parts too (their frames as
-// text): an incremental run renders only its scope's parts.
-func allRows(t *testing.T, rep pipelines.Report) map[string][]string {
-	t.Helper()
-	out := publishedRows(t, rep)
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, tf := range rep.Tables {
-		if tf.Name != "match_parts" {
-			continue
-		}
-		rows, err := db.Query("SELECT t::VARCHAR FROM read_parquet(?) t", tf.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out[tf.Name] = append(out[tf.Name], s)
-		}
-		rows.Close()
-	}
-	return out
-}
+// allRows is every table's rows, the match parts' too: an incremental run
+// renders only its scope's parts.
+func allRows(t *testing.T, rep pipelines.Report) map[string][]string { return tableRows(t, rep, true) }
 
 // TestIncrementalEqualsFull: a world lands its history in one batch and
 // its match updates and price captures as live batches, one at a time;
