@@ -138,7 +138,7 @@ const (
 // matches' pre-rendered parts and the model review report (served to
 // internal-plan keys only). They are published under internal/ and
 // documented apart in SNAPSHOT.md.
-var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true, "model_report": true}
+var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true, "model_report": true, "changes": true}
 
 // PublishedTables are the tables a snapshot holds: the exported ones and
 // the matches' pre-rendered parts (renderParts).
@@ -157,6 +157,7 @@ var OutputTables = []string{
 	// the model review (pipelines/review.go)
 	"model_comparison", "model_reliability", "model_monthly", "model_report",
 	"live_ids", // sql/assemble/02_live_ids.sql: upstream -> service ids for the edge's live path
+	"changes",  // pipelines/changes.go: the change log behind /changes
 }
 
 // orderBy fixes each exported table's row order so that a re-run on the same
@@ -184,6 +185,7 @@ var orderBy = map[string]string{
 	"model_reliability": "market, " + forecasterOrder + ", bin",
 	"model_monthly":     "market, " + forecasterOrder + ", month",
 	"model_report":      "market",
+	"changes":           "position",
 }
 
 // Run executes the whole pipeline once and leaves the Parquet files in
@@ -317,6 +319,7 @@ func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 		{"ratings and model", r.ratingsAndModel},
 		{"assemble", r.assemble},
 		{"model review", r.reviewModel},
+		{"change log", r.changes}, // pipelines/changes.go
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.export(ctx, outDir) }},
 		{"save state", r.saveState},
 		{"persist pipeline state", r.persistState},

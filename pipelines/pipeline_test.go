@@ -64,7 +64,16 @@ func dump(t *testing.T, rep pipelines.Report) map[string]string {
 	}
 	out := map[string]string{}
 	for _, tf := range rep.Tables {
-		rows, err := db.Query(fmt.Sprintf("SELECT * FROM read_parquet('%s')", tf.Path))
+		q := fmt.Sprintf("SELECT * FROM read_parquet('%s')", tf.Path)
+		if tf.Name == "changes" {
+			// The change log holds its runs' times (its horizon, its
+			// entries' changed_at), which differ from run to run: positions
+			// are rendered from the horizon, times not at all
+			// (TestChangeLog holds them).
+			q = fmt.Sprintf(`SELECT position - min(position) OVER () AS position, entity_type, entity_id, kind,
+				CAST(NULL AS TIMESTAMPTZ) AS changed_at FROM read_parquet('%s') ORDER BY position`, tf.Path)
+		}
+		rows, err := db.Query(q)
 		if err != nil {
 			t.Fatal(err)
 		}

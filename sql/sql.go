@@ -2,7 +2,8 @@
 // types and validates raw lines; the numbered normalise, derive and assemble
 // steps (files run in name order within a folder; each is idempotent, CREATE
 // OR REPLACE, so a step can be re-run after a failure); and the named
-// statements the Go steps run (model/, registries/), read with MustFile.
+// statements the Go steps run (model/, registries/, changes/), read with
+// MustFile.
 package sql
 
 import (
@@ -15,7 +16,7 @@ import (
 	"strings"
 )
 
-//go:embed stage/*.tmpl normalise/*.sql derive/*.sql assemble/*.sql model/*.sql registries/*.sql
+//go:embed stage/*.tmpl normalise/*.sql derive/*.sql assemble/*.sql model/*.sql registries/*.sql changes/*.sql
 var files embed.FS
 
 // Step is one named SQL file.

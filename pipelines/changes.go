@@ -1,0 +1,101 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/eodata/eo/publish"
+	eosql "github.com/eodata/eo/sql"
+)
+
+// The change log behind GET /v1/{game}/changes (SNAPSHOT.md, changes):
+// each run digests every entity the feed announces (tournament, team,
+// player, match, and a match's odds) from the out_ tables, compares the
+// digests with the previous run's (state/entity_digests.parquet), and
+// appends an entry per entity created, updated (a team rename is an
+// updated team) or deleted (in the previous digests, absent now: a
+// cancelled match removed, a merged team) to the retained log
+// (state/changes.parquet), numbered by a position that only grows. The log
+// is trimmed to ChangeRetention and published in every snapshot as the
+// internal table changes; the edge serves it, followed by its live
+// changes.
+
+// ChangeRetention is how long the change log keeps an entry: a /changes
+// cursor older than the oldest entry kept is answered 410.
+var ChangeRetention = 7 * 24 * time.Hour
+
+// State keys of the change log.
+const (
+	digestsKey = "state/entity_digests.parquet"
+	changesKey = "state/changes.parquet"
+)
+
+var (
+	sqlChangesTables  = eosql.MustFile("changes/tables.sql")
+	sqlChangesDigests = eosql.MustFile("changes/digests.sql")
+	sqlChangesAppend  = eosql.MustFile("changes/append.sql")
+)
+
+// changes computes the digests, appends the changes to the log (out_changes,
+// exported with the other tables) and saves both to the store: the log
+// first, so a failure between the two repeats entries (harmless: a client
+// fetches the entity again) rather than losing them. It returns the number
+// of entries the run appended.
+func (r *run) changes(ctx context.Context) (int64, error) {
+	if _, err := r.db.ExecContext(ctx, sqlChangesTables); err != nil {
+		return 0, err
+	}
+	hasPrev, err := r.loadStateTable(ctx, digestsKey, "prev_digests")
+	if err != nil {
+		return 0, err
+	}
+	if _, err := r.loadStateTable(ctx, changesKey, "prev_changes"); err != nil {
+		return 0, err
+	}
+	if _, err := r.db.ExecContext(ctx, sqlChangesDigests); err != nil {
+		return 0, fmt.Errorf("changes/digests.sql: %w", err)
+	}
+	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored
+	if _, err := r.db.ExecContext(ctx, sqlChangesAppend, start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
+		return 0, fmt.Errorf("changes/append.sql: %w", err)
+	}
+	for _, s := range []struct{ key, query string }{
+		{changesKey, `SELECT * FROM out_changes ORDER BY position`},
+		{digestsKey, `SELECT * FROM entity_digests ORDER BY entity_type, entity_id`},
+	} {
+		path := filepath.Join(r.o.WorkDir, "state-"+filepath.Base(s.key))
+		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, s.query, sqlString(path))); err != nil {
+			return 0, err
+		}
+		if err := publish.PutFile(ctx, r.o.Store, s.key, path); err != nil {
+			return 0, fmt.Errorf("save %s: %w", s.key, err)
+		}
+	}
+	var n int64
+	err = r.db.QueryRowContext(ctx, `SELECT count(*) FROM out_changes WHERE entity_type <> '_log' AND changed_at = ?`, start).Scan(&n)
+	return n, err
+}
+
+// loadStateTable fills table from the store's Parquet file at key; false
+// when the store has none (a first run).
+func (r *run) loadStateTable(ctx context.Context, key, table string) (bool, error) {
+	b, err := publish.GetBytes(ctx, r.o.Store, key)
+	if errors.Is(err, publish.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	path := filepath.Join(r.o.WorkDir, "prev-"+filepath.Base(key))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return false, err
+	}
+	if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s BY NAME SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
+		return false, fmt.Errorf("load %s: %w", key, err)
+	}
+	return true, nil
+}

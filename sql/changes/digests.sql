@@ -1,0 +1,21 @@
+-- Every published entity's digest, as the /changes feed announces them
+-- (pipelines/changes.go): a tournament, team, player or match is the md5
+-- of its row (as JSON, so NULL and 'NULL' differ); a match's odds are its
+-- odds_lines rows, digested as an order-free sum of the rows' md5s and
+-- their count (a plain aggregate: it spills). A team rename changes the
+-- team's row and the rows of its matches (their display names).
+CREATE OR REPLACE TABLE entity_digests AS
+SELECT 'tournament' AS entity_type, CAST(t.id AS VARCHAR) AS entity_id, md5(CAST(to_json(t) AS VARCHAR)) AS digest
+FROM out_tournaments t
+UNION ALL
+SELECT 'team', CAST(t.id AS VARCHAR), md5(CAST(to_json(t) AS VARCHAR)) FROM out_teams t
+UNION ALL
+SELECT 'player', CAST(t.id AS VARCHAR), md5(CAST(to_json(t) AS VARCHAR)) FROM out_players t
+UNION ALL
+SELECT 'match', CAST(t.id AS VARCHAR), md5(CAST(to_json(t) AS VARCHAR)) FROM out_matches t
+UNION ALL
+SELECT 'odds', CAST(o.match_id AS VARCHAR),
+    CAST(sum(md5_number_lower(CAST(to_json(o) AS VARCHAR))) AS VARCHAR) || ':' || CAST(count(*) AS VARCHAR)
+FROM out_odds_lines o
+WHERE o.match_id IS NOT NULL
+GROUP BY o.match_id;
