@@ -94,6 +94,8 @@ type Snapshot struct {
 
 	odds *oddsIndex // odds.go
 
+	changes ChangeLog // changes.go
+
 	// liveMapRows are the finished maps of the matches live in the
 	// snapshot (a replay continues their series).
 	liveMapRows map[ID][]MapResult
@@ -188,8 +190,10 @@ type tables struct {
 	playerSum   []PlayerSummary
 	playerMaps  []PlayerMapSummary
 	packed      packedParts
-	oddsPrep    *oddsPrep // odds.go: made as odds_lines is read
-	serial      bool      // build on the calling goroutine alone (LoadOptions.Workers 1)
+	oddsPrep    *oddsPrep   // odds.go: made as odds_lines is read
+	changes     []changeRow // changes.go
+	hasChanges  bool        // the snapshot holds the change log
+	serial      bool        // build on the calling goroutine alone (LoadOptions.Workers 1)
 }
 
 // packedParts are the per-match sub-resources kept compressed. Load packs
@@ -375,6 +379,8 @@ func (l *loader) readRows(t *tables) {
 	readInto(l, "team_map_profiles", &t.teamMaps)
 	readInto(l, "player_summaries", &t.playerSum)
 	readInto(l, "player_map_summaries", &t.playerMaps)
+	readInto(l, ChangesTable, &t.changes)
+	t.hasChanges = l.has[ChangesTable]
 }
 
 // readMatchParts reads the per-match sub-resource tables and packs each on
@@ -502,6 +508,7 @@ func build(m Meta, t *tables) *Snapshot {
 	}
 	s.teamProfiles = renderTeamProfiles(t.teamProf, t.teamMaps)
 	s.playerSummaries = renderPlayerSummaries(t.playerSum, t.playerMaps)
+	s.changes = buildChangeLog(t.hasChanges, t.changes) // changes.go
 	if r := <-oddsDone; r != nil {
 		panic(r)
 	}
