@@ -201,6 +201,7 @@ func New(o Options) (*Server, error) {
 		return 0
 	})
 	s.metrics.registerWS(func() *wsStats { return &s.live.ws }, func() live.HistoryStats { return s.live.hist.Stats() })
+	s.metrics.registerChanges(func() int64 { return s.live.changes.size.Load() })
 	if o.Meter != nil {
 		s.metrics.reg.MustRegister(o.Meter.Collectors()...)
 	}

@@ -54,6 +54,7 @@ var exampleRequests = map[string]string{
 	"GET /v1/{game}/model/metrics":             "/v1/cs2/model/metrics",
 	"GET /v1/{game}/model/report":              "/v1/cs2/model/report",
 	"POST /v1/{game}/ws-token":                 "/v1/cs2/ws-token",
+	"GET /v1/{game}/changes":                   "/v1/cs2/changes",
 	"GET /v1/{game}/exports":                   "/v1/cs2/exports",
 	"GET /v1/{game}/exports/{table}":           "/v1/cs2/exports/matches",
 }
@@ -301,6 +302,20 @@ func codeSamples(method, path string, paged, html bool) []codeSample {
 		file = path[strings.LastIndex(path, "/")+1:] + ".parquet"
 	}
 	switch {
+	case strings.HasSuffix(u.Path, "/changes"):
+		// The feed is followed: a cursor for now, the download, then the
+		// changes after it, for ever.
+		fmt.Fprintf(&py, "cursor = %s.json()[\"meta\"][\"next_cursor\"]\n", call)
+		py.WriteString("# ... download what you mirror here, then follow the feed:\nwhile True:\n")
+		py.WriteString("    params[\"since\"] = cursor\n")
+		fmt.Fprintf(&py, "    r = %s\n", call)
+		py.WriteString("    if r.status_code == 410:  # cursor_expired: download again, then a new cursor\n        raise SystemExit(\"resync\")\n")
+		py.WriteString("    r.raise_for_status()\n    page = r.json()\n    for e in page[\"data\"]:\n")
+		py.WriteString("        print(e[\"kind\"], e[\"entity_type\"], e[\"href\"])  # fetch href again, or drop it when deleted\n")
+		py.WriteString("    cursor = page[\"meta\"][\"next_cursor\"]\n    if not page[\"meta\"][\"has_more\"]:\n        time.sleep(5)\n")
+		s := py.String()
+		py.Reset()
+		py.WriteString(strings.Replace(s, "import os\n", "import os\nimport time\n", 1))
 	case file != "":
 		curl = strings.Replace(curl, "curl -s ", "curl -sL ", 1) + " -o " + file
 		fmt.Fprintf(&py, "r = %s\nr.raise_for_status()  # requests follows the S3 redirect\nopen(%q, \"wb\").write(r.content)\n", call, file)

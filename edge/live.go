@@ -97,15 +97,18 @@ type liveState struct {
 	tracker *live.Tracker
 	// hist holds every target's latest updates for resuming clients; used
 	// under the view's writers' lock only (Stats excepted).
-	hist  *live.History
-	conns atomic.Int64
+	hist *live.History
+	// changes are the live changes the changes feed serves
+	// (edge/changes_live.go).
+	changes *liveChanges
+	conns   atomic.Int64
 	// ws counts the WebSocket channel for /metrics (edge/ws.go).
 	ws wsStats
 }
 
 func newLiveState(s *Server, o LiveOptions) *liveState {
 	o.defaults(s.o.Now)
-	l := &liveState{s: s, o: o, hub: live.NewHub(), hist: live.NewHistory(o.ResumeBuffer)}
+	l := &liveState{s: s, o: o, hub: live.NewHub(), hist: live.NewHistory(o.ResumeBuffer), changes: newLiveChanges()}
 	l.tracker = live.NewTracker(&s.view, l.applied)
 	return l
 }
@@ -158,6 +161,7 @@ func (s *Server) ReplaySource() func(skip func(upstream string) bool) (live.Repl
 // tracker under the view's writers' lock.
 func (l *liveState) applied(v *view.View, ap view.Applied) {
 	at := l.tracker.Position()
+	l.recordChanges(at.Seq, ap)
 	for _, id := range ap.Matches {
 		target := "match:" + id.String()
 		b := updateFrame(target, at.Seq, 2048)
@@ -216,6 +220,7 @@ func (l *liveState) swapped(old, cur *view.View) {
 		return ok && m.Status != "completed" && m.Status != "cancelled"
 	})
 	l.hist.Swapped(at)
+	l.changes.drop(func(id view.ID) bool { _, ok := cur.Match(id); return ok })
 	l.tracker.Rebased(cur)
 }
 

@@ -36,6 +36,10 @@ type metrics struct {
 	// pageCacheHits and pageCacheMisses count the list requests served
 	// from the view's page cache and those assembled (edge/pagecache.go).
 	pageCacheHits, pageCacheMisses atomic.Uint64
+	// changesSnapshot and changesLive count the entries /changes served,
+	// by where they came from; changesExpired the cursors answered 410
+	// (edge/changes.go).
+	changesSnapshot, changesLive, changesExpired atomic.Uint64
 	// counters and observers cache the vectors' children per route (and
 	// code): after the first request of a route a request looks them up in
 	// a sync.Map (lock-free for keys it holds) instead of hashing labels
@@ -77,6 +81,16 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(
 		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
 		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
+	for _, src := range []struct {
+		name string
+		n    *atomic.Uint64
+	}{{"snapshot", &m.changesSnapshot}, {"live", &m.changesLive}} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_changes_entries_total", Help: "Entries served by /changes, by source: snapshot (the served snapshot's change log), live (this edge's live changes).",
+			ConstLabels: prometheus.Labels{"source": src.name},
+		}, scrape.Float(src.n.Load)))
+	}
+	m.reg.MustRegister(scrape.Counter("eo_changes_expired_total", "/changes cursors older than the change history kept (answered 410 cursor_expired: the client resyncs).", scrape.Float(m.changesExpired.Load)))
 	m.exports = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eo_exports_total",
 		Help: "Export files handed over, by table and how: presigned (a redirect to the object store), streamed (from this instance), not_modified (304).",
@@ -96,6 +110,24 @@ func (m *metrics) registerConns(open func() float64, max int) {
 		scrape.Gauge("eo_http_connections_max", "HTTP connections served at once; one more is answered 503 and closed.", func() float64 { return float64(max) }),
 		scrape.Counter("eo_accept_errors_total", "Failed accepts (out of file descriptors, ...); the listener backs off and retries.", scrape.Float(m.acceptErrs.Load)),
 	)
+}
+
+// registerChanges exports the size of the live changes /changes serves
+// (edge/changes_live.go), read through held when scraped.
+func (m *metrics) registerChanges(held func() int64) {
+	m.reg.MustRegister(scrape.Gauge("eo_changes_live_entries", "Live changes (matches and odds, the latest of each) held on this instance for /changes.",
+		func() float64 { return float64(held()) }))
+}
+
+// changesServed counts the entries of a /changes page.
+func (m *metrics) changesServed(es []changeEntry) {
+	for i := range es {
+		if es[i].source == "live" {
+			m.changesLive.Add(1)
+		} else {
+			m.changesSnapshot.Add(1)
+		}
+	}
 }
 
 // registerLive exports the live path's counters (read when scraped).

@@ -32,6 +32,7 @@ var routeParams = map[string][]string{
 	"/odds":                     {"match", "source", "limit", "cursor"},
 	"/odds/closing":             {"market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
 	"/rankings":                 {"type", "region", "role", "sort", "limit"},
+	"/changes":                  {"since", "limit"},
 	"/matches/:id/maps":         nil,
 	"/matches/:id/stats":        nil,
 	"/matches/:id/vetoes":       nil,
@@ -60,7 +61,7 @@ var routeParams = map[string][]string{
 // in X-Limit-Clamped.
 var routeLimits = map[string]pageLimits{
 	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
-	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings,
+	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings, "/changes": limChanges,
 }
 
 // maxQueryParams bounds the parameters one request may carry: no route

@@ -163,6 +163,7 @@ var reviewLimits = map[string]pageLimits{
 	"limOdds":        limOdds,
 	"limRankings":    limRankings,
 	"limClosing":     limClosing,
+	"limChanges":     limChanges,
 }
 
 // definedPageLimits lists the package-level variables of type pageLimits in

@@ -73,6 +73,7 @@ func (s *Server) routes() {
 	v1.Get("/coverage", s.coverage)
 	v1.Get("/model/metrics", s.modelMetrics)
 	v1.Get("/model/report", s.modelReport) // internal-plan keys only (planRoutes)
+	v1.Get("/changes", s.listChanges)      // edge/changes.go
 	v1.Get("/exports", s.listExports)      // plans with the exports flag (exportScope)
 	v1.Get("/exports/:table", s.getExport)
 	app.Use(s.noRoute)

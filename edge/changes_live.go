@@ -1,0 +1,225 @@
+package edge
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eodata/eo/view"
+)
+
+// liveChanges are the live path's changes on this edge, for the changes
+// feed: the matches and odds each applied batch changed, at the batch's
+// feed position (Event.Seq, shared by every instance of one feed). Only an
+// entity's latest change is kept (an earlier one is superseded: the client
+// fetches the entity once, as it is now), so the log holds at most two
+// entries a match and needs no trimming; entries of matches a new snapshot
+// no longer has are dropped at the swap (its change log says deleted).
+//
+// A cursor's feed position older than this edge's first change (another
+// instance's, or one from before a restart) reads this edge's changes
+// after it: changes this edge did not apply are not in what it serves
+// either, and reach it by the next snapshot (announced by its change log)
+// or the next event of the match.
+type liveChanges struct {
+	mu      sync.RWMutex
+	entries []liveChange // ascending (seq, key); dead ones superseded
+	index   map[changeKey]int
+	dead    int
+	last    uint64       // the feed position of the newest change recorded
+	size    atomic.Int64 // live entries, for /metrics
+}
+
+// changeKey is a live change's entity: a match, or a match's odds.
+type changeKey struct {
+	typ uint8
+	id  view.ID
+}
+
+const (
+	keyMatch uint8 = 1
+	keyOdds  uint8 = 2
+)
+
+func (k changeKey) less(o changeKey) bool {
+	if k.typ != o.typ {
+		return k.typ < o.typ
+	}
+	return bytes.Compare(k.id[:], o.id[:]) < 0
+}
+
+type liveChange struct {
+	seq  uint64
+	key  changeKey
+	at   time.Time
+	dead bool
+}
+
+// after reports whether e comes after position (seq, key).
+func (e *liveChange) after(seq uint64, key changeKey) bool {
+	return e.seq > seq || e.seq == seq && key.less(e.key)
+}
+
+func newLiveChanges() *liveChanges { return &liveChanges{index: map[changeKey]int{}} }
+
+// record holds a batch's changes at feed position seq (called under the
+// view's writers' lock, after the batch's view is served: a client that
+// reads the change fetches that view or a newer one).
+func (l *liveChanges) record(seq uint64, at time.Time, keys []changeKey) {
+	if len(keys) == 0 {
+		return
+	}
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, func(a, b changeKey) int {
+		if a.less(b) {
+			return -1
+		}
+		if b.less(a) {
+			return 1
+		}
+		return 0
+	})
+	keys = slices.Compact(keys)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq < l.last {
+		// The feed's numbering restarted: positions before it mean
+		// nothing now (a client's cursor ahead of them reads the changes
+		// once the numbering passes it; snapshots heal the rest).
+		l.entries, l.index, l.dead = nil, map[changeKey]int{}, 0
+		l.size.Store(0)
+	}
+	l.last = seq
+	start := len(l.entries)
+	for _, k := range keys {
+		if i, ok := l.index[k]; ok {
+			l.entries[i].dead = true
+			l.dead++
+			l.size.Add(-1)
+		}
+		l.index[k] = len(l.entries)
+		l.entries = append(l.entries, liveChange{seq: seq, key: k, at: at})
+		l.size.Add(1)
+	}
+	// Entries recorded at the same position before (none from the
+	// tracker: every batch moves the position) stay in key order.
+	if start > 0 && l.entries[start-1].seq == seq {
+		l.compact(true)
+	} else if l.dead > 1024 && l.dead > len(l.entries)/2 {
+		l.compact(false)
+	}
+}
+
+// compact drops the dead entries (and, with sortAll, puts the entries back
+// in (seq, key) order); under the writers' lock.
+func (l *liveChanges) compact(sortAll bool) {
+	out := l.entries[:0]
+	for _, e := range l.entries {
+		if !e.dead {
+			out = append(out, e)
+		}
+	}
+	clear(l.entries[len(out):])
+	l.entries, l.dead = out, 0
+	if sortAll {
+		slices.SortStableFunc(l.entries, func(a, b liveChange) int {
+			switch {
+			case a.seq != b.seq:
+				return cmpU64(a.seq, b.seq)
+			case a.key.less(b.key):
+				return -1
+			case b.key.less(a.key):
+				return 1
+			}
+			return 0
+		})
+	}
+	for i, e := range l.entries {
+		l.index[e.key] = i
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// drop forgets the changes of matches keep rejects (at a snapshot swap:
+// the matches the new snapshot does not have).
+func (l *liveChanges) drop(keep func(id view.ID) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for i := range l.entries {
+		if e := &l.entries[i]; !e.dead && !keep(e.key.id) {
+			e.dead = true
+			delete(l.index, e.key)
+			n++
+		}
+	}
+	if n > 0 {
+		l.dead += n
+		l.size.Add(-int64(n))
+		l.compact(false)
+	}
+}
+
+// head is the feed position of the newest change recorded, and the number
+// of changes held.
+func (l *liveChanges) head() (uint64, int) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.last, len(l.entries) - l.dead
+}
+
+// after returns up to limit changes after position (seq, key), oldest
+// first, whether more follow, and the position after the last returned
+// (past every change held when none follow; never behind the one given).
+func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveChange, more bool, nseq uint64, nkey changeKey) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	i, _ := slices.BinarySearchFunc(l.entries, struct{}{}, func(e liveChange, _ struct{}) int {
+		if e.after(seq, key) {
+			return 1
+		}
+		return -1
+	})
+	nseq, nkey = seq, key
+	for ; i < len(l.entries); i++ {
+		e := l.entries[i]
+		if e.dead {
+			continue
+		}
+		if len(out) == limit {
+			return out, true, nseq, nkey
+		}
+		out = append(out, e)
+		nseq, nkey = e.seq, e.key
+	}
+	// Every change held is returned: the next page starts after them all,
+	// unless the cursor was ahead (another instance further in the feed).
+	if end := (liveChange{seq: l.last, key: changeKey{typ: keyAll}}); end.after(nseq, nkey) {
+		nseq, nkey = l.last, end.key
+	}
+	return out, false, nseq, nkey
+}
+
+// recordChanges holds what a live batch changed for the changes feed: the
+// matches whose row or maps changed and those with new odds lines.
+func (l *liveState) recordChanges(seq uint64, ap view.Applied) {
+	keys := make([]changeKey, 0, len(ap.Matches)+len(ap.Odds))
+	for _, id := range ap.Matches {
+		keys = append(keys, changeKey{keyMatch, id})
+	}
+	for _, u := range ap.Odds {
+		keys = append(keys, changeKey{keyOdds, u.Match})
+	}
+	l.changes.record(seq, l.s.o.Now(), keys)
+}

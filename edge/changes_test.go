@@ -1,0 +1,214 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/view"
+)
+
+// replayBatches plays a match of ls's snapshot out with the local replay and
+// returns its events, one batch a round.
+func replayBatches(t *testing.T, ls *liveServer) (*Match, [][]live.Event) {
+	t.Helper()
+	m, up := liveMatchOf(t, ls)
+	rec := &recordFeed{}
+	rp := &live.Replay{Feed: rec, Matches: []live.ReplayMatch{{UpstreamID: up, BestOf: 3, Status: "scheduled"}},
+		RoundEvery: time.Microsecond, Seed: 3, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
+	if err := rp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]live.Event
+	for _, ev := range rec.events {
+		if ev.Kind == live.KindScore || len(batches) == 0 {
+			batches = append(batches, nil)
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], ev)
+	}
+	return m, batches
+}
+
+// TestChangesLiveEntriesPageAndSupersede: the live changes come after the
+// cursor, oldest first, one page of limit at a time (has_more until the
+// last); an entity changed again is listed once, at its latest change; a
+// caught-up cursor lists nothing and stays usable; a cursor taken before
+// changes sees them all.
+func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	ts := ls.testServer
+	m, batches := replayBatches(t, ls)
+	start := getChanges(t, ts, "/v1/cs2/changes").Meta.NextCursor
+	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(start)); len(p.Data) != 0 || p.Meta.HasMore {
+		t.Fatalf("nothing changed, yet %+v", p)
+	}
+	for _, b := range batches[:4] {
+		ls.live.tracker.Apply(b)
+	}
+	// Paged one entry at a time: the match and its odds, once each.
+	var got []string
+	cursor := start
+	for i := 0; ; i++ {
+		p := getChanges(t, ts, "/v1/cs2/changes?limit=1&since="+url.QueryEscape(cursor))
+		for _, e := range p.Data {
+			if e.Source != "live" || e.Kind != "updated" || e.EntityID != m.ID.String() {
+				t.Fatalf("entry %+v", e)
+			}
+			got = append(got, e.EntityType)
+		}
+		cursor = p.Meta.NextCursor
+		if !p.Meta.HasMore {
+			break
+		}
+		if i > 5 {
+			t.Fatal("the pages do not end")
+		}
+	}
+	if fmt.Sprint(got) != "[match odds]" {
+		t.Fatalf("entries %v, want the match and its odds once each", got)
+	}
+	caught := cursor
+	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(caught)); len(p.Data) != 0 || p.Meta.HasMore {
+		t.Fatalf("a caught-up cursor lists %+v", p)
+	}
+	// A later round: listed after the caught-up cursor, and once after the
+	// first cursor too.
+	ls.live.tracker.Apply(batches[4])
+	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(caught))
+	if len(p.Data) == 0 || p.Data[0].EntityType != "match" {
+		t.Fatalf("after another round: %+v", p)
+	}
+	served := len(got) + len(p.Data)
+	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(start)); len(p.Data) != 2 || p.Meta.HasMore {
+		t.Fatalf("from the first cursor after five rounds: %+v", p)
+	}
+	served += 2
+	if n := ls.live.changes.size.Load(); n != 2 {
+		t.Fatalf("%d live changes held, want 2 (the match, its odds)", n)
+	}
+	waitMetrics(t, ts, map[string]float64{`eo_changes_entries_total{source="live"}`: float64(served), "eo_changes_live_entries": 2})
+}
+
+// TestChangesCursorErrors: a cursor older than the snapshot's change log
+// is 410 cursor_expired (counted), a malformed one, a list cursor and a
+// forged one are 400 invalid_cursor; a snapshot's log entries come before
+// the live changes.
+func TestChangesCursorErrors(t *testing.T) {
+	ts := newTestServer(t)
+	log := ts.View().Snapshot().Changes()
+	if !log.Present || log.Horizon <= 0 {
+		t.Fatalf("the fixture snapshot's change log: %+v", log)
+	}
+	old := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon - 1, Key: changeKey{typ: keyAll}})
+	r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(string(old)))
+	if r.status != 410 || r.code(t) != "cursor_expired" {
+		t.Fatalf("an expired cursor: %d %s", r.status, r.body)
+	}
+	listCursor := ts.get(t, "/v1/cs2/matches?limit=1").json(t)["meta"].(map[string]any)["next_cursor"].(string)
+	forged := newCursorCodec([]byte("another secret")).encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	for _, since := range []string{"nope", listCursor, string(forged)} {
+		if r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(since)); r.status != 400 || r.code(t) != "invalid_cursor" {
+			t.Errorf("since=%s: %d %s", since, r.status, r.body)
+		}
+	}
+	// A cursor at the horizon reads the log's entries (none in the
+	// fixture's first snapshot) and a cursor ahead of the log (another
+	// instance's, on a newer snapshot) keeps its position.
+	at := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(at))); len(p.Data) != len(log.Entries) {
+		t.Fatalf("from the horizon: %+v", p)
+	}
+	ahead := changesCursor{Pos: log.Head() + 10, Seq: 99, Key: changeKey{typ: keyAll}}
+	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(ts.cursors.encodeChanges(nil, ahead))))
+	if next, ok := ts.cursors.decodeChanges(p.Meta.NextCursor); len(p.Data) != 0 || !ok || next != ahead {
+		t.Fatalf("a cursor ahead: %+v, next %+v", p, next)
+	}
+	waitMetrics(t, ts, map[string]float64{"eo_changes_expired_total": 1})
+}
+
+// TestChangesIsMeteredLikeAList: each call draws one unit of the quota;
+// a sandbox key gets 403 sandbox_scope and draws nothing.
+func TestChangesIsMeteredLikeAList(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctr.Close() })
+	keys := openTestKeys(t, clk)
+	ms := newMeteredServer(t, ctr, keys, nil, clk)
+	std, sandbox := newTestKey(t, keys, access.PlanStandard), newTestKey(t, keys, access.PlanSandbox)
+	quota := func(r result) int {
+		n, err := strconv.Atoi(r.header.Get("X-Quota-Remaining"))
+		if err != nil {
+			t.Fatalf("X-Quota-Remaining %q (%d %s)", r.header.Get("X-Quota-Remaining"), r.status, r.body)
+		}
+		return n
+	}
+	first := ms.get(t, "/v1/cs2/changes", std)
+	var p changesPage
+	if first.status != 200 || quota(first) != int(access.DefaultPlans()[access.PlanStandard].MonthlyQuota)-1 {
+		t.Fatalf("first call: %d %s", first.status, first.body)
+	}
+	p.Meta.NextCursor = first.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+	next := ms.get(t, "/v1/cs2/changes?since="+url.QueryEscape(p.Meta.NextCursor), std)
+	if next.status != 200 || quota(next) != quota(first)-1 {
+		t.Fatalf("second call: %d, quota %s after %s", next.status, next.header.Get("X-Quota-Remaining"), first.header.Get("X-Quota-Remaining"))
+	}
+	if r := ms.get(t, "/v1/cs2/changes", sandbox); r.status != 403 || r.code(t) != "sandbox_scope" || r.header.Get("X-Quota-Remaining") != "" {
+		t.Fatalf("a sandbox key: %d %s", r.status, r.body)
+	}
+}
+
+// TestLiveChangesLog: the live log keeps each entity's latest change in
+// (seq, key) order, pages by key within a seq, drops the matches a swap
+// removed, compacts what later changes superseded, and starts again when
+// the feed's numbering does.
+func TestLiveChangesLog(t *testing.T) {
+	l := newLiveChanges()
+	id := func(n byte) view.ID { return view.ID{15: n} }
+	at := fixtureNow
+	l.record(10, at, []changeKey{{keyOdds, id(2)}, {keyMatch, id(2)}, {keyMatch, id(1)}, {keyMatch, id(1)}})
+	l.record(11, at, []changeKey{{keyMatch, id(2)}})
+	keys := func(es []liveChange) string {
+		s := ""
+		for _, e := range es {
+			s += fmt.Sprintf("%d:%d/%d ", e.seq, e.key.typ, e.key.id[15])
+		}
+		return s
+	}
+	all, more, seq, key := l.after(0, changeKey{}, 10)
+	if keys(all) != "10:1/1 10:2/2 11:1/2 " || more || seq != 11 || key.typ != keyAll {
+		t.Fatalf("all: %s more %v next %d/%v", keys(all), more, seq, key)
+	}
+	page, more, seq, key := l.after(0, changeKey{}, 1)
+	if keys(page) != "10:1/1 " || !more || seq != 10 || key != (changeKey{keyMatch, id(1)}) {
+		t.Fatalf("first page: %s %v %d %v", keys(page), more, seq, key)
+	}
+	if page, _, _, _ = l.after(seq, key, 1); keys(page) != "10:2/2 " {
+		t.Fatalf("second page: %s", keys(page))
+	}
+	// A cursor ahead of the log keeps its position.
+	if _, _, seq, key = l.after(50, changeKey{typ: keyMatch}, 10); seq != 50 || key.typ != keyMatch {
+		t.Fatalf("ahead: %d %v", seq, key)
+	}
+	l.drop(func(x view.ID) bool { return x != id(1) })
+	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "10:2/2 11:1/2 " || l.size.Load() != 2 {
+		t.Fatalf("after the drop: %s (%d held)", keys(all), l.size.Load())
+	}
+	for i := range 3000 {
+		l.record(uint64(12+i), at, []changeKey{{keyMatch, id(2)}})
+	}
+	if len(l.entries) > 2100 || l.size.Load() != 2 {
+		t.Fatalf("%d entries for 2 changes held", len(l.entries))
+	}
+	l.record(5, at, []changeKey{{keyMatch, id(3)}})
+	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "5:1/3 " {
+		t.Fatalf("after the numbering restarted: %s", keys(all))
+	}
+}
