@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"
 )
 
@@ -210,5 +212,44 @@ func TestLiveChangesLog(t *testing.T) {
 	l.record(5, at, []changeKey{{keyMatch, id(3)}})
 	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "5:1/3 " {
 		t.Fatalf("after the numbering restarted: %s", keys(all))
+	}
+}
+
+// TestChangesCursorSurvivesARestart: a cursor taken on one edge reads, on
+// a fresh edge of the same store (a restart, or another instance) that
+// loaded a newer snapshot, the changes the pipeline found in between: here
+// a team renamed (the team and its matches updated).
+func TestChangesCursorSurvivesARestart(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	cursor := getChanges(t, ts, "/v1/cs2/changes").Meta.NextCursor
+	m := ts.snap().Matches()[0]
+	match := fixtureLine(t, ts.store, raw.Matches, ts.snap().Upstream(m.ID))
+	team := fixtureLine(t, ts.store, raw.Teams, match["team_a_id"].(string))
+	team["name"] = team["name"].(string) + " Renamed"
+	team["changed_at"] = fixtureNow.Add(time.Hour).Format(time.RFC3339)
+	worldtest.LandDir(t, ts.store, t.TempDir(), fixtureNow.Add(2*time.Hour), map[raw.Entity][]string{raw.Teams: {jsonLine(t, team)}})
+	if _, err := publishOnce(ctx, ts.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	restarted := loadedTestServer(t, ts.store, &testAuth{keys: map[string]access.Principal{
+		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"}}}, nil)
+	p := getChanges(t, restarted, "/v1/cs2/changes?since="+url.QueryEscape(cursor))
+	kinds := map[string]int{}
+	for _, e := range p.Data {
+		if e.Source != "snapshot" {
+			t.Fatalf("entry %+v", e)
+		}
+		kinds[e.EntityType+" "+e.Kind]++
+		if e.EntityType == "team" && e.EntityID != m.TeamAID.String() {
+			t.Fatalf("the renamed team is %s, the entry names %s", m.TeamAID, e.EntityID)
+		}
+	}
+	if kinds["team updated"] != 1 || kinds["match updated"] == 0 || p.Meta.HasMore {
+		t.Fatalf("after the rename, on a restarted edge: %v", kinds)
+	}
+	// The old edge, still on the old snapshot, keeps the cursor where it is.
+	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(p.Meta.NextCursor)); len(p.Data) != 0 {
+		t.Fatalf("the old edge lists %+v", p)
 	}
 }
