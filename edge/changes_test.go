@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
@@ -251,5 +252,45 @@ func TestChangesCursorSurvivesARestart(t *testing.T) {
 	// The old edge, still on the old snapshot, keeps the cursor where it is.
 	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(p.Meta.NextCursor)); len(p.Data) != 0 {
 		t.Fatalf("the old edge lists %+v", p)
+	}
+}
+
+// TestChangesCursorAcrossInstances: two instances on one Redis apply the
+// same numbered feed, so a changes cursor minted on one continues on the
+// other: a walk started on A and finished on B lists what a walk on A
+// alone lists, and a later round is listed after B's cursor on A.
+func TestChangesCursorAcrossInstances(t *testing.T) {
+	rc := redistest.Client(t)
+	a, b := newLiveServer(t, redisLive(rc)), newLiveServer(t, redisLive(rc))
+	m, up := liveMatchOf(t, a)
+	rs := rounds(replayEvents(t, up))
+	pub := &live.RedisFeed{Client: rc}
+	start := getChanges(t, a.testServer, "/v1/cs2/changes").Meta.NextCursor
+	for _, r := range rs[:3] {
+		publishAll(t, pub, r, a, b)
+	}
+	walk := func(cursor string, servers ...*liveServer) (string, []string) {
+		var got []string
+		for i := 0; ; i++ {
+			ts := servers[min(i, len(servers)-1)].testServer
+			p := getChanges(t, ts, "/v1/cs2/changes?limit=1&since="+url.QueryEscape(cursor))
+			for _, e := range p.Data {
+				got = append(got, e.EntityType+" "+e.EntityID)
+			}
+			cursor = p.Meta.NextCursor
+			if !p.Meta.HasMore {
+				return cursor, got
+			}
+		}
+	}
+	_, onA := walk(start, a)
+	next, split := walk(start, a, b)
+	want := fmt.Sprint([]string{"match " + m.ID.String(), "odds " + m.ID.String()})
+	if fmt.Sprint(onA) != want || fmt.Sprint(split) != want {
+		t.Fatalf("on A %v, started on A and finished on B %v; want %s", onA, split, want)
+	}
+	publishAll(t, pub, rs[3], a, b)
+	if _, got := walk(next, a); len(got) == 0 || got[0] != "match "+m.ID.String() {
+		t.Fatalf("a later round, after B's cursor, on A: %v", got)
 	}
 }
