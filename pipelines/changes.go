@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/eodata/eo/publish"
@@ -35,17 +36,34 @@ const (
 )
 
 var (
-	sqlChangesTables  = eosql.MustFile("changes/tables.sql")
-	sqlChangesDigests = eosql.MustFile("changes/digests.sql")
-	sqlChangesAppend  = eosql.MustFile("changes/append.sql")
+	sqlChangesTables      = eosql.MustFile("changes/tables.sql")
+	sqlChangesDigests     = eosql.MustFile("changes/digests.sql")
+	sqlChangesKeepDigests = eosql.MustFile("changes/keep_digests.sql")
+	sqlChangesAppend      = eosql.MustFile("changes/append.sql")
 )
+
+// digestedTables are the published tables the digests are made of.
+var digestedTables = []string{"tournaments", "teams", "players", "matches", "odds_lines"}
 
 // changes computes the digests, appends the changes to the log (out_changes,
 // exported with the other tables) and saves both to the store: the log
 // first, so a failure between the two repeats entries (harmless: a client
 // fetches the entity again) rather than losing them. It returns the number
-// of entries the run appended.
+// of entries the run appended. An incremental run does the same on the
+// state's tables (its out_ tables are there), digesting again only when
+// one of the digested tables changed, and exports the log every run.
 func (r *run) changes(ctx context.Context) (int64, error) {
+	if r.inc == nil {
+		return r.changeLog(ctx, true)
+	}
+	digest := slices.ContainsFunc(digestedTables, func(t string) bool { return r.inc.changed[t] })
+	r.inc.changed["changes"] = true
+	return r.inCatalog(ctx, "st", func() (int64, error) { return r.changeLog(ctx, digest) })
+}
+
+// changeLog is the change log step on the default catalog's out_ tables
+// (digest false: the previous digests are this run's).
+func (r *run) changeLog(ctx context.Context, digest bool) (int64, error) {
 	if _, err := r.db.ExecContext(ctx, sqlChangesTables); err != nil {
 		return 0, err
 	}
@@ -56,7 +74,11 @@ func (r *run) changes(ctx context.Context) (int64, error) {
 	if _, err := r.loadStateTable(ctx, changesKey, "prev_changes"); err != nil {
 		return 0, err
 	}
-	if _, err := r.db.ExecContext(ctx, sqlChangesDigests); err != nil {
+	q := sqlChangesDigests
+	if !digest && hasPrev {
+		q = sqlChangesKeepDigests
+	}
+	if _, err := r.db.ExecContext(ctx, q); err != nil {
 		return 0, fmt.Errorf("changes/digests.sql: %w", err)
 	}
 	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored

@@ -214,3 +214,50 @@ func TestChangeLog(t *testing.T) {
 		t.Fatal(tablePath(t, rep7, "changes"))
 	}
 }
+
+// TestChangeLogIncremental: an incremental run (a live batch of a known
+// match, on the work folder of the run before) appends the match it
+// changed, continuing the log of the full run before it, and publishes it.
+func TestChangeLogIncremental(t *testing.T) {
+	st := publish.NewMemory()
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
+	work := t.TempDir()
+	run := func() pipelines.Report {
+		t.Helper()
+		rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep1 := run()
+	log1 := readChanges(t, db, rep1)
+	b, err := raw.NewBatch(t.TempDir(), "live", landedAt.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddLine(raw.MatchUpdates, []byte(`{"match_id":"m-3","status":"live","score_a":0,"score_b":0,"changed_at":"2025-03-10T00:30:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Land(context.Background(), st, landedAt.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rep2 := run()
+	if rep2.Mode != pipelines.ModeIncremental {
+		t.Fatalf("the live batch's run: %s (%s)", rep2.Mode, rep2.FullReason)
+	}
+	log2 := readChanges(t, db, rep2)
+	h, fresh := checkLog(t, log2, rep2)
+	var live string
+	if err := db.QueryRow(fmt.Sprintf(`SELECT id FROM read_parquet('%s') WHERE scheduled_at = TIMESTAMPTZ '2030-01-02 12:00:00Z'`, tablePath(t, rep2, "matches"))).Scan(&live); err != nil {
+		t.Fatal(err)
+	}
+	if h != log1[0].pos || len(fresh) == 0 || !has(fresh, "match", live, "updated") || kinds(fresh)["match created"] > 0 {
+		t.Fatalf("after an incremental run: %v (the full run's log %v)", log2, log1)
+	}
+}

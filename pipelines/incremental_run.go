@@ -96,6 +96,7 @@ func (r *run) incrementalSteps(skipped []raw.SkippedBatch, outDir string) []step
 		{"ratings and model", r.rerunModel},
 		{"profiles and summaries", r.patchAggregates},
 		{"sandbox", r.patchSandbox},
+		{"change log", r.changes}, // pipelines/changes.go
 		{"export parquet", func(ctx context.Context) (int64, error) { return r.exportChanged(ctx, outDir) }},
 		{"render match parts", func(ctx context.Context) (int64, error) { return r.patchParts(ctx, outDir) }},
 		{"save state", r.saveState},

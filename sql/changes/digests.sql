@@ -4,7 +4,7 @@
 -- odds_lines rows, digested as an order-free sum of the rows' md5s and
 -- their count (a plain aggregate: it spills). A team rename changes the
 -- team's row and the rows of its matches (their display names).
-CREATE OR REPLACE TABLE entity_digests AS
+CREATE OR REPLACE TEMP TABLE entity_digests AS
 SELECT 'tournament' AS entity_type, CAST(t.id AS VARCHAR) AS entity_id, md5(CAST(to_json(t) AS VARCHAR)) AS digest
 FROM out_tournaments t
 UNION ALL
