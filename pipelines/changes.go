@@ -39,6 +39,7 @@ var (
 	sqlChangesTables      = eosql.MustFile("changes/tables.sql")
 	sqlChangesDigests     = eosql.MustFile("changes/digests.sql")
 	sqlChangesKeepDigests = eosql.MustFile("changes/keep_digests.sql")
+	sqlChangesScoped      = eosql.MustFile("changes/digests_scoped.sql")
 	sqlChangesAppend      = eosql.MustFile("changes/append.sql")
 )
 
@@ -50,20 +51,29 @@ var digestedTables = []string{"tournaments", "teams", "players", "matches", "odd
 // first, so a failure between the two repeats entries (harmless: a client
 // fetches the entity again) rather than losing them. It returns the number
 // of entries the run appended. An incremental run does the same on the
-// state's tables (its out_ tables are there), digesting again only when
-// one of the digested tables changed, and exports the log every run.
+// state's tables (its out_ tables are there), digesting again only what
+// can have changed: nothing when none of the digested tables changed, the
+// scope's matches and odds when the model did not run again, else all;
+// it exports the log every run.
 func (r *run) changes(ctx context.Context) (int64, error) {
 	if r.inc == nil {
-		return r.changeLog(ctx, true)
+		return r.changeLog(ctx, sqlChangesDigests)
 	}
-	digest := slices.ContainsFunc(digestedTables, func(t string) bool { return r.inc.changed[t] })
+	q := sqlChangesDigests
+	switch {
+	case !slices.ContainsFunc(digestedTables, func(t string) bool { return r.inc.changed[t] }):
+		q = sqlChangesKeepDigests
+	case !r.inc.model:
+		q = sqlChangesScoped
+	}
 	r.inc.changed["changes"] = true
-	return r.inCatalog(ctx, "st", func() (int64, error) { return r.changeLog(ctx, digest) })
+	return r.inCatalog(ctx, "st", func() (int64, error) { return r.changeLog(ctx, q) })
 }
 
-// changeLog is the change log step on the default catalog's out_ tables
-// (digest false: the previous digests are this run's).
-func (r *run) changeLog(ctx context.Context, digest bool) (int64, error) {
+// changeLog is the change log step on the default catalog's out_ tables,
+// making the digests with digests (they read the previous ones; without
+// them, every digest is made again).
+func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 	if _, err := r.db.ExecContext(ctx, sqlChangesTables); err != nil {
 		return 0, err
 	}
@@ -74,12 +84,11 @@ func (r *run) changeLog(ctx context.Context, digest bool) (int64, error) {
 	if _, err := r.loadStateTable(ctx, changesKey, "prev_changes"); err != nil {
 		return 0, err
 	}
-	q := sqlChangesDigests
-	if !digest && hasPrev {
-		q = sqlChangesKeepDigests
+	if !hasPrev {
+		digests = sqlChangesDigests
 	}
-	if _, err := r.db.ExecContext(ctx, q); err != nil {
-		return 0, fmt.Errorf("changes/digests.sql: %w", err)
+	if _, err := r.db.ExecContext(ctx, digests); err != nil {
+		return 0, fmt.Errorf("changes: digests: %w", err)
 	}
 	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored
 	if _, err := r.db.ExecContext(ctx, sqlChangesAppend, start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
