@@ -49,7 +49,8 @@ import (
 // eo_model 2.0 (the model step reads formats, map results, stat-line kills
 // and lineups, and the rank history of the team records). 2.3.0: eo_model
 // 2.1.0, and the team-level kills of match updates reach the model step.
-const Version = "2.3.0"
+// 2.4.0: the internal table changes (the change log behind /changes).
+const Version = "2.4.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
 // to a published table (a removed or retyped column). 2: ids are text
