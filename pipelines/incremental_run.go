@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/eodata/eo/raw"
 	eosql "github.com/eodata/eo/sql"
 	"github.com/eodata/eo/view"
+	"golang.org/x/sync/errgroup"
 )
 
 // incState is what an incremental run carries between its steps.
@@ -539,17 +541,29 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The scope's rows are exported one table after the other (one DuckDB
+	// connection); the patches, Go only, run one per core.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	var patched []*patchJob
 	for _, name := range OutputTables {
 		seg, patchable := segments[name]
 		if r.inc.model && slices.Contains(modelTables, name) {
 			patchable = false // rows of matches outside the scope changed too
 		}
 		if r.inc.changed[name] && patchable {
-			k, err := r.patchTable(ctx, name, seg, replace[len(seg)], outDir)
+			j, err := r.exportDelta(ctx, name, outDir)
 			if err != nil {
 				return n, err
 			}
-			n += k
+			patched = append(patched, j)
+			g.Go(func() (err error) {
+				j.rows, err = view.PatchParquet(gctx, filepath.Join(r.stateOut(), name+".parquet"), j.delta, j.path, seg, replace[len(seg)])
+				if err != nil {
+					return fmt.Errorf("patch %s: %w", name, err)
+				}
+				return nil
+			})
 			continue
 		}
 		if r.inc.changed[name] {
@@ -570,8 +584,22 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 		}
 		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: rows, Internal: InternalTables[name]})
 	}
+	if err := g.Wait(); err != nil {
+		return n, err
+	}
+	for _, j := range patched {
+		n += j.rows
+		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: j.name, Path: j.path, Rows: j.rows, Internal: InternalTables[j.name]})
+	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, nil
+}
+
+// patchJob is one table exportChanged patches: the scope's rows (delta),
+// the file it writes (path) and, once written, its rows.
+type patchJob struct {
+	name, delta, path string
+	rows              int64
 }
 
 // segments are the tables exportChanged patches (view.PatchParquet)
@@ -612,31 +640,25 @@ func (r *run) scopeSegments(ctx context.Context) (map[int]map[string]bool, error
 	return out, rows.Err()
 }
 
-// patchTable writes outDir/<name>.parquet as the previous run's file with
-// the scope's rows replaced by memory.out_<name>'s (exported to a file of
-// their own first, in the table's order).
-func (r *run) patchTable(ctx context.Context, name string, seg []string, replace map[string]bool, outDir string) (int64, error) {
+// exportDelta exports memory.out_<name>, the scope's rows, to a file of
+// its own in the table's order: what a patch puts into the previous run's
+// file to make outDir/<name>.parquet.
+func (r *run) exportDelta(ctx context.Context, name, outDir string) (*patchJob, error) {
 	dir := filepath.Join(r.o.WorkDir, "scope-delta")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
+		return nil, err
 	}
-	delta := filepath.Join(dir, name+".parquet")
+	j := &patchJob{name: name, delta: filepath.Join(dir, name+".parquet"), path: filepath.Join(outDir, name+".parquet")}
 	star, err := r.idsAsText(ctx, "memory", "out_"+name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
-		star, name, orderBy[name], sqlString(delta))
+		star, name, orderBy[name], sqlString(j.delta))
 	if _, err := r.db.ExecContext(ctx, q); err != nil {
-		return 0, fmt.Errorf("export the scope's %s: %w", name, err)
+		return nil, fmt.Errorf("export the scope's %s: %w", name, err)
 	}
-	path := filepath.Join(outDir, name+".parquet")
-	n, err := view.PatchParquet(ctx, filepath.Join(r.stateOut(), name+".parquet"), delta, path, seg, replace)
-	if err != nil {
-		return 0, fmt.Errorf("patch %s: %w", name, err)
-	}
-	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
-	return n, nil
+	return j, nil
 }
 
 // patchParts renders the match parts of the scope's matches and patches

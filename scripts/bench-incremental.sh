@@ -9,7 +9,7 @@
 #   scripts/bench-incremental.sh                          # a fresh 10,000-match world
 #   MATCHES=100000 DUCKDB_MEMORY=3GB scripts/bench-incremental.sh
 #   RAW=/tmp/w100k/store/raw scripts/bench-incremental.sh  # an existing world's raw area (hard-linked)
-#   ROUNDS=3 LAND_SECONDS=20 FAST_SPEED=200 scripts/bench-incremental.sh
+#   ROUNDS=3 LAND_SECONDS=20 FAST_SPEED=20 scripts/bench-incremental.sh
 #
 # Each round lands two batches, one after the other: a live tick (the replay
 # at speed 1 for LAND_SECONDS: scores and prices of matches in play, the
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 MATCHES=${MATCHES:-10000}
 ROUNDS=${ROUNDS:-2}
 LAND_SECONDS=${LAND_SECONDS:-20}
-FAST_SPEED=${FAST_SPEED:-200}
+FAST_SPEED=${FAST_SPEED:-20}
 DUCKDB_MEMORY=${DUCKDB_MEMORY:-}
 TIME=/usr/bin/time
 
