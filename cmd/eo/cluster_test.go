@@ -24,6 +24,7 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/publish/miniotest"
 )
@@ -112,6 +113,19 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 			string(f.Data) != c.matchData(t, c.edges[1], id) {
 			t.Fatalf("resume from 0: %s", f.raw)
 		}
+	})
+
+	t.Run("eo jobs lands the live events and publishes them in an incremental run", func(t *testing.T) {
+		// The feed's events (7:3, then 7:5) are landed by eo jobs' lander;
+		// the next run takes that batch alone, and edge B's REST answer
+		// from the new snapshot is the one its live overlay gave.
+		want := c.matchData(t, c.edges[1], id)
+		m := c.waitManifest(t, func(m publish.Manifest) bool { return m.Extra["run_mode"] == pipelines.ModeIncremental })
+		waitFor(t, c.edges[1], `msg="snapshot loaded" snapshot=`+m.SnapshotID)
+		if got := c.matchData(t, c.edges[1], id); got != want || !strings.Contains(got, `"score_b":5`) {
+			t.Fatalf("after the incremental snapshot %s:\ngot  %s\nwant %s", m.SnapshotID, got, want)
+		}
+		ptr = publish.Pointer{SnapshotID: m.SnapshotID}
 	})
 
 	t.Run("a key revoked with eo keys is refused by every edge within 2 s", func(t *testing.T) {
@@ -254,7 +268,8 @@ func startCluster(t *testing.T) *cluster {
 	if err := run(ctx, []string{"generate", "--store", c.store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
-	c.jobs = startEO(t, 0, env, "jobs", "--store", c.store, "--work", filepath.Join(dir, "jobs"), "--schedule", "@every 2s")
+	c.jobs = startEO(t, 0, env, "jobs", "--store", c.store, "--work", filepath.Join(dir, "jobs"), "--schedule", "@every 2s",
+		"--land-every", "1s")
 	c.keys, c.keyIDs = sharedKeys(t, c.redis.URL)
 	c.waitPointer(t, "") // an edge with no snapshot anywhere refuses to start
 	for _, name := range []string{"a", "b"} {
@@ -293,6 +308,23 @@ func (c *cluster) waitPointer(t *testing.T, not string) publish.Pointer {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("eo jobs published nothing new (last: %v):\n%s", err, c.jobs.out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitManifest waits up to 2 minutes for a published snapshot whose
+// manifest satisfies ok, and returns that manifest.
+func (c *cluster) waitManifest(t *testing.T, ok func(publish.Manifest) bool) publish.Manifest {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, m, err := publish.LoadLatest(context.Background(), c.st)
+		if err == nil && ok(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("eo jobs published no such snapshot (last: %+v, %v):\n%s", m.Extra, err, c.jobs.out)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -286,9 +286,18 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
 	metricsAddr := fs.String("metrics-addr", cfg.JobsMetricsAddr,
 		"serve the pipeline runs' Prometheus metrics at http://ADDR/metrics (no key: keep it private); empty: none")
+	landEvery := fs.Duration("land-every", 5*time.Second,
+		"with EO_REDIS_URL: land the shared live feed's events in the raw area as one batch this often (0: not landed)")
 	log, st, err := c.parseOpen(ctx, fs, args)
 	if err != nil {
 		return err
+	}
+	if cfg.RedisURL != "" && *landEvery > 0 {
+		stop, err := startFeedLander(ctx, cfg, log, st, c.work, *landEvery)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	runner := newRunner(c, log, st, false, nil)
 	if *metricsAddr != "" {

@@ -88,3 +88,36 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 	log.Info("live replay started", "slots", ll.slots, "round_every", rp.RoundEvery, "land_every", landing)
 	return nil
 }
+
+// startFeedLander lands the events of the shared Redis feed as raw batches
+// every `every` (eo jobs with EO_REDIS_URL: the one lander of a
+// deployment), so the next pipeline run, an incremental one, publishes
+// what the edges showed live. It subscribes again when a subscription
+// ends (Redis restarted); events published while it is not subscribed are
+// not landed. The returned func waits for the last landing after ctx ends.
+func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publish.Store, work string, every time.Duration) (func(), error) {
+	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
+	if err != nil {
+		return nil, err
+	}
+	rc := redis.NewClient(ro)
+	l := &live.Lander{Feed: &live.RedisFeed{Client: rc}, Store: st, TmpDir: work, Logger: log, Interval: every}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for ctx.Err() == nil {
+			done, err := l.Start(ctx)
+			if err != nil {
+				log.Warn("live lander: cannot subscribe to the feed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(2 * time.Second):
+				}
+				continue
+			}
+			log.Info("live lander subscribed", "land_every", every)
+			<-done
+		}
+	}()
+	return func() { <-stopped; rc.Close() }, nil
+}
