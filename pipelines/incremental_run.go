@@ -25,6 +25,7 @@ type incState struct {
 	entities map[raw.Entity]bool // the entities the new batches hold records of
 	results  bool                // a scope match's completion, winner or time changed
 	model    bool                // the ratings and model step runs again
+	dirty    bool                // the state has been changed (mergeScope on)
 	changed  map[string]bool     // published tables whose rows changed
 }
 
@@ -284,6 +285,7 @@ var derivedOf = map[raw.Entity][][2]string{
 func (r *run) mergeScope(ctx context.Context) (int64, error) {
 	m := r.inc.meta
 	m.Clean = false
+	r.inc.dirty = true
 	if err := writeMeta(ctx, r.db, "st", m); err != nil {
 		return 0, err
 	}

@@ -2,6 +2,9 @@ package pipelines_test
 
 import (
 	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -230,5 +233,59 @@ func TestPartsRenderedByRange(t *testing.T) {
 	whole, ranged := parts(0), parts(17)
 	if len(whole) < 80 || !slices.Equal(whole, ranged) {
 		t.Fatalf("%d part rows rendered at once, %d by ranges of 17 matches, or other rows", len(whole), len(ranged))
+	}
+}
+
+// TestDamagedStateMeansAFullRun: a state file that is not a database, or
+// one that lost a table, makes the next run a full rebuild that says why,
+// never a failed run; the rebuild writes a good state again.
+func TestDamagedStateMeansAFullRun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	split := &liveSplit{}
+	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 9, Now: now, Matches: 40},
+		func(b *raw.Batch) synth.Sink { split.next = b; return split })
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	run := func() pipelines.Report {
+		t.Helper()
+		rep, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	run()
+	state := filepath.Join(work, "state", "pipeline.duckdb")
+	for i, damage := range []struct {
+		name   string
+		do     func() error
+		reason string
+	}{
+		{"not a database", func() error { return os.WriteFile(state, []byte("not a database"), 0o644) }, "cannot be opened"},
+		{"a table dropped", func() error {
+			db, err := sql.Open("duckdb", state)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			_, err = db.Exec("DROP TABLE v_match_updates")
+			return err
+		}, "failed before it changed the state"},
+	} {
+		if err := damage.do(); err != nil {
+			t.Fatal(err)
+		}
+		landLive(t, st, dir, now.Add(time.Hour+time.Duration(i)*time.Minute), split.kept[i*10:i*10+10], nil)
+		if rep := run(); rep.Mode != pipelines.ModeFull || !strings.Contains(rep.FullReason, damage.reason) {
+			t.Errorf("%s: mode %q, reason %q; want a full run, %q", damage.name, rep.Mode, rep.FullReason, damage.reason)
+		}
+		landLive(t, st, dir, now.Add(time.Hour+time.Duration(i)*time.Minute+30*time.Second), split.kept[i*10+10:i*10+20], nil)
+		if rep := run(); rep.Mode != pipelines.ModeIncremental {
+			t.Errorf("after the rebuild (%s): mode %q, reason %q", damage.name, rep.Mode, rep.FullReason)
+		}
 	}
 }

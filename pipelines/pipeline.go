@@ -218,6 +218,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	} else {
 		err := r.incremental(ctx, batches, skipped, outDir)
 		var fb fallback
+		if err != nil && ctx.Err() == nil && !errors.As(err, &fb) && (r.inc == nil || !r.inc.dirty) {
+			// Failed before it changed the state (an unreadable table of
+			// a damaged state, say): a full run rebuilds it.
+			fb = fallback{"the incremental run failed before it changed the state: " + err.Error()}
+			err = fb
+		}
 		if !errors.As(err, &fb) {
 			if err == nil {
 				rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
