@@ -278,20 +278,7 @@ func TestChangesFeedKeepsAMirrorInSync(t *testing.T) {
 	m, up := liveMatchOf(t, ls)
 	id := m.ID.String()
 
-	rec := &recordFeed{}
-	rp := &live.Replay{Feed: rec, Matches: []live.ReplayMatch{{UpstreamID: up, BestOf: 3, Status: "scheduled"}},
-		RoundEvery: time.Microsecond, Seed: 11, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
-	if err := rp.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// One batch per round (its score event and the prices after it).
-	var batches [][]live.Event
-	for _, ev := range rec.events {
-		if ev.Kind == live.KindScore || len(batches) == 0 {
-			batches = append(batches, nil)
-		}
-		batches[len(batches)-1] = append(batches[len(batches)-1], ev)
-	}
+	batches := replayRounds(t, up, 11)
 	if len(batches) < 15 {
 		t.Fatalf("the replay produced %d batches", len(batches))
 	}

@@ -21,9 +21,17 @@ import (
 func replayBatches(t *testing.T, ls *liveServer) (*Match, [][]live.Event) {
 	t.Helper()
 	m, up := liveMatchOf(t, ls)
+	return m, replayRounds(t, up, 3)
+}
+
+// replayRounds plays a best-of-3 of the upstream match up (the replay's
+// seed) and returns its events, one batch a round: its score event and the
+// prices after it.
+func replayRounds(t *testing.T, up string, seed uint64) [][]live.Event {
+	t.Helper()
 	rec := &recordFeed{}
 	rp := &live.Replay{Feed: rec, Matches: []live.ReplayMatch{{UpstreamID: up, BestOf: 3, Status: "scheduled"}},
-		RoundEvery: time.Microsecond, Seed: 3, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
+		RoundEvery: time.Microsecond, Seed: seed, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
 	if err := rp.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +42,7 @@ func replayBatches(t *testing.T, ls *liveServer) (*Match, [][]live.Event) {
 		}
 		batches[len(batches)-1] = append(batches[len(batches)-1], ev)
 	}
-	return m, batches
+	return batches
 }
 
 // TestChangesLiveEntriesPageAndSupersede: the live changes come after the

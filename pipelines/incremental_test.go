@@ -49,6 +49,22 @@ type liveRec = struct {
 	rec any
 }
 
+// liveWorld lands a synthetic world of n matches as of 2026-06-01 12:00
+// UTC without its match updates and price captures, which it returns
+// (split.kept) for the test to land as live batches.
+func liveWorld(t *testing.T, seed int64, n int) (publish.Store, string, time.Time, *liveSplit) {
+	t.Helper()
+	dir := t.TempDir()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	split := &liveSplit{}
+	st, err := worldtest.Local(context.Background(), dir, synth.Options{Seed: seed, Now: now, Matches: n},
+		func(b *raw.Batch) synth.Sink { split.next = b; return split })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, dir, now, split
+}
+
 // allRows is every table's rows, the match parts' too: an incremental run
 // renders only its scope's parts.
 func allRows(t *testing.T, rep pipelines.Report) map[string][]string { return tableRows(t, rep, true) }
@@ -64,14 +80,7 @@ func allRows(t *testing.T, rep pipelines.Report) map[string][]string { return ta
 // that says why.
 func TestIncrementalEqualsFull(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	split := &liveSplit{}
-	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 5, Now: now, Matches: 120},
-		func(b *raw.Batch) synth.Sink { split.next = b; return split })
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, dir, now, split := liveWorld(t, 5, 120)
 	work := t.TempDir()
 	run := func(o pipelines.Options) pipelines.Report {
 		t.Helper()
@@ -241,14 +250,8 @@ func TestPartsRenderedByRange(t *testing.T) {
 // never a failed run; the rebuild writes a good state again.
 func TestDamagedStateMeansAFullRun(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	st, dir, _, split := liveWorld(t, 9, 40)
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	split := &liveSplit{}
-	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 9, Now: now, Matches: 40},
-		func(b *raw.Batch) synth.Sink { split.next = b; return split })
-	if err != nil {
-		t.Fatal(err)
-	}
 	work := t.TempDir()
 	run := func() pipelines.Report {
 		t.Helper()
