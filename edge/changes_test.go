@@ -145,14 +145,7 @@ func TestChangesCursorErrors(t *testing.T) {
 // TestChangesIsMeteredLikeAList: each call draws one unit of the quota;
 // a sandbox key gets 403 sandbox_scope and draws nothing.
 func TestChangesIsMeteredLikeAList(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctr.Close() })
-	keys := openTestKeys(t, clk)
-	ms := newMeteredServer(t, ctr, keys, nil, clk)
+	ms, keys := embeddedMeteredServer(t)
 	std, sandbox := newTestKey(t, keys, access.PlanStandard), newTestKey(t, keys, access.PlanSandbox)
 	quota := func(r result) int {
 		n, err := strconv.Atoi(r.header.Get("X-Quota-Remaining"))

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/internal/proctest"
@@ -118,14 +117,7 @@ func TestExportsListTheCustomerTables(t *testing.T) {
 // exports, each request drawing one unit of quota; a standard key gets 403
 // plan_scope and a sandbox key 403 sandbox_scope, neither drawing any.
 func TestExportsArePlanScopedAndMetered(t *testing.T) {
-	clk := &fakeClock{t: fixtureNow}
-	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctr.Close() })
-	keys := openTestKeys(t, clk)
-	ms := newMeteredServer(t, ctr, keys, nil, clk)
+	ms, keys := embeddedMeteredServer(t)
 	data, std, sandbox := newTestKey(t, keys, access.PlanData), newTestKey(t, keys, access.PlanStandard),
 		newTestKey(t, keys, access.PlanSandbox)
 	quota := func(r result) int {

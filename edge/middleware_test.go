@@ -56,6 +56,19 @@ func newMeteredServer(t testing.TB, ctr access.Counters, keys *access.Store, pla
 	return &meteredServer{testServer: ts, keys: keys, ctr: ctr, logs: logs, clock: clk}
 }
 
+// embeddedMeteredServer is a metered server with the default plans on
+// embedded counters at fixtureNow, and its key store.
+func embeddedMeteredServer(t testing.TB) (*meteredServer, *access.Store) {
+	clk := &fakeClock{t: fixtureNow}
+	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctr.Close() })
+	keys := openTestKeys(t, clk)
+	return newMeteredServer(t, ctr, keys, nil, clk), keys
+}
+
 func openTestKeys(t testing.TB, clk *fakeClock) *access.Store {
 	k, err := access.Open(filepath.Join(t.TempDir(), "keys.db"), clk.Now)
 	if err != nil {
