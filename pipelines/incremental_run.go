@@ -381,12 +381,6 @@ func (r *run) rerunModel(ctx context.Context) (int64, error) {
 	for _, t := range modelTables {
 		r.inc.changed[t] = true
 	}
-	if err != nil {
-		return n, err
-	}
-	// The rest patches and streams again (odds_lines too:
-	// exportChangedOdds).
-	_, err = r.db.ExecContext(ctx, `SET memory_limit = '`+incrementalMemory+`'`)
 	return n, err
 }
 
@@ -559,25 +553,14 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 		if r.inc.model && slices.Contains(modelTables, name) {
 			patchable = false // rows of matches outside the scope changed too
 		}
-		var j *patchJob
-		var err error
-		switch {
-		case r.inc.changed[name] && patchable:
-			j, err = r.exportDelta(ctx, name, outDir)
-			if j != nil {
-				j.replace = replace[len(seg)]
+		if r.inc.changed[name] && patchable {
+			j, err := r.exportDelta(ctx, name, outDir)
+			if err != nil {
+				return n, err
 			}
-		case r.inc.changed[name] && name == "odds_lines":
-			// The model ran again: the lines of the matches it moved.
-			j, err = r.exportChangedOdds(ctx, outDir)
-		}
-		if err != nil {
-			return n, err
-		}
-		if j != nil {
 			patched = append(patched, j)
 			g.Go(func() (err error) {
-				j.rows, err = view.PatchParquet(gctx, filepath.Join(r.stateOut(), name+".parquet"), j.delta, j.path, seg, j.replace)
+				j.rows, err = view.PatchParquet(gctx, filepath.Join(r.stateOut(), name+".parquet"), j.delta, j.path, seg, replace[len(seg)])
 				if err != nil {
 					return fmt.Errorf("patch %s: %w", name, err)
 				}
@@ -618,61 +601,7 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 // the file it writes (path) and, once written, its rows.
 type patchJob struct {
 	name, delta, path string
-	replace           map[string]bool // the segments delta replaces
 	rows              int64
-}
-
-// oddsDigests are, per segment of odds_lines (a match's lines, an
-// outright's tournament's), a digest of its rows and their count, on a
-// query of the table's published rows (ids as text).
-const oddsDigests = `SELECT match_id, tournament_id, bit_xor(hash(t::VARCHAR)) AS h, count(*) AS n FROM (%s) t GROUP BY ALL`
-
-// exportChangedOdds exports, after the model ran again, the state's odds
-// lines of the segments whose rows differ from the previous run's file
-// (the matches whose eo_model lines the new forecasts moved, and the
-// scope's): a patch of those instead of a sort of the whole table (5
-// million rows at 100,000 matches).
-func (r *run) exportChangedOdds(ctx context.Context, outDir string) (*patchJob, error) {
-	star, err := r.idsAsText(ctx, "st", "out_odds_lines")
-	if err != nil {
-		return nil, err
-	}
-	prev := sqlString(filepath.Join(r.stateOut(), "odds_lines.parquet"))
-	now := fmt.Sprintf(oddsDigests, "SELECT "+star+" FROM st.out_odds_lines")
-	was := fmt.Sprintf(oddsDigests, "SELECT * FROM read_parquet('"+prev+"')")
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE odds_changed AS
-		SELECT coalesce(a.match_id, b.match_id) AS match_id, coalesce(a.tournament_id, b.tournament_id) AS tournament_id
-		FROM (`+now+`) a FULL JOIN (`+was+`) b
-		  ON a.match_id IS NOT DISTINCT FROM b.match_id AND a.tournament_id IS NOT DISTINCT FROM b.tournament_id
-		WHERE a.h IS DISTINCT FROM b.h OR a.n IS DISTINCT FROM b.n`); err != nil {
-		return nil, fmt.Errorf("odds lines the model moved: %w", err)
-	}
-	j := &patchJob{name: "odds_lines", replace: map[string]bool{}, path: filepath.Join(outDir, "odds_lines.parquet"),
-		delta: filepath.Join(r.o.WorkDir, "scope-delta", "odds_lines.parquet")}
-	rows, err := r.db.QueryContext(ctx, `SELECT match_id, tournament_id FROM odds_changed`)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var m, t *string
-		if err := rows.Scan(&m, &t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		j.replace[view.SegmentKey(m, t)] = true
-	}
-	rows.Close()
-	if err := os.MkdirAll(filepath.Dir(j.delta), 0o755); err != nil {
-		return nil, err
-	}
-	q := fmt.Sprintf(`COPY (SELECT %s FROM st.out_odds_lines o WHERE EXISTS (SELECT 1 FROM odds_changed c
-		WHERE c.match_id IS NOT DISTINCT FROM CAST(o.match_id AS VARCHAR)
-		  AND c.tournament_id IS NOT DISTINCT FROM CAST(o.tournament_id AS VARCHAR)) ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
-		star, orderBy["odds_lines"], sqlString(j.delta))
-	if _, err := r.db.ExecContext(ctx, q); err != nil {
-		return nil, fmt.Errorf("export the odds lines the model moved: %w", err)
-	}
-	return j, nil
 }
 
 // segments are the tables exportChanged patches (view.PatchParquet)
