@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/view"
 )
 
@@ -64,24 +65,34 @@ func (e *liveChange) after(seq uint64, key changeKey) bool {
 
 func newLiveChanges() *liveChanges { return &liveChanges{index: map[changeKey]int{}} }
 
-// record holds a batch's changes at feed position seq (called under the
-// view's writers' lock, after the batch's view is served: a client that
-// reads the change fetches that view or a newer one).
-func (l *liveChanges) record(seq uint64, at time.Time, keys []changeKey) {
-	if len(keys) == 0 {
+// record holds a batch's changes (each at the feed position of the event
+// that made it, all after the previous batch's) and the batch's position
+// seq (called under the view's writers' lock, after the batch's view is
+// served: a client that reads the change fetches that view or a newer one).
+func (l *liveChanges) record(seq uint64, at time.Time, changes []liveChange) {
+	if len(changes) == 0 {
 		return
 	}
-	keys = slices.Clone(keys)
-	slices.SortFunc(keys, func(a, b changeKey) int {
-		if a.less(b) {
+	changes = slices.Clone(changes)
+	slices.SortFunc(changes, func(a, b liveChange) int {
+		switch {
+		case a.key.less(b.key):
 			return -1
-		}
-		if b.less(a) {
+		case b.key.less(a.key):
 			return 1
 		}
-		return 0
+		return cmpU64(b.seq, a.seq) // a key's latest first
 	})
-	keys = slices.Compact(keys)
+	changes = slices.CompactFunc(changes, func(a, b liveChange) bool { return a.key == b.key })
+	slices.SortFunc(changes, func(a, b liveChange) int {
+		if a.seq != b.seq {
+			return cmpU64(a.seq, b.seq)
+		}
+		if a.key.less(b.key) {
+			return -1
+		}
+		return 1
+	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq < l.last {
@@ -93,19 +104,19 @@ func (l *liveChanges) record(seq uint64, at time.Time, keys []changeKey) {
 	}
 	l.last = seq
 	start := len(l.entries)
-	for _, k := range keys {
-		if i, ok := l.index[k]; ok {
+	for _, c := range changes {
+		if i, ok := l.index[c.key]; ok {
 			l.entries[i].dead = true
 			l.dead++
 			l.size.Add(-1)
 		}
-		l.index[k] = len(l.entries)
-		l.entries = append(l.entries, liveChange{seq: seq, key: k, at: at})
+		l.index[c.key] = len(l.entries)
+		l.entries = append(l.entries, liveChange{seq: c.seq, key: c.key, at: at})
 		l.size.Add(1)
 	}
 	// Entries recorded at the same position before (none from the
 	// tracker: every batch moves the position) stay in key order.
-	if start > 0 && l.entries[start-1].seq == seq {
+	if start > 0 && !l.entries[start].after(l.entries[start-1].seq, l.entries[start-1].key) {
 		l.compact(true)
 	} else if l.dead > 1024 && l.dead > len(l.entries)/2 {
 		l.compact(false)
@@ -213,13 +224,26 @@ func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveCha
 
 // recordChanges holds what a live batch changed for the changes feed: the
 // matches whose row or maps changed and those with new odds lines.
+//
+// Each is recorded at the position of the event that made it (a match's
+// last score event, its odds' last price event; EventSeq), not at the
+// batch's: instances of one feed batch it differently, and a cursor
+// started on one continues on another.
 func (l *liveState) recordChanges(seq uint64, ap view.Applied) {
-	keys := make([]changeKey, 0, len(ap.Matches)+len(ap.Odds))
+	changes := make([]liveChange, 0, len(ap.Matches)+len(ap.Odds))
+	at := func(id view.ID, kinds ...string) uint64 {
+		for _, k := range kinds {
+			if s := l.tracker.EventSeq(id, k); s > 0 {
+				return s
+			}
+		}
+		return seq
+	}
 	for _, id := range ap.Matches {
-		keys = append(keys, changeKey{keyMatch, id})
+		changes = append(changes, liveChange{seq: at(id, live.KindScore, live.KindPrice), key: changeKey{keyMatch, id}})
 	}
 	for _, u := range ap.Odds {
-		keys = append(keys, changeKey{keyOdds, u.Match})
+		changes = append(changes, liveChange{seq: at(u.Match, live.KindPrice), key: changeKey{keyOdds, u.Match}})
 	}
-	l.changes.record(seq, l.s.o.Now(), keys)
+	l.changes.record(seq, l.s.o.Now(), changes)
 }

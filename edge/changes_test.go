@@ -169,6 +169,15 @@ func TestChangesIsMeteredLikeAList(t *testing.T) {
 	}
 }
 
+// atSeq is keys' changes, all at seq.
+func atSeq(seq uint64, keys ...changeKey) []liveChange {
+	out := make([]liveChange, len(keys))
+	for i, k := range keys {
+		out[i] = liveChange{seq: seq, key: k}
+	}
+	return out
+}
+
 // TestLiveChangesLog: the live log keeps each entity's latest change in
 // (seq, key) order, pages by key within a seq, drops the matches a swap
 // removed, compacts what later changes superseded, and starts again when
@@ -177,8 +186,8 @@ func TestLiveChangesLog(t *testing.T) {
 	l := newLiveChanges()
 	id := func(n byte) view.ID { return view.ID{15: n} }
 	at := fixtureNow
-	l.record(10, at, []changeKey{{keyOdds, id(2)}, {keyMatch, id(2)}, {keyMatch, id(1)}, {keyMatch, id(1)}})
-	l.record(11, at, []changeKey{{keyMatch, id(2)}})
+	l.record(10, at, atSeq(10, changeKey{keyOdds, id(2)}, changeKey{keyMatch, id(2)}, changeKey{keyMatch, id(1)}, changeKey{keyMatch, id(1)}))
+	l.record(11, at, atSeq(11, changeKey{keyMatch, id(2)}))
 	keys := func(es []liveChange) string {
 		s := ""
 		for _, e := range es {
@@ -206,12 +215,12 @@ func TestLiveChangesLog(t *testing.T) {
 		t.Fatalf("after the drop: %s (%d held)", keys(all), l.size.Load())
 	}
 	for i := range 3000 {
-		l.record(uint64(12+i), at, []changeKey{{keyMatch, id(2)}})
+		l.record(uint64(12+i), at, atSeq(uint64(12+i), changeKey{keyMatch, id(2)}))
 	}
 	if len(l.entries) > 2100 || l.size.Load() != 2 {
 		t.Fatalf("%d entries for 2 changes held", len(l.entries))
 	}
-	l.record(5, at, []changeKey{{keyMatch, id(3)}})
+	l.record(5, at, atSeq(5, changeKey{keyMatch, id(3)}))
 	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "5:1/3 " {
 		t.Fatalf("after the numbering restarted: %s", keys(all))
 	}

@@ -122,24 +122,11 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 	mt, ot := "match:"+id, "odds:"+id
 	sentinel := sentinelOf(ls, m)
 
-	// The match, played out by the local replay, recorded.
-	rec := &recordFeed{}
-	rp := &live.Replay{Feed: rec, Matches: []live.ReplayMatch{{UpstreamID: up, BestOf: 3, Status: "scheduled"}},
-		RoundEvery: time.Microsecond, Seed: 11, Now: stepClock(fixtureNow.Add(time.Hour), 5*time.Second)}
-	if err := rp.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Batches as the tracker drains its feed: a round (a score event and
-	// the prices that follow it, all of one instant) split in two at a
-	// random point, so the captures of an instant reach the aggregator in
-	// two batches.
-	var rounds [][]live.Event
-	for _, ev := range rec.events {
-		if ev.Kind == live.KindScore || len(rounds) == 0 {
-			rounds = append(rounds, nil)
-		}
-		rounds[len(rounds)-1] = append(rounds[len(rounds)-1], ev)
-	}
+	// The match, played out by the local replay, recorded; then batches as
+	// the tracker drains its feed: a round (a score event and the prices
+	// that follow it, all of one instant) split in two at a random point,
+	// so the captures of an instant reach the aggregator in two batches.
+	rounds := replayRounds(t, up, 11)
 	rng := rand.New(rand.NewPCG(5, 5))
 	var batches [][]live.Event
 	for _, r := range rounds {

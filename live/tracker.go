@@ -19,6 +19,9 @@ type Tracker struct {
 	onApply func(*view.View, view.Applied)
 	agg     *Aggregator
 	pos     Position // under cur's writers' lock
+	// last is, per match of the batch being applied, the feed position
+	// of its last score event and of its last price event (EventSeq).
+	last    map[view.ID][2]uint64
 	running atomic.Bool
 	events  atomic.Int64
 	dropped atomic.Int64
@@ -151,6 +154,7 @@ func (t *Tracker) Apply(evs []Event) {
 			return nil, nil
 		}
 		snap := v.Snapshot()
+		t.last = map[view.ID][2]uint64{}
 		type touched struct {
 			match view.ID
 			at    time.Time
@@ -166,6 +170,9 @@ func (t *Tracker) Apply(evs []Event) {
 				continue
 			}
 			t.events.Add(1)
+			seqs := t.last[id]
+			seqs[eventSlot(ev.Kind)] = max(seqs[eventSlot(ev.Kind)], ev.Seq)
+			t.last[id] = seqs
 			switch ev.Kind {
 			case KindScore:
 				ch.Matches = append(ch.Matches, matchState(id, ev))
@@ -213,6 +220,20 @@ func (t *Tracker) Apply(evs []Event) {
 		// The frames go out once nv is served (Current.Update).
 		return nv, func() { t.onApply(nv, ap) }
 	})
+}
+
+// EventSeq is the feed position of the last event of kind (KindScore or
+// KindPrice) for match id in the batch whose changes onApply receives, 0
+// when it has none. Unlike the batch's position, it does not depend on how
+// an instance happened to batch the feed: every instance of a feed gives a
+// change the same position.
+func (t *Tracker) EventSeq(id view.ID, kind string) uint64 { return t.last[id][eventSlot(kind)] }
+
+func eventSlot(kind string) int {
+	if kind == KindPrice {
+		return 1
+	}
+	return 0
 }
 
 // Rebased drops the aggregator's markets of matches a newly loaded view
