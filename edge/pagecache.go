@@ -20,9 +20,15 @@ import (
 // rounds decompressed again.
 //
 // Correctness rests on two things. A View is immutable and every live
-// change or snapshot swap yields a new one, so a cache belongs to one view
-// and is dropped with it: a cached page can never be older than the view
-// the request reads (REST and WebSocket still agree at every instant). And
+// change or snapshot swap yields a new one, so a cache belongs to one view:
+// a cached page can never be older than the view the request reads (REST
+// and WebSocket still agree at every instant). When a batch of live
+// changes replaces the view, the new view's cache starts with the pages
+// the batch cannot have changed, by what each route reads (pageScope):
+// pages of the snapshot alone (teams, players, rankings, tournaments,
+// closing lines) and the pages of one match whose live state the batch did
+// not touch (View.SameMatch); lists of matches, the bulk /odds and
+// head-to-head are built afresh. A snapshot swap starts an empty cache. And
 // a body is a function of the view, the request URI and, on some routes,
 // the clock, through one thing only: a tournament's status (upcoming,
 // ongoing, finished), which changes at instants the snapshot knows
@@ -45,6 +51,44 @@ const (
 	pageCacheMaxBody = 64 << 10
 )
 
+// pageScope is what a route's body reads besides the request: which live
+// changes leave a cached page of it valid.
+type pageScope uint8
+
+const (
+	// scopeView: anything live (a list of matches, the open markets): a
+	// page is dropped with its view.
+	scopeView pageScope = iota
+	// scopeSnapshot: the snapshot alone; kept until the next swap.
+	scopeSnapshot
+	// scopeMatch: the snapshot and one match's live state (its row, maps
+	// and odds lines); kept while no batch touches the match.
+	scopeMatch
+)
+
+// scopeFunc tells a request's scope and, for scopeMatch, its match.
+type scopeFunc func(c *fiber.Ctx) (pageScope, view.ID)
+
+func viewScope(*fiber.Ctx) (pageScope, view.ID)     { return scopeView, view.ID{} }
+func snapshotScope(*fiber.Ctx) (pageScope, view.ID) { return scopeSnapshot, view.ID{} }
+
+// matchScope: a /matches/{id} resource or sub-resource.
+func matchScope(c *fiber.Ctx) (pageScope, view.ID) {
+	if id, ok := view.ParseID(c.Params("id")); ok {
+		return scopeMatch, id
+	}
+	return scopeView, view.ID{}
+}
+
+// oddsScope: /odds?match= reads one match's lines; the bulk /odds every
+// open market's.
+func oddsScope(c *fiber.Ctx) (pageScope, view.ID) {
+	if id, ok := view.ParseID(c.Query("match")); ok {
+		return scopeMatch, id
+	}
+	return scopeView, view.ID{}
+}
+
 type pageCache struct {
 	v     *view.View
 	slots [pageCacheSlots]atomic.Pointer[cachedPage]
@@ -56,6 +100,8 @@ type cachedPage struct {
 	body  []byte // shared by every response that serves it: never written to
 	tag   uint64 // xxh3 of body (finishWire's ETag)
 	until int64  // unix nanoseconds the body may change from with the clock; 0: never
+	scope pageScope
+	match view.ID // scopeMatch: the match
 	// enc holds the body compressed in each coding, made by the first
 	// request that asked for it (finishWire); shared, never written to.
 	enc [len(codings) + 1]atomic.Pointer[[]byte]
@@ -72,6 +118,9 @@ func (s *Server) pageCacheFor(v *view.View) *pageCache {
 		return nil
 	}
 	npc := &pageCache{v: v}
+	if pc != nil {
+		npc.inherit(pc)
+	}
 	if s.pages.CompareAndSwap(pc, npc) {
 		return npc
 	}
@@ -81,10 +130,29 @@ func (s *Server) pageCacheFor(v *view.View) *pageCache {
 	return nil
 }
 
+// inherit copies into c, the cache of a new view, the pages of old's cache
+// that read the same on the new view (the type's comment): nothing after a
+// snapshot swap.
+func (c *pageCache) inherit(old *pageCache) {
+	if old.v.Snapshot() != c.v.Snapshot() {
+		return
+	}
+	for i := range c.slots {
+		e := old.slots[i].Load()
+		if e == nil {
+			continue
+		}
+		if e.scope == scopeSnapshot || e.scope == scopeMatch && c.v.SameMatch(old.v, e.match) {
+			c.slots[i].Store(e)
+		}
+		c.seen[i].Store(old.seen[i].Load())
+	}
+}
+
 // cachedPages serves next's 200 responses through the view's page cache;
 // clock (nil: never) tells whether a request's body also depends on the
-// clock.
-func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fiber.Handler {
+// clock, scope what live changes leave it valid.
+func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool, scope scopeFunc) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		st := requestState(c)
 		pc := s.pageCacheFor(st.view)
@@ -132,6 +200,7 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool) fi
 			return nil // first time on this view: remembered, not stored
 		}
 		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body()), until: until}
+		e.scope, e.match = scope(c)
 		e.tag = xxh3.Hash(e.body)
 		slot.Store(e)
 		st.page = e

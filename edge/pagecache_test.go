@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,143 @@ func TestPageCacheFollowsTheClock(t *testing.T) {
 	}
 	if ts.metrics.pageCacheHits.Load() == hits0 {
 		t.Fatal("no clock-dependent page was served from the cache")
+	}
+}
+
+// TestPageCacheKeepsWhatLiveLeaves: a batch of live changes makes a new
+// view, and the new view's cache starts with the pages the batch cannot
+// have changed: the snapshot's pages (teams, players, rankings,
+// tournaments, closing lines) and those of a match the batch did not touch
+// are served from the cache at once; the touched match's pages, the match
+// lists, the open markets and head-to-head are built afresh. Every page,
+// kept or not, reads the same as one built on the new view without the
+// cache.
+func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	m, up := liveMatchOf(t, ls)
+	var other *Match
+	for i := range ls.snap().Matches() {
+		if x := &ls.snap().Matches()[i]; x.Status == "completed" && x.ID != m.ID {
+			other = x
+			break
+		}
+	}
+	if other == nil {
+		t.Fatal("the fixture has no completed match")
+	}
+	var players struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(ls.get(t, "/v1/cs2/players?limit=1").body, &players); err != nil || len(players.Data) == 0 {
+		t.Fatalf("no player: %v", err)
+	}
+	mid, oid, team, opp := m.ID.String(), other.ID.String(), m.TeamAID.String(), m.TeamBID.String()
+	player, tour := players.Data[0].ID, m.TournamentID.String()
+	kept := []string{ // scopeSnapshot, and scopeMatch of the untouched match
+		"/v1/cs2/teams?limit=50", "/v1/cs2/teams/" + team, "/v1/cs2/teams/" + team + "/profile",
+		"/v1/cs2/teams/" + team + "/roster-history", "/v1/cs2/players?limit=50", "/v1/cs2/players/" + player,
+		"/v1/cs2/players/" + player + "/stats", "/v1/cs2/rankings?limit=50", "/v1/cs2/tournaments?limit=50",
+		"/v1/cs2/tournaments/" + tour, "/v1/cs2/tournaments/" + tour + "/teams", "/v1/cs2/odds/closing?limit=50",
+		"/v1/cs2/matches/" + oid, "/v1/cs2/matches/" + oid + "?include=teams,maps,stats,odds",
+		"/v1/cs2/matches/" + oid + "/maps", "/v1/cs2/matches/" + oid + "/stats", "/v1/cs2/odds?match=" + oid,
+	}
+	rebuilt := []string{ // scopeView, and scopeMatch of the touched match
+		"/v1/cs2/matches?limit=50", "/v1/cs2/matches?status=live&limit=50", "/v1/cs2/odds?limit=1000",
+		"/v1/cs2/teams/" + team + "/head-to-head?opponent=" + opp,
+		"/v1/cs2/matches/" + mid, "/v1/cs2/matches/" + mid + "?include=teams,maps,odds",
+		"/v1/cs2/matches/" + mid + "/maps", "/v1/cs2/odds?match=" + mid,
+	}
+	before := map[string][]byte{}
+	for _, uri := range append(append([]string{}, kept...), rebuilt...) {
+		for range 2 { // stored the second time
+			r := ls.get(t, uri)
+			if r.status != 200 {
+				t.Fatalf("%s: %d %s", uri, r.status, r.body)
+			}
+			before[uri] = r.body
+		}
+	}
+
+	// The cache is direct-mapped: a URI whose slot a later one took is not
+	// cached, and can't be kept.
+	stored := map[string]bool{}
+	pc := ls.pages.Load()
+	for i := range pc.slots {
+		if e := pc.slots[i].Load(); e != nil {
+			stored[strings.ReplaceAll(e.uri, "%2C", ",")] = true // as the test client sends it
+		}
+	}
+	n := 0
+	for _, uri := range kept {
+		if stored[uri] {
+			n++
+		}
+	}
+	if n < len(kept)/2 {
+		t.Fatalf("only %d of %d pages to keep are in the cache before the batch", n, len(kept))
+	}
+
+	// A live batch of the match: a score, then prices (two books, so a
+	// line is published).
+	c := ls.open(t)
+	mt, ot := "match:"+mid, "odds:"+mid
+	for _, target := range []string{mt, ot} {
+		c.send(map[string]string{"type": "subscribe", "target": target})
+		c.expect("subscribed", target)
+		c.expect("snapshot", target)
+	}
+	ctx := context.Background()
+	at := fixtureNow.Add(time.Hour).UTC()
+	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
+		LiveState: json.RawMessage(`{"map_number":1,"map_name":"de_nuke","round":2,"rounds_a":1,"rounds_b":0,"side_a":"ct"}`),
+		ChangedAt: at})
+	c.expect("update", mt)
+	for _, p := range []struct {
+		book, outcome string
+		price         float64
+	}{{"bk-01", "home", 1.60}, {"bk-01", "away", 2.40}, {"bk-02", "home", 1.55}, {"bk-02", "away", 2.50}} {
+		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, Market: "match_winner",
+			Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
+	}
+	for {
+		u, err := c.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Type == "update" && u.Target == ot {
+			break
+		}
+	}
+
+	check := func(uri string, wantHit bool) []byte {
+		t.Helper()
+		h0 := ls.metrics.pageCacheHits.Load()
+		got := ls.get(t, uri)
+		hit := ls.metrics.pageCacheHits.Load() != h0
+		ls.noPageCache = true
+		want := ls.get(t, uri)
+		ls.noPageCache = false
+		if got.status != 200 || !bytes.Equal(got.body, want.body) || got.header.Get("ETag") != want.header.Get("ETag") {
+			t.Fatalf("%s after the live batch: the served page differs from one built afresh (status %d)\n got %.300s\nwant %.300s",
+				uri, got.status, got.body, want.body)
+		}
+		if hit != wantHit {
+			t.Fatalf("%s after the live batch: served from the cache %v, want %v", uri, hit, wantHit)
+		}
+		return got.body
+	}
+	for _, uri := range kept {
+		check(uri, stored[uri])
+	}
+	after := map[string][]byte{}
+	for _, uri := range rebuilt {
+		after[uri] = check(uri, false)
+	}
+	for _, uri := range []string{"/v1/cs2/matches/" + mid, "/v1/cs2/odds?match=" + mid, "/v1/cs2/odds?limit=1000"} {
+		if bytes.Equal(before[uri], after[uri]) {
+			t.Fatalf("%s reads the same before and after the live batch: the test changes nothing", uri)
+		}
 	}
 }

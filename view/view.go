@@ -36,6 +36,23 @@ func (v *View) Version() uint64 { return v.d.version }
 // newer than the snapshot's.
 func (v *View) LiveMatches() int { return len(v.d.over) }
 
+// SameMatch reports whether match id reads the same on v as on old: the
+// same snapshot and the same live state (an overlay is built once, by the
+// batch that touched the match, and shared unchanged by every later view
+// until another batch touches it). What a request of that match alone
+// reads on old, it reads on v (the edge's page cache keeps such pages
+// across live changes).
+func (v *View) SameMatch(old *View, id ID) bool {
+	if old == nil || old.base != v.base {
+		return false
+	}
+	mi, ok := v.base.matchByID[id]
+	if !ok {
+		return true // live changes skip matches the snapshot does not hold
+	}
+	return v.overlayOf(mi) == old.overlayOf(mi)
+}
+
 // Current holds the View being served. Readers Load it without locking;
 // writers (a snapshot swap, a batch of live changes) go through Update, one
 // at a time, so every change applies to the view the previous one produced.
