@@ -216,14 +216,14 @@ func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 	}
 	switch i {
 	case 0:
-		return strconv.AppendFloat(dst, d.RateLimit, 'f', -1, 64), true
+		return appendNumber(dst, d.RateLimit), true
 	case 1:
 		return strconv.AppendInt(dst, d.RateRemaining, 10), true
 	case 2:
 		return strconv.AppendInt(dst, d.RateReset, 10), true
 	case 3:
 		dst = append(dst, `"burst";q=`...)
-		dst = strconv.AppendFloat(dst, d.RateLimit, 'f', -1, 64)
+		dst = appendNumber(dst, d.RateLimit)
 		dst = append(dst, ";w="...)
 		return strconv.AppendInt(dst, d.RateWindow, 10), true
 	case 4:
@@ -239,6 +239,17 @@ func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 		return append(dst, d.QuotaReset...), true
 	}
 	return dst, false
+}
+
+// appendNumber appends x as strconv.AppendFloat(dst, x, 'f', -1, 64) does,
+// through the integer formatter when x is a whole number (every plan's
+// burst is: a float formatted per request cost more than every other
+// header together).
+func appendNumber(dst []byte, x float64) []byte {
+	if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+		return strconv.AppendInt(dst, int64(x), 10)
+	}
+	return strconv.AppendFloat(dst, x, 'f', -1, 64)
 }
 
 // Headers returns the decision's headers as name, value pairs (tests,
@@ -382,9 +393,11 @@ func remaining(cs []Counter, vals []int64) int64 {
 // empty (429 rate_limited, no quota drawn) → quota counters in order (the
 // trial total before the per-endpoint ceiling).
 func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuota bool) (Decision, error) {
-	now := time.Now()
+	var now time.Time
 	if m.Now != nil {
 		now = m.Now()
+	} else {
+		now = time.Now()
 	}
 	pl, q, stop := m.plan(p, endpoint, now)
 	if stop != nil {

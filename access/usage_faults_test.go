@@ -467,6 +467,10 @@ func TestUsageCodec(t *testing.T) {
 			RequestID: "00112233445566778899aabbccddeeff"},
 		{Time: time.Unix(0, 0).UTC(), KeyID: "K-not-a-uuid", AccountID: "", Endpoint: "", Status: 0, RequestID: "abc"},
 		{Time: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), KeyID: "0196A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", Status: 503, RequestID: "ABCD"},
+		// Almost packable: one byte off in the last group or digit.
+		{Time: time.Unix(2, 0).UTC(), KeyID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5g", AccountID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5B",
+			Endpoint: "00112233445566778899aabbccddeefg", RequestID: "00112233445566778899aabbccddeeF0"},
+		{Time: time.Unix(1, 0).UTC(), KeyID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5", RequestID: "0"},
 	} {
 		b := appendEvent(nil, ev)
 		got, err := decodeEvent(b)

@@ -295,9 +295,18 @@ func (s *Server) corsMiddleware() fiber.Handler {
 func setDecisionHeaders(c *fiber.Ctx, d *access.Decision) {
 	h := &c.Response().Header
 	var buf [32]byte
-	for i, name := range access.DecisionHeaders {
+	for i, name := range decisionHeaderNames {
 		if v, ok := d.AppendHeader(buf[:0], i); ok {
-			h.SetBytesV(name, v)
+			h.SetCanonical(name, v) // the names are spelled as sent: no normalising per request
 		}
 	}
 }
+
+// decisionHeaderNames are access.DecisionHeaders as bytes.
+var decisionHeaderNames = func() [len(access.DecisionHeaders)][]byte {
+	var out [len(access.DecisionHeaders)][]byte
+	for i, n := range access.DecisionHeaders {
+		out[i] = []byte(n)
+	}
+	return out
+}()

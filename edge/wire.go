@@ -124,6 +124,14 @@ func wired(c *fiber.Ctx) bool {
 	return strings.HasPrefix(r.Path, "/v1/:game") || r.Path == "/docs" || r.Path == "/openapi.yaml"
 }
 
+// The wire's header names and the cache policy as bytes, spelled as sent:
+// SetCanonical skips normalising the name on every request.
+var (
+	hdrETag         = []byte(fiber.HeaderETag)
+	hdrCacheControl = []byte(fiber.HeaderCacheControl)
+	hdrCachePolicy  = []byte(cachePolicy)
+)
+
 // finishWire applies the wire to a successful response of a wired route:
 // ETag and Cache-Control, 304 for a matching If-None-Match, then compression
 // with Vary.
@@ -156,8 +164,8 @@ func finishWire(c *fiber.Ctx) {
 	}
 	etag := append(base, codingSuffix(cd)...)
 	etag = append(etag, '"')
-	resp.Header.SetBytesV(fiber.HeaderETag, etag)
-	resp.Header.Set(fiber.HeaderCacheControl, cachePolicy)
+	resp.Header.SetCanonical(hdrETag, etag)
+	resp.Header.SetCanonical(hdrCacheControl, hdrCachePolicy)
 	if inm := c.Request().Header.Peek(fiber.HeaderIfNoneMatch); len(inm) > 0 && noneMatch(inm, base[1:]) {
 		resp.SetStatusCode(fiber.StatusNotModified)
 		resp.ResetBody()
