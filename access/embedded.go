@@ -41,9 +41,15 @@ type Embedded struct {
 
 	// umu guards the usage events, apart from mu: Record does not wait
 	// for a request's bucket and quota check, nor they for it.
-	umu     sync.Mutex
-	pending []UsageEvent
-	spare   []UsageEvent // the previous flush's slice, cleared, for the next pending
+	umu sync.Mutex
+	// pending holds the events not yet written, encoded (appendEvent) back
+	// to back: appending one copies a hundred bytes without pointers (an
+	// event struct was copied with write barriers, and a flush's worth of
+	// them scanned by the collector), and the flush has nothing left to
+	// encode.
+	pending  []byte
+	pendingN int    // events in pending
+	spare    []byte // the previous flush's buffer, for the next pending
 	// retained is the events written to the usage bucket and not pruned.
 	retained int64
 	cap      int64
@@ -87,9 +93,9 @@ const NoCap = -1
 // dropped (and counted) rather than growing memory without limit.
 const maxPendingUsage = 1 << 20
 
-// maxSpareUsage bounds the slice a flush keeps for the next events (65,536
-// events, about 7 MB): a larger one, left by a backlog, is let go.
-const maxSpareUsage = 1 << 16
+// maxSpareUsage bounds the buffer a flush keeps for the next events (8 MiB,
+// about 80,000 encoded events): a larger one, left by a backlog, is let go.
+const maxSpareUsage = 8 << 20
 
 var (
 	bucketCounters = []byte("counters")
@@ -228,14 +234,15 @@ func (e *Embedded) Flush() error {
 	e.flushMu.Lock()
 	defer e.flushMu.Unlock()
 	e.umu.Lock()
-	events := e.pending
-	e.pending, e.spare = e.spare[:0], nil
+	events, count := e.pending, e.pendingN
+	e.pending, e.pendingN, e.spare = e.spare[:0], 0, nil
 	e.umu.Unlock()
 	e.mu.Lock()
-	if len(e.dirty) == 0 && len(events) == 0 {
+	if len(e.dirty) == 0 && count == 0 {
 		e.mu.Unlock()
 		e.umu.Lock()
-		e.pending = append(events, e.pending...) // the empty slice, kept
+		e.pending = append(events, e.pending...) // the empty buffer, kept
+		e.pendingN += count
 		e.umu.Unlock()
 		return nil
 	}
@@ -266,21 +273,32 @@ func (e *Embedded) Flush() error {
 		u := tx.Bucket(bucketUsage)
 		// Keys only grow: full pages, not bbolt's default half-full split.
 		u.FillPercent = 1
-		if len(events) == 0 {
+		if count == 0 {
 			return nil
 		}
 		first := u.Sequence() + 1
-		if err := u.SetSequence(u.Sequence() + uint64(len(events))); err != nil {
+		if err := u.SetSequence(u.Sequence() + uint64(count)); err != nil {
 			return err
 		}
 		// One buffer for the batch: bbolt keeps the slices until commit
 		// (a reallocation leaves the earlier ones where they were).
-		buf := make([]byte, 0, len(events)*100+len(events)/usageChunkMax*16+16)
-		for i := 0; i < len(events); i += usageChunkMax {
+		buf := make([]byte, 0, len(events)+count/usageChunkMax*16+16)
+		for i, off := 0, 0; i < count; i += usageChunkMax {
+			k := min(usageChunkMax, count-i)
+			end := off
+			for range k {
+				n, err := eventLen(events[end:])
+				if err != nil {
+					return fmt.Errorf("access: pending usage event %d: %w", i, err)
+				}
+				end += n
+			}
 			start := len(buf)
 			buf = binary.BigEndian.AppendUint64(buf, first+uint64(i))
 			mid := len(buf)
-			buf = appendChunk(buf, events[i:min(i+usageChunkMax, len(events))])
+			buf = binary.AppendUvarint(append(buf, usageChunkV2), uint64(k))
+			buf = append(buf, events[off:end]...)
+			off = end
 			if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
 				return err
 			}
@@ -297,14 +315,14 @@ func (e *Embedded) Flush() error {
 	e.umu.Lock()
 	if err != nil {
 		e.pending = append(events, e.pending...)
+		e.pendingN += count
 	} else {
-		e.retained += int64(len(events))
+		e.retained += int64(count)
 		if cap(events) <= maxSpareUsage {
-			clear(events) // the strings of written events are not kept alive
 			e.spare = events[:0]
 		}
 	}
-	waiting := len(e.pending)
+	waiting := e.pendingN
 	e.umu.Unlock()
 	if changed := e.health.set(err); err != nil {
 		if changed || e.failLog.ok() {
@@ -325,7 +343,7 @@ func (e *Embedded) Health() Health { return e.health.get() }
 func (e *Embedded) UsageStats() UsageStats {
 	e.umu.Lock()
 	defer e.umu.Unlock()
-	return UsageStats{Retained: e.retained + int64(len(e.pending)), Cap: e.cap, Dropped: e.dropped}
+	return UsageStats{Retained: e.retained + int64(e.pendingN), Cap: e.cap, Dropped: e.dropped}
 }
 
 // TakeToken implements Counters.
@@ -427,9 +445,11 @@ func (e *Embedded) Get(_ context.Context, now time.Time, keys []string) ([]int64
 
 // Record implements Counters: the event is written with the next flush.
 func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
+	var rec [192]byte // encoded outside the lock, on the stack
+	b := appendEvent(rec[:0], ev)
 	e.umu.Lock()
-	n := int64(len(e.pending))
-	if len(e.pending) >= maxPendingUsage || e.cap > 0 && e.retained+n >= e.cap {
+	n := int64(e.pendingN)
+	if e.pendingN >= maxPendingUsage || e.cap > 0 && e.retained+n >= e.cap {
 		e.dropped++
 		dropped, retained := e.dropped, e.retained+n
 		e.umu.Unlock()
@@ -439,7 +459,8 @@ func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
 		}
 		return ErrUsageFull
 	}
-	e.pending = append(e.pending, ev)
+	e.pending = append(e.pending, b...)
+	e.pendingN++
 	e.umu.Unlock()
 	return nil
 }
