@@ -86,7 +86,9 @@ func (s *Server) principal(c *fiber.Ctx) (access.Principal, error) {
 	if aerr != nil {
 		return access.Principal{}, aerr
 	}
-	p, err := s.o.Auth.Authenticate(c.UserContext(), key)
+	// context.Background, as c.UserContext would give (nothing sets one),
+	// without storing it in the request's user values on every request.
+	p, err := s.o.Auth.Authenticate(context.Background(), key)
 	if err != nil {
 		return access.Principal{}, errInvalidKey
 	}
@@ -156,7 +158,7 @@ func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler 
 		if s.o.Meter == nil {
 			return c.Next()
 		}
-		d, err := s.o.Meter.Check(c.UserContext(), principalOf(c), endpoint, drawQuota)
+		d, err := s.o.Meter.Check(context.Background(), principalOf(c), endpoint, drawQuota)
 		if err != nil {
 			// The counters backend is down: fail closed with a transient error.
 			ae := &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable",
