@@ -276,34 +276,7 @@ func (e *Embedded) Flush() error {
 		if count == 0 {
 			return nil
 		}
-		first := u.Sequence() + 1
-		if err := u.SetSequence(u.Sequence() + uint64(count)); err != nil {
-			return err
-		}
-		// One buffer for the batch: bbolt keeps the slices until commit
-		// (a reallocation leaves the earlier ones where they were).
-		buf := make([]byte, 0, len(events)+count/usageChunkMax*16+16)
-		for i, off := 0, 0; i < count; i += usageChunkMax {
-			k := min(usageChunkMax, count-i)
-			end := off
-			for range k {
-				n, err := eventLen(events[end:])
-				if err != nil {
-					return fmt.Errorf("access: pending usage event %d: %w", i, err)
-				}
-				end += n
-			}
-			start := len(buf)
-			buf = binary.BigEndian.AppendUint64(buf, first+uint64(i))
-			mid := len(buf)
-			buf = binary.AppendUvarint(append(buf, usageChunkV2), uint64(k))
-			buf = append(buf, events[off:end]...)
-			off = end
-			if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return putUsage(u, events, count)
 	})
 	if err != nil {
 		e.mu.Lock()
@@ -332,6 +305,40 @@ func (e *Embedded) Flush() error {
 		return fmt.Errorf("access: flush counters: %w", err)
 	} else if changed {
 		e.log.Info("counters: counters.db is written again")
+	}
+	return nil
+}
+
+// putUsage writes count encoded events (Record's buffer) to the usage
+// bucket, in chunks of up to usageChunkMax under their first event's
+// sequence number.
+func putUsage(u *bolt.Bucket, events []byte, count int) error {
+	first := u.Sequence() + 1
+	if err := u.SetSequence(u.Sequence() + uint64(count)); err != nil {
+		return err
+	}
+	// One buffer for the batch: bbolt keeps the slices until commit (a
+	// reallocation leaves the earlier ones where they were).
+	buf := make([]byte, 0, len(events)+count/usageChunkMax*16+16)
+	for i, off := 0, 0; i < count; i += usageChunkMax {
+		k := min(usageChunkMax, count-i)
+		end := off
+		for range k {
+			n, err := eventLen(events[end:])
+			if err != nil {
+				return fmt.Errorf("access: pending usage event %d: %w", i, err)
+			}
+			end += n
+		}
+		start := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, first+uint64(i))
+		mid := len(buf)
+		buf = binary.AppendUvarint(append(buf, usageChunkV2), uint64(k))
+		buf = append(buf, events[off:end]...)
+		off = end
+		if err := u.Put(buf[start:mid:mid], buf[mid:len(buf):len(buf)]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
