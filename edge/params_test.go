@@ -134,6 +134,18 @@ func TestLimitClampedHeader(t *testing.T) {
 			t.Errorf("limit=100000 gave %d rows", n)
 		}
 	}
+	// A clamped page small enough for the cache: its hit skips the
+	// parameter check, and still says the limit was clamped.
+	const small = "/v1/cs2/matches?status=live&limit=100000"
+	h0 := ts.metrics.pageCacheHits.Load()
+	for range 3 {
+		if got := ts.get(t, small).header.Get(HeaderLimitClamped); got != fmt.Sprint(limMatches.max) {
+			t.Errorf("%s: %s %q, want %d", small, HeaderLimitClamped, got, limMatches.max)
+		}
+	}
+	if ts.metrics.pageCacheHits.Load() == h0 {
+		t.Errorf("%s was never served from the page cache", small)
+	}
 	for _, p := range []string{"/v1/cs2/matches?limit=200", "/v1/cs2/matches?limit=5", "/v1/cs2/matches"} {
 		if got := ts.get(t, p).header.Get(HeaderLimitClamped); got != "" {
 			t.Errorf("%s: %s %q, want none", p, HeaderLimitClamped, got)
