@@ -242,9 +242,9 @@ func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 }
 
 // appendNumber appends x as strconv.AppendFloat(dst, x, 'f', -1, 64) does,
-// through the integer formatter when x is a whole number (every plan's
-// burst is: a float formatted per request cost more than every other
-// header together).
+// through the cheaper integer formatter when x is a whole number (every
+// plan's burst is; the float formatter was about half of the headers'
+// formatting time in a profile of a metered request).
 func appendNumber(dst []byte, x float64) []byte {
 	if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 		return strconv.AppendInt(dst, int64(x), 10)

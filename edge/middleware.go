@@ -297,17 +297,11 @@ func (s *Server) corsMiddleware() fiber.Handler {
 func setDecisionHeaders(c *fiber.Ctx, d *access.Decision) {
 	h := &c.Response().Header
 	var buf [32]byte
-	// A request is metered once, so none of these is set yet: appended
-	// without looking for an earlier value, and without normalising the
-	// names, which are spelled as sent (setting them one by one was the
-	// costliest step of a metered request).
-	h.DisableNormalizing()
 	for i, name := range decisionHeaderNames {
 		if v, ok := d.AppendHeader(buf[:0], i); ok {
-			h.AddBytesKV(name, v)
+			h.SetCanonical(name, v) // the names are spelled as sent: no normalising per request
 		}
 	}
-	h.EnableNormalizing()
 }
 
 // decisionHeaderNames are access.DecisionHeaders as bytes.
