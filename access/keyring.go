@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,6 +57,15 @@ type keyringData struct {
 	stamp    string // of the source state these were read from
 	keys     map[[sha256.Size]byte]keyEntry
 	accounts map[string]Account
+	// known maps a presented key that matched a record of keys to that
+	// record (string -> *keyEntry), so that a key's requests after its
+	// first skip the SHA-256. It only ever holds keys that are in keys (at
+	// most len(keys) entries, no growth from guessed keys, which are hashed
+	// every time) and lives as long as this data: a change to the source
+	// reads new data with an empty map, so a revoked or deleted key leaves
+	// it at the reload that sees the change. Revocation and expiry times
+	// are still compared with the clock on every request.
+	known sync.Map
 }
 
 func newKeyringData() *keyringData {
@@ -285,18 +296,28 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 	if !validKeyFormat(key) {
 		return Principal{}, ErrInvalidKey
 	}
-	var kb [64]byte // a valid key is 56 or 59 bytes: hashed from the stack, not a heap copy
-	sum := sha256.Sum256(kb[:copy(kb[:], key)])
-	rec, ok := k.cur.Get().keys[sum]
-	// The map lookup found the record by its full hash; the constant-time
-	// comparison of the stored hash keeps the check independent of how the
-	// map compares keys.
-	if !ok || subtle.ConstantTimeCompare(rec.sum[:], sum[:]) != 1 {
-		return Principal{}, ErrInvalidKey
+	d := k.cur.Get()
+	var rec *keyEntry
+	if e, ok := d.known.Load(key); ok {
+		rec = e.(*keyEntry)
+	} else {
+		var kb [64]byte // a valid key is 56 or 59 bytes: hashed from the stack, not a heap copy
+		sum := sha256.Sum256(kb[:copy(kb[:], key)])
+		e, ok := d.keys[sum]
+		// The map lookup found the record by its full hash; the
+		// constant-time comparison of the stored hash keeps the check
+		// independent of how the map compares keys.
+		if !ok || subtle.ConstantTimeCompare(e.sum[:], sum[:]) != 1 {
+			return Principal{}, ErrInvalidKey
+		}
+		rec = &e
+		d.known.Store(strings.Clone(key), rec) // the caller's key may point into a request buffer
 	}
-	now := k.now()
-	if (rec.RevokedAt != nil && !now.Before(*rec.RevokedAt)) || (rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt)) {
-		return Principal{}, ErrInvalidKey
+	if rec.RevokedAt != nil || rec.ExpiresAt != nil { // the clock only for a key that has an end
+		now := k.now()
+		if (rec.RevokedAt != nil && !now.Before(*rec.RevokedAt)) || (rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt)) {
+			return Principal{}, ErrInvalidKey
+		}
 	}
 	return Principal{KeyID: rec.ID, AccountID: rec.AccountID, Plan: rec.Plan, Display: rec.display}, nil
 }

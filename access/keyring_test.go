@@ -132,7 +132,11 @@ func TestKeyringFollowsTheStore(t *testing.T) {
 		t.Fatalf("old key after 24 h: %v", err)
 	}
 
-	// Revocation.
+	// Revocation, of a key the keyring has seen since its last reload
+	// (its known keys skip the hash, never the revocation).
+	if _, err := kr.Authenticate(ctx(), sandbox); err != nil {
+		t.Fatalf("sandbox before its revocation: %v", err)
+	}
 	withStore(t, path, clk, func(s *Store) {
 		ks, _ := s.Keys(acctID)
 		for _, k := range ks {
