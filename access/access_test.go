@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -500,4 +501,47 @@ func TestCrashChild(t *testing.T) {
 	}
 	fmt.Println("COUNTED")
 	time.Sleep(time.Minute) // killed by the parent
+}
+
+// TestFixedHeadersAsFormatted: the header values a monthly plan renders
+// once per key and month are the ones AppendHeader formats per request, and
+// a plan whose limits change under a running meter is not answered with the
+// old plan's rendering.
+func TestFixedHeadersAsFormatted(t *testing.T) {
+	e, err := OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	plans := DefaultPlans()
+	plans["odd"] = PlanLimits{Burst: 2.5, Rate: 0.3, MonthlyQuota: 12_345_678_901_234}
+	m := &Meter{C: e, Plans: plans, Now: time.Now}
+	for _, plan := range []string{PlanStandard, PlanInternal, "odd"} {
+		p := Principal{KeyID: "k-" + plan, AccountID: "a-" + plan, Plan: plan}
+		d, err := m.Check(ctx(), p, "GET /v1/{game}/matches", true)
+		if err != nil || d.Code != "" {
+			t.Fatalf("%s: %v %+v", plan, err, d)
+		}
+		if d.fixed == nil {
+			t.Fatalf("%s: a monthly plan's decision without its rendered headers", plan)
+		}
+		formatted := d
+		formatted.fixed = nil
+		if got, want := d.Headers(), formatted.Headers(); !slices.Equal(got, want) {
+			t.Errorf("%s: rendered %v, formatted %v", plan, got, want)
+		}
+	}
+	// The plan's burst changes; its quota, and so the key's names, do not.
+	p := Principal{KeyID: "k-odd", AccountID: "a-odd", Plan: "odd"}
+	plans["odd"] = PlanLimits{Burst: 7, Rate: 0.3, MonthlyQuota: 12_345_678_901_234}
+	d, err := m.Check(ctx(), p, "GET /v1/{game}/matches", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := header(d, "X-RateLimit-Limit"); got != "7" {
+		t.Errorf("X-RateLimit-Limit after the plan changed: %q, want 7", got)
+	}
+	if got := header(d, "RateLimit-Policy"); got != `"burst";q=7;w=24` {
+		t.Errorf("RateLimit-Policy after the plan changed: %q", got)
+	}
 }

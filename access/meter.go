@@ -168,6 +168,38 @@ type keyNames struct {
 	next    time.Time // start of the next month (the counter's window ends)
 	quota   []Counter // one: the account's counter of that month (read-only)
 	reset   string    // X-Quota-Reset: the start of the next month
+	fixed   *fixedHeaders
+}
+
+// fixedHeaders are the header values of a plan's decisions that are the
+// same on every request of a key in a month, rendered once: what
+// AppendHeader formats on each request is only what changes.
+type fixedHeaders struct {
+	burst, rate float64 // the plan limits they were rendered from
+	quota       int64
+	rateLimit   string // X-RateLimit-Limit
+	policy      string // RateLimit-Policy
+	quotaLimit  string // X-Quota-Limit
+}
+
+func renderFixed(pl PlanLimits) *fixedHeaders {
+	f := &fixedHeaders{burst: pl.Burst, rate: pl.Rate, quota: pl.MonthlyQuota}
+	d := Decision{HasRate: true, HasQuota: true, RateLimit: pl.Burst, RateWindow: refillSeconds(pl, 0), QuotaLimit: pl.MonthlyQuota}
+	var b [64]byte
+	v, _ := d.AppendHeader(b[:0], hdrRateLimit)
+	f.rateLimit = string(v)
+	v, _ = d.AppendHeader(b[:0], hdrPolicy)
+	f.policy = string(v)
+	v, _ = d.AppendHeader(b[:0], hdrQuotaLimit)
+	f.quotaLimit = string(v)
+	return f
+}
+
+// fits reports whether f was rendered from the limits pl (a plan changed
+// under a running meter renders its headers per request until the key's
+// names are made again).
+func (f *fixedHeaders) fits(pl PlanLimits) bool {
+	return f != nil && f.burst == pl.Burst && f.rate == pl.Rate && f.quota == pl.MonthlyQuota
 }
 
 // Decision is the metering outcome of one request.
@@ -190,6 +222,8 @@ type Decision struct {
 	QuotaLimit     int64
 	QuotaRemaining int64
 	QuotaReset     string
+
+	fixed *fixedHeaders // the constant values rendered (nil: AppendHeader formats them)
 }
 
 // DecisionHeaders are the response headers a Decision may carry, in the
@@ -206,6 +240,13 @@ var DecisionHeaders = [...]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", 
 // rateHeaders is how many of DecisionHeaders describe the bucket.
 const rateHeaders = 5
 
+// The indexes of DecisionHeaders whose values fixedHeaders holds.
+const (
+	hdrRateLimit  = 0
+	hdrPolicy     = 3
+	hdrQuotaLimit = 5
+)
+
 // AppendHeader appends the value of header DecisionHeaders[i] to dst, or
 // reports false when the decision does not carry it. The caller owns dst,
 // so rendering the headers allocates nothing.
@@ -213,6 +254,16 @@ func (d *Decision) AppendHeader(dst []byte, i int) ([]byte, bool) {
 	switch {
 	case i < rateHeaders && !d.HasRate, i >= rateHeaders && !d.HasQuota:
 		return dst, false
+	}
+	if f := d.fixed; f != nil {
+		switch i {
+		case hdrRateLimit:
+			return append(dst, f.rateLimit...), true
+		case hdrPolicy:
+			return append(dst, f.policy...), true
+		case hdrQuotaLimit:
+			return append(dst, f.quotaLimit...), true
+		}
 	}
 	switch i {
 	case 0:
@@ -289,7 +340,8 @@ type quotaPlan struct {
 	reset    string
 	limit    int64 // X-Quota-Limit
 	codes    []string
-	retryAt  time.Time // Retry-After of a refusal (zero: none)
+	retryAt  time.Time     // Retry-After of a refusal (zero: none)
+	fixed    *fixedHeaders // monthly plans: the constant header values
 }
 
 var (
@@ -338,6 +390,9 @@ func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, q
 		q.codes = monthCodes
 		q.retryAt = kn.next
 		q.limit = pl.MonthlyQuota
+		if kn.fixed.fits(pl) {
+			q.fixed = kn.fixed
+		}
 	}
 	return pl, q, nil
 }
@@ -363,6 +418,7 @@ func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames 
 		quota: []Counter{{Key: "q:month:" + p.AccountID + ":" + now.UTC().Format("2006-01"),
 			Limit: pl.MonthlyQuota, ExpireAt: next.Add(24 * time.Hour)}},
 		reset: next.Format(time.RFC3339),
+		fixed: renderFixed(pl),
 	}
 	m.mu.Lock()
 	if m.names == nil {
@@ -427,6 +483,7 @@ func (m *Meter) Check(ctx context.Context, p Principal, endpoint string, drawQuo
 		}
 	}
 	d.HasQuota, d.QuotaLimit, d.QuotaRemaining, d.QuotaReset = true, q.limit, remaining(q.counters, res.Values), q.reset
+	d.fixed = q.fixed
 	return d, nil
 }
 
