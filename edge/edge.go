@@ -553,8 +553,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// recoverPanic turns a panic into the internal_error envelope.
-func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
+// nextRecovering runs the rest of the request's handlers, turning a panic
+// into the internal_error envelope.
+func (s *Server) nextRecovering(c *fiber.Ctx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic", "request_id", requestID(c), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))

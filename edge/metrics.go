@@ -40,18 +40,23 @@ type metrics struct {
 	// by where they came from; changesExpired the cursors answered 410
 	// (edge/changes.go).
 	changesSnapshot, changesLive, changesExpired atomic.Uint64
-	// counters and observers cache the vectors' children per route (and
-	// code): after the first request of a route a request looks them up in
-	// a sync.Map (lock-free for keys it holds) instead of hashing labels
-	// under the vectors' locks.
-	counters  sync.Map // routeCode -> prometheus.Counter
-	observers sync.Map // route -> prometheus.Observer
+	// routes caches the vectors' children per route (*routeMetrics): after
+	// a route's first request, a request finds its latency observer and
+	// status counter with one lock-free load keyed by the route's string,
+	// instead of hashing labels under the vectors' locks.
+	routes sync.Map
 }
 
-type routeCode struct {
-	route string
-	code  int
+// routeMetrics are one route's children of the request vectors.
+type routeMetrics struct {
+	route   string
+	latency prometheus.Observer
+	// codes holds the route's counter for each status code below 600, made
+	// on first use; two requests racing store the same child.
+	codes [600]atomic.Pointer[codeCounter]
 }
+
+type codeCounter struct{ prometheus.Counter }
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
@@ -187,17 +192,22 @@ func (m *metrics) snapshotRejected() { m.rejected.Inc() }
 // observe records one request under its route pattern (never the raw path,
 // which would explode label cardinality).
 func (m *metrics) observe(route string, code int, d time.Duration) {
-	k := routeCode{route, code}
-	c, ok := m.counters.Load(k)
+	r, ok := m.routes.Load(route)
 	if !ok {
-		c, _ = m.counters.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(code)))
+		r, _ = m.routes.LoadOrStore(route, &routeMetrics{route: route, latency: m.latency.WithLabelValues(route)})
 	}
-	c.(prometheus.Counter).Inc()
-	o, ok := m.observers.Load(route)
-	if !ok {
-		o, _ = m.observers.LoadOrStore(route, m.latency.WithLabelValues(route))
+	rm := r.(*routeMetrics)
+	rm.latency.Observe(d.Seconds())
+	if code < 0 || code >= len(rm.codes) {
+		m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+		return
 	}
-	o.(prometheus.Observer).Observe(d.Seconds())
+	cc := rm.codes[code].Load()
+	if cc == nil {
+		cc = &codeCounter{m.requests.WithLabelValues(route, strconv.Itoa(code))}
+		rm.codes[code].Store(cc)
+	}
+	cc.Inc()
 }
 
 func (m *metrics) handler(c *fiber.Ctx) error {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
@@ -65,7 +66,10 @@ func EndpointName(method, path string) string {
 // apiKey reads the key: the Authorization: Bearer header, else the apiKey
 // query parameter. The header wins when both are present.
 func apiKey(c *fiber.Ctx) (string, *APIError) {
-	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+	// Read in place: the key is not kept past the request (a keyring that
+	// caches it copies it).
+	if hb := requestState(c).hdr.authorization; len(hb) > 0 {
+		h := unsafe.String(&hb[0], len(hb))
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			if k := strings.TrimSpace(h[7:]); k != "" {
 				return k, nil
@@ -280,8 +284,7 @@ var ExposedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-
 func (s *Server) corsMiddleware() fiber.Handler {
 	origins := strings.Join(s.o.CORSOrigins, ",")
 	if origins == "" {
-		// No browser origin is allowed unless configured.
-		return func(c *fiber.Ctx) error { return c.Next() }
+		return nil // no browser origin is allowed unless configured
 	}
 	return cors.New(cors.Config{
 		AllowOrigins:  origins,

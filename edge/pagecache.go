@@ -98,7 +98,7 @@ type pageCache struct {
 type cachedPage struct {
 	uri   string // path and query as sent
 	body  []byte // shared by every response that serves it: never written to
-	tag   uint64 // xxh3 of body (finishWire's ETag)
+	etag  string // `"` + xxh3 of body in base 36: finishWire's ETag, rendered once
 	until int64  // unix nanoseconds the body may change from with the clock; 0: never
 	scope pageScope
 	match view.ID // scopeMatch: the match
@@ -164,14 +164,17 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool, sc
 		if timed {
 			now = s.o.Now().UnixNano()
 		}
-		uri := c.Request().URI().RequestURI()
+		// The request line's target as sent: a finer key than the parsed
+		// and re-encoded URI (two spellings of one page are two entries),
+		// without re-encoding the query on every request.
+		uri := c.Request().Header.RequestURI()
 		h := xxh3.Hash(uri)
 		i := h % pageCacheSlots
 		slot := &pc.slots[i]
 		if e := slot.Load(); e != nil && e.uri == string(uri) && (e.until == 0 || now < e.until) {
 			s.metrics.pageCacheHits.Add(1)
 			st.cache = cacheHit
-			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 			c.Response().SetBodyRaw(e.body)
 			st.page = e
 			return nil
@@ -201,7 +204,7 @@ func (s *Server) cachedPages(next fiber.Handler, clock func(*fiber.Ctx) bool, sc
 		}
 		e := &cachedPage{uri: string(uri), body: bytes.Clone(r.Body()), until: until}
 		e.scope, e.match = scope(c)
-		e.tag = xxh3.Hash(e.body)
+		e.etag = etagBase(e.body)
 		slot.Store(e)
 		st.page = e
 		return nil

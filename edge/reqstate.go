@@ -1,11 +1,13 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/hex"
 	"math/rand/v2"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/view"
@@ -29,7 +31,52 @@ type reqState struct {
 	// cache is the page cache's outcome (cacheNone, cacheHit, cacheMiss),
 	// for the access log.
 	cache uint8
+	// hdr are the request headers every request reads.
+	hdr reqHeaders
 }
+
+// reqHeaders are the request headers the edge reads on every request,
+// found in one pass over the header block: each Peek copies and
+// normalises its name and scans the headers again. The values point into
+// the request's buffer: valid until the response is written, never kept
+// past it.
+type reqHeaders struct {
+	authorization, acceptEncoding, ifNoneMatch, requestID []byte
+}
+
+// read fills h from the request's headers; of a repeated header, the
+// first counts (as Peek has it).
+func (h *reqHeaders) read(rh *fasthttp.RequestHeader) {
+	rh.VisitAll(func(k, v []byte) {
+		var dst *[]byte
+		switch len(k) {
+		case len("Authorization"): // and If-None-Match
+			switch {
+			case bytes.EqualFold(k, hdrAuthorization):
+				dst = &h.authorization
+			case bytes.EqualFold(k, hdrIfNoneMatch):
+				dst = &h.ifNoneMatch
+			}
+		case len("Accept-Encoding"):
+			if bytes.EqualFold(k, hdrAcceptEncoding) {
+				dst = &h.acceptEncoding
+			}
+		case len("X-Request-Id"):
+			if bytes.EqualFold(k, hdrRequestID) {
+				dst = &h.requestID
+			}
+		}
+		if dst != nil && *dst == nil {
+			*dst = v
+		}
+	})
+}
+
+var (
+	hdrAuthorization  = []byte(fiber.HeaderAuthorization)
+	hdrIfNoneMatch    = []byte(fiber.HeaderIfNoneMatch)
+	hdrAcceptEncoding = []byte(fiber.HeaderAcceptEncoding)
+)
 
 // stateKey is the Locals key of the request's reqState.
 const stateKey = "eo.req"
@@ -43,7 +90,8 @@ func requestState(c *fiber.Ctx) *reqState {
 		return st
 	}
 	st := new(reqState)
-	if cid := c.Request().Header.PeekBytes(hdrRequestID); validRequestID(cid) {
+	st.hdr.read(&c.Request().Header)
+	if cid := st.hdr.requestID; validRequestID(cid) {
 		// The client's own id, so that its logs and ours name the request
 		// alike (one allocation, only for clients that send one).
 		st.id = string(cid)

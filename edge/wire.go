@@ -146,19 +146,20 @@ func finishWire(c *fiber.Ctx) {
 		return
 	}
 	body := resp.Body()
-	cd := negotiate(c.Request().Header.Peek(fiber.HeaderAcceptEncoding))
+	st := requestState(c)
+	cd := negotiate(st.hdr.acceptEncoding)
 	if len(body) < compressMin {
 		cd = identity
 	}
 	static, _ := c.Locals(staticKey).(*staticBody)
-	page := requestState(c).page
+	page := st.page
 	var tag [32]byte
 	var base []byte
 	switch {
 	case static != nil:
 		base = append(tag[:0], static.base...)
 	case page != nil:
-		base = strconv.AppendUint(append(tag[:0], '"'), page.tag, 36)
+		base = append(tag[:0], page.etag...)
 	default:
 		base = strconv.AppendUint(append(tag[:0], '"'), xxh3.Hash(body), 36)
 	}
@@ -166,7 +167,7 @@ func finishWire(c *fiber.Ctx) {
 	etag = append(etag, '"')
 	resp.Header.SetCanonical(hdrETag, etag)
 	resp.Header.SetCanonical(hdrCacheControl, hdrCachePolicy)
-	if inm := c.Request().Header.Peek(fiber.HeaderIfNoneMatch); len(inm) > 0 && noneMatch(inm, base[1:]) {
+	if inm := st.hdr.ifNoneMatch; len(inm) > 0 && noneMatch(inm, base[1:]) {
 		resp.SetStatusCode(fiber.StatusNotModified)
 		resp.ResetBody()
 		resp.Header.Del(fiber.HeaderContentType)
@@ -216,8 +217,12 @@ type staticBody struct {
 	enc  [len(codings) + 1][]byte
 }
 
+// etagBase is a body's tag before its coding suffix and closing quote: `"`
+// and the body's xxh3 in base 36.
+func etagBase(b []byte) string { return `"` + strconv.FormatUint(xxh3.Hash(b), 36) }
+
 func newStaticBody(b []byte) *staticBody {
-	return &staticBody{body: b, base: `"` + strconv.FormatUint(xxh3.Hash(b), 36)}
+	return &staticBody{body: b, base: etagBase(b)}
 }
 
 func (sb *staticBody) encoded(cd coding) []byte {
