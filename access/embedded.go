@@ -36,8 +36,12 @@ type Embedded struct {
 
 	mu       sync.Mutex // buckets and counters
 	buckets  map[string]*bucket
-	counters map[string]counter
-	dirty    map[string]bool
+	counters map[string]*counter
+	// dirty lists the keys changed since the last flush (a key whose
+	// counter is gone was deleted): a request that draws a counter already
+	// dirty writes nothing but the counter, under mu, which every request
+	// takes.
+	dirty []string
 
 	// umu guards the usage events, apart from mu: Record does not wait
 	// for a request's bucket and quota check, nor they for it.
@@ -71,8 +75,20 @@ type bucket struct {
 }
 
 type counter struct {
-	V   int64     `json:"v"`
-	Exp time.Time `json:"exp"`
+	V     int64     `json:"v"`
+	Exp   time.Time `json:"exp"`
+	dirty bool      // listed in Embedded.dirty
+}
+
+// touch lists c, the counter of key, as changed (c nil: deleted).
+func (e *Embedded) touch(key string, c *counter) {
+	if c != nil {
+		if c.dirty {
+			return
+		}
+		c.dirty = true
+	}
+	e.dirty = append(e.dirty, key)
 }
 
 // DefaultFlushInterval bounds what a crash can lose.
@@ -150,7 +166,7 @@ func OpenEmbeddedWith(path string, o EmbeddedOptions) (*Embedded, error) {
 		return nil, fmt.Errorf("access: open counters %s: %w", path, err)
 	}
 	e := &Embedded{db: db, interval: o.FlushInterval, log: o.Logger, buckets: map[string]*bucket{},
-		counters: map[string]counter{}, dirty: map[string]bool{}, cap: max(o.MaxRetainedEvents, 0),
+		counters: map[string]*counter{}, cap: max(o.MaxRetainedEvents, 0),
 		health: newHealthState(false), dropLog: every{d: 10 * time.Second}, failLog: every{d: 30 * time.Second},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -189,8 +205,8 @@ func OpenEmbeddedWith(path string, o EmbeddedOptions) (*Embedded, error) {
 			e.retained = int64(u.Sequence() - binary.BigEndian.Uint64(k) + 1)
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var c counter
-			if err := json.Unmarshal(v, &c); err != nil {
+			c := new(counter)
+			if err := json.Unmarshal(v, c); err != nil {
 				return err
 			}
 			e.counters[string(k)] = c
@@ -247,15 +263,16 @@ func (e *Embedded) Flush() error {
 		return nil
 	}
 	vals := make(map[string][]byte, len(e.dirty))
-	for k := range e.dirty {
+	for _, k := range e.dirty {
 		c, ok := e.counters[k]
 		if !ok {
 			vals[k] = nil
 			continue
 		}
+		c.dirty = false
 		vals[k], _ = json.Marshal(c)
 	}
-	e.dirty = map[string]bool{}
+	e.dirty = e.dirty[:0]
 	e.mu.Unlock()
 	err := e.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCounters)
@@ -281,7 +298,7 @@ func (e *Embedded) Flush() error {
 	if err != nil {
 		e.mu.Lock()
 		for k := range vals {
-			e.dirty[k] = true
+			e.touch(k, e.counters[k])
 		}
 		e.mu.Unlock()
 	}
@@ -401,16 +418,22 @@ func takeToken(tokens *float64, last *time.Time, burst, rate float64, now time.T
 }
 
 func (e *Embedded) value(key string, now time.Time) int64 {
-	c, ok := e.counters[key]
-	if !ok {
-		return 0
+	if c := e.live(key, now); c != nil {
+		return c.V
 	}
-	if !c.Exp.IsZero() && !now.Before(c.Exp) {
+	return 0
+}
+
+// live returns key's counter, nil when there is none or it has expired
+// (then it is deleted).
+func (e *Embedded) live(key string, now time.Time) *counter {
+	c := e.counters[key]
+	if c != nil && !c.Exp.IsZero() && !now.Before(c.Exp) {
 		delete(e.counters, key)
-		e.dirty[key] = true
-		return 0
+		e.touch(key, nil)
+		return nil
 	}
-	return c.V
+	return c
 }
 
 // Consume implements Counters.
@@ -422,8 +445,15 @@ func (e *Embedded) Consume(_ context.Context, now time.Time, cs []Counter) (Cons
 
 func (e *Embedded) consumeLocked(now time.Time, cs []Counter) ConsumeResult {
 	res := ConsumeResult{OK: true, Failed: -1, Values: make([]int64, len(cs))}
+	var found [2]*counter // every plan has one or two counters
 	for i, c := range cs {
-		res.Values[i] = e.value(c.Key, now)
+		ct := e.live(c.Key, now)
+		if ct != nil {
+			res.Values[i] = ct.V
+		}
+		if i < len(found) {
+			found[i] = ct
+		}
 		if res.OK && res.Values[i]+1 > c.Limit {
 			res.OK, res.Failed = false, i
 		}
@@ -433,8 +463,18 @@ func (e *Embedded) consumeLocked(now time.Time, cs []Counter) ConsumeResult {
 	}
 	for i, c := range cs {
 		res.Values[i]++
-		e.counters[c.Key] = counter{V: res.Values[i], Exp: c.ExpireAt}
-		e.dirty[c.Key] = true
+		var ct *counter
+		if i < len(found) {
+			ct = found[i]
+		} else {
+			ct = e.counters[c.Key]
+		}
+		if ct == nil {
+			ct = new(counter)
+			e.counters[c.Key] = ct
+		}
+		ct.V, ct.Exp = res.Values[i], c.ExpireAt
+		e.touch(c.Key, ct)
 	}
 	return res
 }
