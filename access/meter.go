@@ -152,8 +152,10 @@ type Meter struct {
 	Accounts AccountLookup
 	Now      func() time.Time
 
-	mu    sync.RWMutex
-	names map[string]*keyNames // KeyID → the strings its requests are metered under
+	// names maps a KeyID to the strings its requests are metered under
+	// (*keyNames). A sync.Map, not a map under a read lock: every request
+	// reads it, and a read lock's shared counter bounces between cores.
+	names sync.Map
 
 	metricsOnce sync.Once
 	met         *meterMetrics // the backend calls' latency and errors (Collectors)
@@ -401,16 +403,14 @@ func (m *Meter) plan(p Principal, endpoint string, now time.Time) (PlanLimits, q
 // month (built on the key's first request of a month, or when its account
 // or limit changed).
 func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames {
-	m.mu.RLock()
-	kn := m.names[p.KeyID]
-	m.mu.RUnlock()
-	if kn != nil && kn.account == p.AccountID && kn.quota[0].Limit == pl.MonthlyQuota &&
+	v, _ := m.names.Load(p.KeyID)
+	if kn, ok := v.(*keyNames); ok && kn.account == p.AccountID && kn.quota[0].Limit == pl.MonthlyQuota &&
 		!now.Before(kn.month) && now.Before(kn.next) {
 		return kn
 	}
 	next := startOfNextMonth(now)
 	y, mo, _ := now.UTC().Date()
-	kn = &keyNames{
+	kn := &keyNames{
 		account: p.AccountID,
 		bucket:  "b:" + p.KeyID,
 		month:   time.Date(y, mo, 1, 0, 0, 0, 0, time.UTC),
@@ -420,12 +420,7 @@ func (m *Meter) monthNames(p Principal, pl PlanLimits, now time.Time) *keyNames 
 		reset: next.Format(time.RFC3339),
 		fixed: renderFixed(pl),
 	}
-	m.mu.Lock()
-	if m.names == nil {
-		m.names = map[string]*keyNames{}
-	}
-	m.names[p.KeyID] = kn
-	m.mu.Unlock()
+	m.names.Store(p.KeyID, kn)
 	return kn
 }
 
