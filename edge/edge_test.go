@@ -901,4 +901,28 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
+// TestLatencySampled: every request is counted, and one in latencySample,
+// at random, has its latency observed (the histogram's count is a sample
+// of the requests, as its help text says).
+func TestLatencySampled(t *testing.T) {
+	ts := newTestServer(t)
+	const n = 1600
+	for range n {
+		if r := ts.get(t, "/v1/cs2/rankings?limit=1"); r.status != 200 {
+			t.Fatalf("rankings: %d", r.status)
+		}
+	}
+	body := operatorMetrics(t, ts)
+	route := `route="/v1/:game/rankings"`
+	if got, ok := proctest.MetricValue(body, `eo_http_requests_total{code="200",`+route+`}`); !ok || got != n {
+		t.Fatalf("requests counted: %v (found %v), want %d", got, ok, n)
+	}
+	got, ok := proctest.MetricValue(body, `eo_http_request_duration_seconds_count{`+route+`}`)
+	// A binomial count of mean n/8 = 200 and standard deviation 13:
+	// the bounds are eight deviations out.
+	if !ok || got < 95 || got > 305 {
+		t.Fatalf("latencies observed: %v (found %v), want about %d of %d", got, ok, n/latencySample, n)
+	}
+}
+
 var quietLog = slog.New(slog.DiscardHandler)

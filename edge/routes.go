@@ -192,8 +192,12 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 // finished records a request whose response is complete: its metrics and,
 // when on, its access log line.
 func (s *Server) finished(c *fiber.Ctx, st *reqState, route string, start time.Time) {
-	d := time.Since(start)
-	s.metrics.observe(route, c.Response().StatusCode(), d)
+	timed := sampled()
+	var d time.Duration
+	if timed || s.o.AccessLog != nil {
+		d = time.Since(start)
+	}
+	s.metrics.observe(route, c.Response().StatusCode(), timed, d)
 	if s.o.AccessLog != nil {
 		s.logAccess(c, st, route, d)
 	}
