@@ -229,6 +229,21 @@ func safeName(pos string) string {
 func usageParquet(evs []UsageEvent) ([]byte, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, usageSchema)
 	defer b.Release()
+	// Sized once: growing the builders as they fill copied their buffers
+	// over and over (an export writes 100,000 events).
+	var data [6]int
+	for _, ev := range evs {
+		data[1] += len(ev.KeyID)
+		data[2] += len(ev.AccountID)
+		data[3] += len(ev.Endpoint)
+		data[5] += len(ev.RequestID)
+	}
+	for i, f := range b.Fields() {
+		f.Reserve(len(evs))
+		if sb, ok := f.(*array.StringBuilder); ok {
+			sb.ReserveData(data[i])
+		}
+	}
 	for _, ev := range evs {
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(ev.Time.UTC().UnixMicro()))
 		b.Field(1).(*array.StringBuilder).Append(ev.KeyID)
@@ -241,7 +256,8 @@ func usageParquet(evs []UsageEvent) ([]byte, error) {
 	defer rec.Release()
 	var buf bytes.Buffer
 	w, err := pqarrow.NewFileWriter(usageSchema, &buf,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)), pqarrow.DefaultWriterProps())
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(1),
+			parquet.WithDictionaryDefault(false)), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, err
 	}

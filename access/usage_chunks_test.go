@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/eodata/eo/publish"
 )
 
 // TestUsageChunks: events stored one per key (before chunks) and in chunks
@@ -159,4 +161,48 @@ func BenchmarkEmbeddedFlush(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/event")
+}
+
+// BenchmarkExportUsage: exporting usage events from counters.db to a
+// Parquet file in a store (memory) and pruning them, per event, one full
+// export batch (DefaultExportBatch events) an iteration. An edge serving a
+// metered request per event pays this beside the request.
+func BenchmarkExportUsage(b *testing.B) {
+	e, err := OpenEmbedded(filepath.Join(b.TempDir(), "counters.db"), time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	st := publish.NewMemory()
+	const n = DefaultExportBatch
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		now := time.Now().UTC()
+		for i := range n {
+			ev := UsageEvent{Time: now.Add(time.Duration(i) * time.Microsecond), KeyID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+				AccountID: "0196a1b2-c3d4-7e5f-8a9b-000000000001", Endpoint: "GET /v1/{game}/matches", Status: 200,
+				RequestID: fmt.Sprintf("%016x%016x", uint64(i)*0x9e3779b97f4a7c15, uint64(i)*0xbf58476d1ce4e5b9)}
+			if err := e.Record(ctx(), ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := e.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if got, err := ExportUsage(ctx(), e, st, 0); err != nil || got != n {
+			b.Fatalf("export: %d %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	objs, err := st.List(ctx(), UsagePrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, o := range objs {
+		size += o.Size
+	}
+	b.ReportMetric(float64(size)/float64(b.N*n), "file-bytes/event")
 }

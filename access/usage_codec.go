@@ -98,7 +98,58 @@ func hexInto(dst []byte, s string) bool {
 }
 
 // decodeEvent reads one record (binary, or a legacy JSON object).
-func decodeEvent(b []byte) (UsageEvent, error) {
+func decodeEvent(b []byte) (UsageEvent, error) { return decodeEventCached(b, nil) }
+
+// fieldCache holds the decoded strings of the fields that repeat from
+// event to event (key, account, endpoint), by their encoded bytes: an
+// export decodes a hundred thousand events, most carrying the same few
+// keys and endpoints, and decoding a UUID field made two strings.
+type fieldCache map[string]string
+
+// maxFieldCache bounds a fieldCache (one export's distinct keys, accounts
+// and endpoints; past it, fields are decoded every time).
+const maxFieldCache = 1 << 14
+
+// read is readField through the cache.
+func (fc fieldCache) read(b []byte) (string, []byte, error) {
+	n, err := fieldLen(b)
+	if err != nil {
+		return "", nil, err
+	}
+	if s, ok := fc[string(b[:n])]; ok {
+		return s, b[n:], nil
+	}
+	s, rest, err := readField(b)
+	if err == nil && len(fc) < maxFieldCache {
+		fc[string(b[:n])] = s
+	}
+	return s, rest, err
+}
+
+// fieldLen is the encoded length of the field b starts with.
+func fieldLen(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, errBadEvent
+	}
+	switch b[0] {
+	case tagUUID:
+		if len(b) < 17 {
+			return 0, errBadEvent
+		}
+		return 17, nil
+	case tagHex, tagRaw:
+		l, n := binary.Uvarint(b[1:])
+		if n <= 0 || uint64(len(b)-1-n) < l {
+			return 0, errBadEvent
+		}
+		return 1 + n + int(l), nil
+	}
+	return 0, errBadEvent
+}
+
+// decodeEventCached is decodeEvent with the key, account and endpoint
+// fields read through fc (nil: decoded every time).
+func decodeEventCached(b []byte, fc fieldCache) (UsageEvent, error) {
 	var ev UsageEvent
 	if len(b) > 0 && b[0] == '{' {
 		err := json.Unmarshal(b, &ev)
@@ -120,13 +171,24 @@ func decodeEvent(b []byte) (UsageEvent, error) {
 	b = b[n:]
 	ev.Time = time.Unix(0, ns).UTC()
 	ev.Status = int(st)
-	for _, dst := range [...]*string{&ev.KeyID, &ev.AccountID, &ev.Endpoint, &ev.RequestID} {
-		var err error
-		if *dst, b, err = readField(b); err != nil {
-			return ev, err
-		}
+	// Field by field, not through an array of pointers to ev's fields,
+	// which made ev a heap allocation per event.
+	read := readField
+	if fc != nil {
+		read = fc.read
 	}
-	return ev, nil
+	var err error
+	if ev.KeyID, b, err = read(b); err != nil {
+		return ev, err
+	}
+	if ev.AccountID, b, err = read(b); err != nil {
+		return ev, err
+	}
+	if ev.Endpoint, b, err = read(b); err != nil {
+		return ev, err
+	}
+	ev.RequestID, _, err = readField(b)
+	return ev, err
 }
 
 func readField(b []byte) (string, []byte, error) {
