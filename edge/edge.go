@@ -141,6 +141,20 @@ type pinnedView struct {
 	gen   uint64 // which swap pinned it
 }
 
+// ReadBufferSize is a connection's read buffer: room for /players?ids= with
+// 500 ids in the query string.
+const ReadBufferSize = 32 << 10
+
+// WriteBufferSize is a connection's write buffer (fasthttp's default is 4
+// KiB). A response whose header block and body do not fit is written in
+// two system calls instead of one. The edge's header block is about 500
+// bytes, against 100 for a bare handler, so a 3.9 KB match detail took
+// two writes where the bare handler took one, and served 64 % of its
+// rate against 84 % for a 3.6 KB detail. With 16 KiB, every response up
+// to about 15.5 KB is one write. The buffer is held by each connection
+// that has been answered (a 1,000-connection load holds 16 MiB).
+const WriteBufferSize = 16 << 10
+
 // New builds the edge; call Load (or Start) before serving.
 func New(o Options) (*Server, error) {
 	if o.Store == nil || o.Auth == nil {
@@ -185,12 +199,12 @@ func New(o Options) (*Server, error) {
 		// A request must arrive whole within ReadTimeout of the
 		// connection opening (or of its first byte on a kept-alive one):
 		// idle and slow (slowloris) connections are closed by then.
-		ReadTimeout:  10 * time.Second,
-		WriteTimeout: 30 * time.Second,
-		IdleTimeout:  60 * time.Second,
-		Concurrency:  o.MaxConns,
-		// Room for /players?ids= with 500 ids in the query string.
-		ReadBufferSize: 32 * 1024,
+		ReadTimeout:     10 * time.Second,
+		WriteTimeout:    30 * time.Second,
+		IdleTimeout:     60 * time.Second,
+		Concurrency:     o.MaxConns,
+		ReadBufferSize:  ReadBufferSize,
+		WriteBufferSize: WriteBufferSize,
 	})
 	s.live = newLiveState(s, o.Live)
 	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/eodata/eo/edge"
 )
 
 // cmdBenchBare serves one file's bytes as application/json on every GET path
@@ -31,7 +33,8 @@ func cmdBenchBare(ctx context.Context, cfg Config, args []string) error {
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
-		ReadBufferSize:        32 * 1024,
+		ReadBufferSize:        edge.ReadBufferSize,
+		WriteBufferSize:       edge.WriteBufferSize,
 	})
 	app.Get("/*", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
