@@ -189,6 +189,35 @@ func (im *inMemory) do() *fasthttp.Response {
 	return &im.ctx.Response
 }
 
+// meteredBenchServer is the fixture edge as eo serve runs it: keyring
+// authentication and a Meter on the backend's counters (internal plan).
+func meteredBenchServer(b *testing.B, keys *access.Keyring, backend string) *Server {
+	srv, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
+		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
+		Meter: &access.Meter{C: benchCounters(b, backend), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+// bareFiber is the baseline the edge is measured against: a Fiber app with
+// the edge's buffer sizes whose one handler returns body as JSON (as eo
+// bench-bare does on the wire).
+func bareFiber(body []byte) *fiber.App {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		ReadBufferSize: ReadBufferSize, WriteBufferSize: WriteBufferSize})
+	app.Get("/*", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	})
+	return app
+}
+
 // BenchmarkListMatches: GET /v1/cs2/matches?limit=50 through the handler in
 // memory. edge: the fixture server (test authenticator, no metering: the
 // handler + middleware cost; the page from the page cache after the second
@@ -209,16 +238,7 @@ func BenchmarkListMatches(b *testing.B) {
 
 	keys, key := benchKeyring(b)
 	meteredOn := func(backend string) *inMemory {
-		srv, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
-			CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
-			Meter: &access.Meter{C: benchCounters(b, backend), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := srv.Load(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		im := newInMemory(srv.App(), uri, key)
+		im := newInMemory(meteredBenchServer(b, keys, backend).App(), uri, key)
 		if r := im.do(); r.StatusCode() != fiber.StatusOK {
 			b.Fatalf("edge-metered-%s: status %d: %s", backend, r.StatusCode(), r.Body())
 		}
@@ -227,13 +247,7 @@ func BenchmarkListMatches(b *testing.B) {
 	meteredReq := meteredOn("embedded")
 	meteredRedis := meteredOn("redis")
 
-	bareApp := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, ReadBufferSize: 32 * 1024})
-	bareApp.Get("/*", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(body)
-	})
-	bare := newInMemory(bareApp, uri, goodKey)
+	bare := newInMemory(bareFiber(body), uri, goodKey)
 	// The page assembled on every request (no page cache), as for a client
 	// paging with cursors.
 	assembled := newTestServer(b)
@@ -264,25 +278,12 @@ func BenchmarkListMatches(b *testing.B) {
 func BenchmarkListMatchesParallel(b *testing.B) {
 	const uri = "/v1/cs2/matches?limit=50"
 	keys, key := benchKeyring(b)
-	srv, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
-		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
-		Meter: &access.Meter{C: benchCounters(b, "embedded"), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Load(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	srv := meteredBenchServer(b, keys, "embedded")
 	first := newInMemory(srv.App(), uri, key).do()
 	if first.StatusCode() != fiber.StatusOK {
 		b.Fatalf("status %d: %s", first.StatusCode(), first.Body())
 	}
-	body := bytes.Clone(first.Body())
-	bareApp := fiber.New(fiber.Config{DisableStartupMessage: true})
-	bareApp.Get("/*", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(body)
-	})
+	bareApp := bareFiber(bytes.Clone(first.Body()))
 	for _, bc := range []struct {
 		name string
 		app  *fiber.App

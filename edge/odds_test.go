@@ -540,11 +540,7 @@ func benchOdds(b *testing.B, path func(s *Snapshot) string) {
 	var body bytes.Buffer
 	body.ReadFrom(resp.Body)
 	fixed := body.Bytes()
-	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
-	bare.Get("/*", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(fixed)
-	})
+	bare := bareFiber(fixed)
 	for _, c := range []struct {
 		name string
 		app  *fiber.App
