@@ -50,7 +50,6 @@ type metrics struct {
 
 // routeMetrics are one route's children of the request vectors.
 type routeMetrics struct {
-	route   string
 	latency prometheus.Observer
 	// codes holds the route's counter for each status code below 600, made
 	// on first use; two requests racing store the same child.
@@ -190,8 +189,6 @@ func (m *metrics) reloadFailed() { m.reloads.Inc() }
 
 func (m *metrics) snapshotRejected() { m.rejected.Inc() }
 
-// observe records one request under its route pattern (never the raw path,
-// which would explode label cardinality).
 // latencySample: one request in latencySample has its latency observed.
 // A histogram's counts are shared by every core, and observing each
 // request's latency made them the most contended memory of a request
@@ -202,12 +199,13 @@ const latencySample = 8
 // sampled reports whether this request's latency is to be observed.
 func sampled() bool { return rand.Uint32()%latencySample == 0 }
 
-// observe counts a finished request of route with status code and, when
+// observe counts a finished request under its route pattern (never the raw
+// path, which would explode label cardinality) and status code and, when
 // its latency was sampled (timed), observes d.
 func (m *metrics) observe(route string, code int, timed bool, d time.Duration) {
 	r, ok := m.routes.Load(route)
 	if !ok {
-		r, _ = m.routes.LoadOrStore(route, &routeMetrics{route: route, latency: m.latency.WithLabelValues(route)})
+		r, _ = m.routes.LoadOrStore(route, &routeMetrics{latency: m.latency.WithLabelValues(route)})
 	}
 	rm := r.(*routeMetrics)
 	if timed {
