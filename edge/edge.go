@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/internal/gcpace"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/reload"
@@ -337,7 +338,7 @@ func (s *Server) Load(ctx context.Context) error {
 		// takes a quarter of the CPU (half a core here) from the requests,
 		// and the load's garbage would start one every few hundred
 		// milliseconds. The soft memory limit still bounds the heap.
-		defer debug.SetGCPercent(debug.SetGCPercent(swapGCPercent))
+		defer gcpace.Relax()()
 	}
 	next, err := view.LoadWith(ctx, dir, viewMeta(m), lo)
 	if err != nil {
@@ -380,9 +381,6 @@ func (s *Server) reject(id, dir string, err error) {
 	s.log.Error("snapshot rejected: it cannot be loaded although its checksums match; still serving the last good snapshot",
 		"snapshot", id, "err", err)
 }
-
-// swapGCPercent is GOGC while a snapshot loads beside the one served.
-const swapGCPercent = 400
 
 // viewMeta is what the view needs of a manifest.
 func viewMeta(m publish.Manifest) view.Meta {
