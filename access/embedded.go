@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -568,6 +569,9 @@ func (e *Embedded) ReadUsageRange(_ context.Context, after, upto string, max int
 				if ev, err = decodeEventCached(rec, fc); err == nil {
 					out = append(out, ev)
 					lastSeq, read = seq, true
+					if len(out)%exportChunk == 0 {
+						runtime.Gosched() // an export's read step: see exportChunk
+					}
 				}
 			}
 			if err != nil {
