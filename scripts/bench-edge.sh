@@ -52,6 +52,7 @@ paired() {
 	local r best_e="0|0|0" best_b="0|0|0" e b
 	for ((r = 1; r <= ROUNDS; r++)); do
 		e=$(bench "edge-$1-r$r" "$2")
+		settle
 		b=$(bench "bare-$1-r$r" "$3")
 		((${e%%|*} > ${best_e%%|*})) && best_e=$e
 		((${b%%|*} > ${best_b%%|*})) && best_b=$b

@@ -162,6 +162,20 @@ fetch() { curl -fsS -H "Authorization: Bearer $KEY" -o "$2" "$1"; }
 # serve or up started (SERVE_URL); fails on a non-200.
 get() { curl -fsS -H "Authorization: Bearer $KEY" "$SERVE_URL$1"; }
 
+# settle: wait (up to 15 s) until the usage backlog of the edge that serve or
+# up started is under one export file (eo_usage_events_retained < 100000).
+# The edge exports its usage paced, a share of one processor at a time, so
+# the export of a round's events runs on after the round: without the wait
+# it would run in the bare handler's round that follows.
+settle() {
+	local i n
+	for ((i = 0; i < 150; i++)); do
+		n=$(get /metrics | awk '$1 == "eo_usage_events_retained" { printf "%d", $2 }')
+		[[ -z $n || $n -lt 100000 ]] && return 0
+		sleep 0.1
+	done
+}
+
 # first_id PATH: the id of the first item of the list at PATH (see get).
 first_id() { get "$1" | jq -r '.data[0].id'; }
 
