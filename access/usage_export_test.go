@@ -1,7 +1,6 @@
 package access
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/eodata/eo/publish"
 )
@@ -106,23 +102,7 @@ func TestExportFileMatchesEvents(t *testing.T) {
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("want one file, got %v %v", objs, err)
 	}
-	b, err := publish.GetBytes(ctx(), st, objs[0].Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(ctx())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := readExportFile(t, st, objs[0].Key)
 	defer tbl.Release()
 	if gf, wf := tbl.Schema().Fields(), usageSchema.Fields(); len(gf) != len(wf) {
 		t.Fatalf("schema\n%v\nwant\n%v", tbl.Schema(), usageSchema)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -39,22 +40,7 @@ func exportedIDs(t testing.TB, st publish.Store) map[string]int {
 		if !strings.HasSuffix(o.Key, ".parquet") {
 			continue
 		}
-		b, err := publish.GetBytes(ctx(), st, o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, err := file.NewParquetReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s: %v", o.Key, err)
-		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := fr.ReadTable(ctx())
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := readExportFile(t, st, o.Key)
 		col := tbl.Column(int(tbl.Schema().FieldIndices("request_id")[0]))
 		for _, ch := range col.Data().Chunks() {
 			s := ch.(*array.String)
@@ -63,9 +49,32 @@ func exportedIDs(t testing.TB, st publish.Store) map[string]int {
 			}
 		}
 		tbl.Release()
-		pf.Close()
 	}
 	return ids
+}
+
+// readExportFile reads the usage export file at key in st (the caller
+// releases the table).
+func readExportFile(t testing.TB, st publish.Store, key string) arrow.Table {
+	t.Helper()
+	b, err := publish.GetBytes(ctx(), st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(ctx())
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return tbl
 }
 
 func recordN(t testing.TB, c Counters, prefix string, n int) {
