@@ -39,3 +39,25 @@ func TestRelaxKeepsAHigherOrOffSetting(t *testing.T) {
 	}
 	debug.SetGCPercent(100)
 }
+
+// On a heap so large that Percent would mean more than Headroom of
+// garbage, the relaxation is smaller; never below the setting in force.
+func TestRelaxedBoundedByHeadroom(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		live          uint64
+		current, want int
+	}{
+		{0, 100, Percent},            // no collection yet
+		{100 << 20, 100, Percent},    // 5,000 matches: 400 % is 400 MB
+		{2 * gib, 100, 200},          // 100,000 matches: 4 GiB is 200 %
+		{8 * gib, 100, 100},          // 4 GiB is 50 %: not below the setting
+		{2 * gib, 300, 300},          // nor below a higher one
+		{Headroom / 4, 100, Percent}, // exactly at the bound
+		{Headroom/4 + 1, 100, 399},   // just past it
+	} {
+		if got := relaxed(c.live, c.current); got != c.want {
+			t.Errorf("relaxed(%d, %d) = %d, want %d", c.live, c.current, got, c.want)
+		}
+	}
+}
