@@ -245,9 +245,10 @@ type usageWriter struct {
 	buf  bytes.Buffer
 }
 
-// exportChunk is how many events an export writes in one step (about a
-// millisecond of work); the pacer runs between steps. The embedded
-// backend's read yields the processor (runtime.Gosched) as often.
+// exportChunk is how many values of one column an export writes in one
+// step (a tenth of a millisecond of work or so); the pacer runs between
+// steps. The embedded backend's read yields the processor
+// (runtime.Gosched) every exportChunk events it decodes.
 const exportChunk = 512
 
 // read reads up to max events after `after` (and up to upto, when set) in

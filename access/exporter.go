@@ -61,9 +61,10 @@ func NewUsageExporter(l UsageLog, st publish.Store, every time.Duration, lg *slo
 // counters.db small.
 const DefaultExportEarlyAt = DefaultExportBatch
 
-// DefaultExportDuty is UsageExporter.Duty's default. Exporting costs about
-// 1.3 µs of processor time an event: at 60,000 metered requests a second,
-// 8 % of a processor, so a quarter leaves it three times the time it needs.
+// DefaultExportDuty is UsageExporter.Duty's default. Exporting costs 1-2 µs
+// of processor time an event (BenchmarkExportUsage, and a profile of eo
+// serve under load): at 60,000 metered requests a second, 6-12 % of a
+// processor, so a quarter leaves it two to four times the time it needs.
 const DefaultExportDuty = 0.25
 
 // behindFactor x EarlyAt is the backlog past which an export runs unpaced.
@@ -98,9 +99,9 @@ func (x *UsageExporter) Run(ctx context.Context) {
 // Once runs one export and records its outcome.
 func (x *UsageExporter) Once(ctx context.Context) (int, error) {
 	start := time.Now()
-	// An export makes about a kilobyte of garbage an event (Arrow and
-	// Parquet buffers, decoded strings): at a 100 MB heap, a collector
-	// cycle every batch.
+	// An export makes 700-800 bytes of garbage an event (Parquet page
+	// buffers, decoded strings): at a 100 MB heap, a collector cycle
+	// every batch or two.
 	defer gcpace.Relax()()
 	n, err := exportUsage(ctx, x.log, x.st, x.batch, newPacer(x.duty()))
 	x.exported.Add(uint64(n))
