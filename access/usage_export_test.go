@@ -1,9 +1,14 @@
 package access
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +139,80 @@ func TestExportFileMatchesEvents(t *testing.T) {
 			t.Fatalf("row %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+// A process killed with SIGKILL in the middle of a paced export loses no
+// event and duplicates none: the next export (another process, the same
+// counters.db and store) redoes the announced batch to the same file and
+// goes on. The kill lands after the first file is in the store, while the
+// pacer stretches the export over a few seconds.
+func TestPacedExportKilledMidway(t *testing.T) {
+	if os.Getenv("EO_EXPORT_CHILD") != "" {
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPacedExportChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "EO_EXPORT_CHILD="+dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	files := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, "store", UsagePrefix, "*", "*", "*.parquet"))
+		return len(m)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for files() == 0 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no export file from the child:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(150 * time.Millisecond) // into the next batches
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), "EXPORTED") {
+		t.Fatalf("the child finished its export before the kill; the test needs a slower pace:\n%s", out.String())
+	}
+	before := files()
+	e := openEmbedded(t, filepath.Join(dir, "counters.db"), time.Hour)
+	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ExportUsage(ctx(), e, st, exportKillBatch); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed with %d files in the store, %d after the next export", before, files())
+	wantExactlyOnce(t, exportedIDs(t, st), idSet("k", exportKillEvents, nil))
+}
+
+// exportKillEvents events in batches of exportKillBatch: ten files.
+const (
+	exportKillEvents = 10 * exportKillBatch
+	exportKillBatch  = 2000
+)
+
+func TestPacedExportChild(t *testing.T) {
+	dir := os.Getenv("EO_EXPORT_CHILD")
+	if dir == "" {
+		t.Skip("helper process for TestPacedExportKilledMidway")
+	}
+	e, err := OpenEmbedded(filepath.Join(dir, "counters.db"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordN(t, e, "k", exportKillEvents)
+	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A slow pace: each step is followed by a pause 99 times as long, so
+	// the ten batches take seconds and the kill lands among them.
+	if _, err := exportUsage(ctx(), e, st, exportKillBatch, newPacer(0.01)); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("EXPORTED")
 }
