@@ -182,7 +182,7 @@ func BenchmarkExportUsage(b *testing.B) {
 		for i := range n {
 			ev := UsageEvent{Time: now.Add(time.Duration(i) * time.Microsecond), KeyID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
 				AccountID: "0196a1b2-c3d4-7e5f-8a9b-000000000001", Endpoint: "GET /v1/{game}/matches", Status: 200,
-				RequestID: fmt.Sprintf("%016x%016x", uint64(i)*0x9e3779b97f4a7c15, uint64(i)*0xbf58476d1ce4e5b9)}
+				RequestID: fmt.Sprintf("3f9a1c2b7d4e%010x%010x", 1000+i%64, 1+i/64)} // as the edge assigns them: its prefix, the connection (64), the request's number on it
 			if err := e.Record(ctx(), ev); err != nil {
 				b.Fatal(err)
 			}

@@ -2,8 +2,8 @@ package edge
 
 import (
 	"bytes"
+	cryptorand "crypto/rand"
 	"encoding/hex"
-	"math/rand/v2"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
@@ -78,6 +78,34 @@ var (
 	hdrAcceptEncoding = []byte(fiber.HeaderAcceptEncoding)
 )
 
+// assignedID is the id the edge assigns to request number num (from 1) of
+// connection conn: 6 bytes of idPrefix, then 5 of each number, big-endian.
+//
+// Request ids correlate logs, support tickets and usage records; they need
+// to be unique, not unguessable. fasthttp numbers connections per process,
+// so the pair is unique within the process, and the prefix, drawn at start,
+// tells processes and hosts apart (48 random bits). No state is shared
+// between cores. Random ids (two draws of the runtime's ChaCha8 source a
+// request) did not compress: the usage export's request_id column took 15
+// of a file's 17 bytes an event; these take about 1 (BenchmarkExportUsage:
+// 17.2 against 2.1 bytes an event, and a tenth less time).
+func assignedID(conn, num uint64) (b [16]byte) {
+	copy(b[:6], idPrefix[:])
+	for i := range 5 {
+		b[10-i] = byte(conn >> (8 * i))
+		b[15-i] = byte(num >> (8 * i))
+	}
+	return b
+}
+
+// idPrefix is the first 6 bytes of every id this process assigns.
+var idPrefix = func() (p [6]byte) {
+	if _, err := cryptorand.Read(p[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux; an id prefix of zeros would collide across hosts
+	}
+	return p
+}()
+
 // stateKey is the Locals key of the request's reqState.
 const stateKey = "eo.req"
 
@@ -99,14 +127,7 @@ func requestState(c *fiber.Ctx) *reqState {
 		c.Response().Header.SetCanonical(hdrRequestID, cid)
 		return st
 	}
-	// Request ids correlate logs and support tickets; they need to be
-	// unique, not unguessable: the runtime's per-thread ChaCha8 source
-	// instead of a getrandom system call per request.
-	var b [16]byte
-	lo, hi := rand.Uint64(), rand.Uint64()
-	for i := range 8 {
-		b[i], b[8+i] = byte(lo>>(8*i)), byte(hi>>(8*i))
-	}
+	b := assignedID(c.Context().ConnID(), c.Context().ConnRequestNum())
 	hex.Encode(st.idHex[:], b[:])
 	// The array lives as long as st and is never written again, so the
 	// string may share it instead of being a second allocation.
