@@ -140,6 +140,11 @@ bench() {
 	# WRK_SCRIPT: a wrk Lua script for the measured run (warm-up without).
 	# shellcheck disable=SC2086
 	wrk $WRK_ARGS ${WRK_SCRIPT:+-s "$WRK_SCRIPT"} --latency -H "Authorization: Bearer $KEY" "$url" >"$out"
+	wrk_stats <"$out"
+}
+
+# wrk_stats: "req/s|p99 ms|non-2xx" of the `wrk --latency` output on stdin.
+wrk_stats() {
 	awk '
 		function ms(v) {
 			if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
@@ -150,7 +155,7 @@ bench() {
 		/Requests\/sec:/ { rps = $2 }
 		$1 == "99%" { p99 = ms($2) }
 		/Non-2xx or 3xx responses:/ { bad = $NF }
-		END { printf "%.0f|%.2f|%d\n", rps, p99, bad }' "$out"
+		END { printf "%.0f|%.2f|%d\n", rps, p99, bad }'
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f %%", 100 * a / b }'; }

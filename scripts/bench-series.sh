@@ -28,21 +28,14 @@ KEY=$(mint_key "$W")
 up "$W" "$LOGS/up.log" "$LIVE_SLOTS"
 wrk -t2 -c"$C" -d"$WARMUP" -H "Authorization: Bearer $KEY" "$SERVE_URL$TARGET" >/dev/null
 
-echo "| window | req/s | p99 |"
+echo "| window | req/s | p99 ms |"
 echo "| --- | ---: | ---: |"
 for ((i = 1; i <= WINDOWS; i++)); do
-	out=$(wrk -t2 -c"$C" -d1s --latency -H "Authorization: Bearer $KEY" "$SERVE_URL$TARGET")
-	echo "| $(date +%T) | $(awk '/Requests\/sec/ {print $2}' <<<"$out") | $(awk '$1 == "99%" {print $2}' <<<"$out") |"
+	IFS='|' read -r rps p99 _ < <(wrk -t2 -c"$C" -d1s --latency -H "Authorization: Bearer $KEY" "$SERVE_URL$TARGET" | wrk_stats)
+	echo "| $(date +%T) | $rps | $p99 |"
 done | tee "$LOGS/series.md"
 awk -F'|' '
-	function ms(v) {
-		gsub(/ /, "", v)
-		if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
-		if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
-		if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
-		return v
-	}
-	{ r = $3 + 0; p = ms($4); n++; sum += r; if (min == "" || r < min) min = r; if (p > max) max = p; if (p > 10) slow++ }
+	{ r = $3 + 0; p = $4 + 0; n++; sum += r; if (min == "" || r < min) min = r; if (p > max) max = p; if (p > 10) slow++ }
 	END { printf "\n%d windows (%s, -c%s): mean %.0f req/s, lowest %.0f, highest p99 %.2f ms, %d with p99 > 10 ms\n",
 		n, TARGET, C, sum / n, min, max, slow }' TARGET="$TARGET" C="$C" "$LOGS/series.md"
 echo
