@@ -514,7 +514,53 @@ func (e *Embedded) Record(_ context.Context, ev UsageEvent) error {
 }
 
 // UsageSource implements Counters: the id stored in the database.
-func (e *Embedded) UsageSource(context.Context) (UsageSource, error) { return e.source, nil }
+func (e *Embedded) UsageSource(context.Context) (UsageSource, error) {
+	e.umu.Lock()
+	defer e.umu.Unlock()
+	return e.source, nil
+}
+
+// usageAt implements positionLog: the event at the sequence number pos.
+func (e *Embedded) usageAt(ctx context.Context, pos string) (UsageEvent, bool, bool, error) {
+	seq, err := parseSeq(pos)
+	if err != nil || seq == 0 {
+		return UsageEvent{}, false, true, err
+	}
+	evs, _, err := e.ReadUsageRange(ctx, strconv.FormatUint(seq-1, 10), pos, 1) // flushes first
+	if err != nil {
+		return UsageEvent{}, false, false, err
+	}
+	var last uint64
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		last = tx.Bucket(bucketUsage).Sequence()
+		return nil
+	}); err != nil {
+		return UsageEvent{}, false, false, err
+	}
+	if len(evs) == 0 {
+		return UsageEvent{}, false, seq <= last, nil
+	}
+	return evs[0], true, true, nil
+}
+
+// renewSource implements positionLog: a new random source id, stored.
+func (e *Embedded) renewSource(context.Context) (UsageSource, error) {
+	src := UsageSource{ID: "db-" + randomHex(8)}
+	err := e.db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if err := m.Delete(metaLegacyUpTo); err != nil {
+			return err
+		}
+		return m.Put(metaSource, []byte(src.ID))
+	})
+	if err != nil {
+		return UsageSource{}, fmt.Errorf("access: new usage source: %w", err)
+	}
+	e.umu.Lock()
+	e.source = src
+	e.umu.Unlock()
+	return src, nil
+}
 
 // ReadUsage implements Counters: positions are the bbolt sequence numbers.
 func (e *Embedded) ReadUsage(ctx context.Context, after string, max int) ([]UsageEvent, string, error) {

@@ -3,9 +3,12 @@ package access
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -52,9 +55,15 @@ type watermark struct {
 	// PendingTo and PendingFile record a batch being exported: the events
 	// in (Pos, PendingTo] go to PendingFile. Written before the file, so an
 	// export that stops in between is redone exactly, to the same file.
-	PendingTo   string    `json:"pending_to,omitempty"`
-	PendingFile string    `json:"pending_file,omitempty"`
-	Updated     time.Time `json:"updated"`
+	PendingTo   string `json:"pending_to,omitempty"`
+	PendingFile string `json:"pending_file,omitempty"`
+	// Digest and PendingDigest identify the events at Pos and PendingTo
+	// (eventDigest), so that a log restored from an older copy, which
+	// hands those positions to other events, is told apart (see rewound).
+	// Empty in watermarks written before they were kept.
+	Digest        string    `json:"digest,omitempty"`
+	PendingDigest string    `json:"pending_digest,omitempty"`
+	Updated       time.Time `json:"updated"`
 }
 
 var usageSchema = arrow.NewSchema([]arrow.Field{
@@ -88,18 +97,27 @@ var usageSchema = arrow.NewSchema([]arrow.Field{
 //   - Events are pruned only after the watermark that covers them is saved,
 //     so pruning never loses an unexported event.
 //
+// A counters.db restored from an older copy (a backup, a copied work
+// folder, a virtual machine rolled back) keeps its source id but counts its
+// positions again from where the copy stopped, so the positions the
+// watermark covers go to new events. The export checks the events at the
+// watermark's positions (their digest is kept in it) and, when they differ
+// or were never reached, gives the database a new source id and exports
+// every event it holds under it: the copy's events that were exported
+// before appear a second time, with their request ids; none is lost.
+//
 // The one window left: an exporter stalled longer than ExportLockTTL
 // between its lock check and its watermark write can move the watermark
 // back, and the events after it are then exported a second time (to other
 // file names). Every event has a unique request_id, so the billing side can
 // always de-duplicate; it never loses one.
 func ExportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int) (int, error) {
-	return exportUsage(ctx, c, st, batch, nil)
+	return exportUsage(ctx, c, st, batch, nil, slog.Default())
 }
 
 // exportUsage is ExportUsage with its reading and writing paced by p (nil:
 // as fast as it can).
-func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p *pacer) (int, error) {
+func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p *pacer, lg *slog.Logger) (int, error) {
 	if batch <= 0 {
 		batch = DefaultExportBatch
 	}
@@ -116,6 +134,22 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 	wm, err := loadWatermark(ctx, st, wmKey, src)
 	if err != nil {
 		return 0, err
+	}
+	if pl, ok := c.(positionLog); ok {
+		why, err := rewound(ctx, pl, wm)
+		if err != nil {
+			return 0, err
+		}
+		if why != "" {
+			old := src.ID
+			if src, err = pl.renewSource(ctx); err != nil {
+				return 0, err
+			}
+			lg.Warn("usage export: the counters database is behind what its source exported, as when it is restored from an older copy; "+
+				"its events are exported under a new source, and those exported before the copy was restored appear twice (same request_id)",
+				"source", old, "new_source", src.ID, "why", why)
+			wmKey, wm = usageWatermarkPrefix+src.ID, watermark{Source: src.ID}
+		}
 	}
 	// Events a previous run exported but did not prune (it stopped after
 	// saving the watermark), or exported by an earlier version.
@@ -144,7 +178,7 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 			if len(evs) == 0 {
 				return total, nil
 			}
-			wm.PendingTo = last
+			wm.PendingTo, wm.PendingDigest = last, eventDigest(evs[len(evs)-1])
 			wm.PendingFile = fmt.Sprintf("%s%s/%s/%s_%s.parquet", UsagePrefix, evs[0].Time.UTC().Format("2006-01-02"),
 				src.ID, safeName(wm.Pos), safeName(last))
 			if err := saveWatermark(ctx, st, wmKey, wm); err != nil {
@@ -164,7 +198,7 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 		if err := lock.Extend(ctx); err != nil {
 			return total, err
 		}
-		wm = watermark{Source: src.ID, Pos: wm.PendingTo}
+		wm = watermark{Source: src.ID, Pos: wm.PendingTo, Digest: wm.PendingDigest}
 		if err := saveWatermark(ctx, st, wmKey, wm); err != nil {
 			return total, err
 		}
@@ -210,6 +244,54 @@ func loadWatermark(ctx context.Context, st publish.Store, key string, src UsageS
 		wm.Pos = old
 	}
 	return wm, nil
+}
+
+// positionLog is a usage log whose positions are a counter kept in the log
+// itself (the embedded database), so that a copy restored from before an
+// export hands positions already exported to new events. A Redis stream's
+// positions are times: new events land after every exported one.
+type positionLog interface {
+	// usageAt returns the event at pos, if the log holds it, and whether
+	// pos was ever given out.
+	usageAt(ctx context.Context, pos string) (ev UsageEvent, held, given bool, err error)
+	// renewSource gives the log a new source id.
+	renewSource(ctx context.Context) (UsageSource, error)
+}
+
+// rewound says why l no longer holds the events wm records as exported
+// there ("" when it does, or cannot tell: a watermark without digests).
+// A pruned position is fine: only the exporter prunes, after its watermark.
+func rewound(ctx context.Context, l positionLog, wm watermark) (string, error) {
+	for _, at := range [...]struct{ pos, digest string }{{wm.Pos, wm.Digest}, {wm.PendingTo, wm.PendingDigest}} {
+		if at.pos == "" {
+			continue
+		}
+		ev, held, given, err := l.usageAt(ctx, at.pos)
+		switch {
+		case err != nil:
+			return "", err
+		case !given:
+			return fmt.Sprintf("position %s is exported but the database has not reached it", at.pos), nil
+		case held && at.digest != "" && eventDigest(ev) != at.digest:
+			return fmt.Sprintf("position %s holds another event than the one exported there", at.pos), nil
+		}
+	}
+	return "", nil
+}
+
+// eventDigest identifies an event by its content: 16 hex digits of its
+// fields' FNV-1a hash.
+func eventDigest(ev UsageEvent) string {
+	h := fnv.New64a()
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(ev.Time.UnixNano()))
+	binary.BigEndian.PutUint32(b[8:], uint32(ev.Status))
+	h.Write(b[:])
+	for _, s := range [...]string{ev.KeyID, ev.AccountID, ev.Endpoint, ev.RequestID} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 func saveWatermark(ctx context.Context, st publish.Store, key string, wm watermark) error {

@@ -103,7 +103,7 @@ func (x *UsageExporter) Once(ctx context.Context) (int, error) {
 	// buffers, decoded strings): at a 100 MB heap, a collector cycle
 	// every batch or two.
 	defer gcpace.Relax()()
-	n, err := exportUsage(ctx, x.log, x.st, x.batch, newPacer(x.duty()))
+	n, err := exportUsage(ctx, x.log, x.st, x.batch, newPacer(x.duty()), x.lg)
 	x.exported.Add(uint64(n))
 	switch {
 	case errors.Is(err, ErrExportBusy):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,11 +30,11 @@ func TestExportInPacedSteps(t *testing.T) {
 		// Puts: the announcement of the batch, its file, then the advance
 		// of the watermark, which fails: the next run redoes the batch,
 		// reading it up to its announced end.
-		if _, err := exportUsage(ctx(), c, &onceFailing{Store: st, failAt: 3, puts: new(int)}, n, newPacer(0.9)); err == nil {
+		if _, err := exportUsage(ctx(), c, &onceFailing{Store: st, failAt: 3, puts: new(int)}, n, newPacer(0.9), slog.Default()); err == nil {
 			t.Fatal("the export should fail")
 		}
 		recordN(t, c, "b", 100)
-		got, err := exportUsage(ctx(), c, st, n, newPacer(0.9))
+		got, err := exportUsage(ctx(), c, st, n, newPacer(0.9), slog.Default())
 		if err != nil || got != n+100 {
 			t.Fatalf("redo: %d %v", got, err)
 		}
@@ -100,7 +101,7 @@ func TestExportFileMatchesEvents(t *testing.T) {
 		}
 	}
 	st := publish.NewMemory()
-	if n, err := exportUsage(ctx(), e, st, 0, newPacer(0.9)); err != nil || n != len(want) {
+	if n, err := exportUsage(ctx(), e, st, 0, newPacer(0.9), slog.Default()); err != nil || n != len(want) {
 		t.Fatalf("export: %d %v", n, err)
 	}
 	objs, err := st.List(ctx(), UsagePrefix)
@@ -211,7 +212,7 @@ func TestPacedExportChild(t *testing.T) {
 	}
 	// A slow pace: each step is followed by a pause 99 times as long, so
 	// the ten batches take seconds and the kill lands among them.
-	if _, err := exportUsage(ctx(), e, st, exportKillBatch, newPacer(0.01)); err != nil {
+	if _, err := exportUsage(ctx(), e, st, exportKillBatch, newPacer(0.01), slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("EXPORTED")
