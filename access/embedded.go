@@ -154,7 +154,7 @@ func positiveOr[T int | time.Duration](v, def T) T {
 }
 
 func openBolt(path string, maxBytes int) (*bolt.DB, error) {
-	return bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes})
+	return openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes})
 }
 
 // OpenEmbeddedWith opens (creating) the counters database at path.

@@ -1,13 +1,12 @@
 package access
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -180,7 +179,7 @@ func readKeyring(path string) (_ *keyringData, err error) {
 			err = fmt.Errorf("access: keyring: %s is damaged: %v", path, r)
 		}
 	}()
-	db, err := bolt.Open(cp, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	db, err := openBoltFile(cp, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("access: keyring: open %s: %w", path, err)
 	}
@@ -238,7 +237,7 @@ func copyLocked(path string, timeout time.Duration) (string, error) {
 	if int64(len(b)) != before.Size() || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
 		return "", fmt.Errorf("%s changed while it was read (being rewritten?); the next reload reads it again", path)
 	}
-	if err := boltSizeOK(b); err != nil {
+	if err := boltSizeOK(bytes.NewReader(b), int64(len(b))); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	tmp, err := os.CreateTemp("", "eo-keyring-*.db")
@@ -255,31 +254,6 @@ func copyLocked(path string, timeout time.Duration) (string, error) {
 		return "", err
 	}
 	return tmp.Name(), nil
-}
-
-// boltSizeOK checks that a bbolt file holds every page its meta pages
-// claim: bbolt maps the file and touching a claimed page past its end is a
-// SIGBUS. A meta page is at offset 0 and at one page size; its high-water
-// page id is at byte 56 of the page (16-byte page header, then magic,
-// version, page size, flags, root bucket, freelist, pgid).
-func boltSizeOK(b []byte) error {
-	const magic = 0xED0CDAED
-	if len(b) < 64 || binary.LittleEndian.Uint32(b[16:]) != magic {
-		return errors.New("not a bbolt file, or truncated")
-	}
-	ps := int64(binary.LittleEndian.Uint32(b[24:]))
-	if ps < 512 || ps > 1<<20 || int64(len(b)) < 2*ps {
-		return errors.New("truncated (no second meta page)")
-	}
-	for _, off := range []int64{0, ps} {
-		if binary.LittleEndian.Uint32(b[off+16:]) != magic {
-			continue // a torn meta page: bbolt uses the other one
-		}
-		if hw := int64(binary.LittleEndian.Uint64(b[off+56:])); hw*ps > int64(len(b)) {
-			return fmt.Errorf("truncated: its meta claims %d pages of %d bytes, the file has %d bytes", hw, ps, len(b))
-		}
-	}
-	return nil
 }
 
 // Watch reloads the keyring every interval until ctx ends, logging (and

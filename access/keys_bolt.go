@@ -17,7 +17,7 @@ var (
 type boltKeys struct{ db *bolt.DB }
 
 func openBoltKeys(path string) (*boltKeys, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("access: open %s: %w", path, err)
 	}
