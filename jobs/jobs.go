@@ -41,6 +41,11 @@ type Options struct {
 	// Published, when set, is called after each run that published a
 	// snapshot (eo up reloads its in-process edge at once).
 	Published func(Result)
+	// Exec runs the pipeline of a run; nil: pipelines.Run, in this
+	// process. eo jobs and eo up run it in a child process instead, so
+	// that a crash in native code (DuckDB) ends that run only, and its
+	// memory goes back to the system when it ends.
+	Exec func(context.Context, pipelines.Options) (pipelines.Report, error)
 }
 
 // Result says what a run did.
@@ -78,6 +83,9 @@ func NewRunner(o Options) *Runner {
 	}
 	if o.Pipeline.Logger == nil {
 		o.Pipeline.Logger = slog.Default()
+	}
+	if o.Exec == nil {
+		o.Exec = pipelines.Run
 	}
 	return &Runner{o: o, metrics: newRunMetrics()}
 }
@@ -132,7 +140,7 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 			return Result{Skipped: true, Manifest: cur}, nil
 		}
 	}
-	rep, err := pipelines.Run(ctx, r.o.Pipeline)
+	rep, err := r.o.Exec(ctx, r.o.Pipeline)
 	if err != nil {
 		return Result{Report: rep}, err
 	}

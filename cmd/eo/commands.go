@@ -184,6 +184,23 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 // newRunner builds the pipeline + publish runner; published (may be nil) is
 // called after each run that published a snapshot.
 func newRunner(c common, log *slog.Logger, st publish.Store, force bool, published func(jobs.Result)) *jobs.Runner {
+	return jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Force: force, Published: published})
+}
+
+// newScheduledRunner is newRunner for the commands that run the pipeline
+// again and again (eo jobs, eo up): each run's pipeline in a child process
+// (childPipeline), so that a crash in DuckDB ends that run, not them.
+func newScheduledRunner(c common, log *slog.Logger, st publish.Store, published func(jobs.Result)) (*jobs.Runner, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the pipeline's child process: %w", err)
+	}
+	return jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Published: published,
+		Exec: childPipeline(exe, c)}), nil
+}
+
+// pipelineOptions are the pipeline's options from c's flags.
+func (c common) pipelineOptions(log *slog.Logger, st publish.Store) pipelines.Options {
 	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory,
 		Threads: c.duckThreads, Full: c.full}
 	if isTerminal(os.Stderr) {
@@ -191,7 +208,7 @@ func newRunner(c common, log *slog.Logger, st publish.Store, force bool, publish
 			fmt.Fprintf(os.Stderr, "  %-20s %12d rows  %8s\n", step, rows, elapsed.Round(time.Millisecond))
 		}
 	}
-	return jobs.NewRunner(jobs.Options{Pipeline: po, Force: force, Published: published})
+	return po
 }
 
 func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
@@ -299,7 +316,10 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 		}
 		defer stop()
 	}
-	runner := newRunner(c, log, st, false, nil)
+	runner, err := newScheduledRunner(c, log, st, nil)
+	if err != nil {
+		return err
+	}
 	if *metricsAddr != "" {
 		if _, err := serveMetrics(ctx, log, *metricsAddr, runner.Collectors()); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -394,13 +414,16 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	// The edge is built after the first run; runs it triggers later reload
 	// it as soon as they publish.
 	var srv atomic.Pointer[edge.Server]
-	runner := newRunner(c, log, st, false, func(res jobs.Result) {
+	runner, err := newScheduledRunner(c, log, st, func(res jobs.Result) {
 		if s := srv.Load(); s != nil {
 			if err := s.Load(ctx); err != nil {
 				log.Warn("edge reload after publish", "snapshot", res.Manifest.SnapshotID, "err", err)
 			}
 		}
 	})
+	if err != nil {
+		return err
+	}
 	res, err := runner.RunOnce(ctx)
 	if err != nil && !errors.Is(err, jobs.ErrBusy) {
 		return err

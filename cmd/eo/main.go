@@ -73,6 +73,9 @@ func run(ctx context.Context, args []string) error {
 	case "generate":
 		return cmdGenerate(ctx, cfg, args[1:])
 	case "pipeline":
+		if len(args) > 1 && args[1] == "step" { // cmd/eo/pipelinechild.go: the child of eo jobs and eo up
+			return cmdPipelineStep(ctx, cfg, args[2:])
+		}
 		rest, done, err := subcommand(args[1:], "run", "usage: eo pipeline run [flags]  (eo pipeline run -h for the flags)")
 		if done || err != nil {
 			return err
