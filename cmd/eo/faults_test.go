@@ -28,9 +28,10 @@ import (
 // TestMain lets a test run this binary as the eo command in a child process
 // (EO_TEST_EXEC_MAIN=1), so fault tests can kill, freeze or starve a real
 // edge process without a separate build; and it is the pipeline child
-// (pipelineChildEnv) of an eo up or eo jobs run in this binary.
+// (`eo pipeline step`, childPipeline) of an eo up or eo jobs run in this
+// binary.
 func TestMain(m *testing.M) {
-	if os.Getenv("EO_TEST_EXEC_MAIN") == "1" || os.Getenv(pipelineChildEnv) == "1" {
+	if os.Getenv("EO_TEST_EXEC_MAIN") == "1" || len(os.Args) > 2 && os.Args[1] == "pipeline" && os.Args[2] == "step" {
 		main()
 		os.Exit(0)
 	}

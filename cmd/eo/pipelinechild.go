@@ -34,10 +34,6 @@ type stepResult struct {
 	NoBatches bool             `json:"no_batches,omitempty"`
 }
 
-// pipelineChildEnv is set (to 1) in a pipeline child's environment: it
-// marks the process as one (a test binary standing in for eo runs main).
-const pipelineChildEnv = "EO_PIPELINE_CHILD"
-
 // childStopGrace is how long a child has to stop after SIGTERM (the
 // scheduler is shutting down) before it is killed.
 const childStopGrace = 30 * time.Second
@@ -61,7 +57,6 @@ func childPipeline(exe string, c common) func(context.Context, pipelines.Options
 			args = append(args, "--log-json")
 		}
 		cmd := exec.CommandContext(ctx, exe, args...)
-		cmd.Env = append(os.Environ(), pipelineChildEnv+"=1")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -29,7 +29,7 @@ func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The child: the first one dies of SIGSEGV, the next ones are this
-	// test binary as eo (TestMain runs main in a pipeline child).
+	// test binary as eo (TestMain runs main for `pipeline step`).
 	mark := filepath.Join(dir, "crashed-once")
 	script := filepath.Join(dir, "eo-child")
 	body := "#!/bin/sh\nif [ ! -e '" + mark + "' ]; then touch '" + mark + "'; kill -SEGV $$; fi\nexec '" + self + "' \"$@\"\n"
