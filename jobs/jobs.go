@@ -1,5 +1,6 @@
 // Package jobs runs the pipeline and publishes its snapshot, once or on a
-// cron schedule: never two runs at once, a scheduled run is skipped when no
+// cron schedule: never two runs at once on one work folder (in one process
+// or several), a scheduled run is skipped when no
 // raw batch has landed since the snapshot the pointer names (the batches a
 // snapshot was built from are recorded in its manifest), and after each
 // publish the snapshots past retention are removed (publish.Clean).
@@ -10,9 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -56,7 +60,8 @@ type Result struct {
 	Cleaned  []string
 }
 
-// ErrBusy is returned when a run is already in progress.
+// ErrBusy is returned when a run is already in progress: in this Runner,
+// or in another process on the same work folder.
 var ErrBusy = errors.New("jobs: a run is already in progress")
 
 // batchesKey is the manifest Extra key that records which raw batches a
@@ -119,6 +124,11 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	defer r.mu.Unlock()
+	unlock, err := lockWork(r.o.Pipeline.WorkDir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	st := r.o.Pipeline.Store
 	log := r.o.Pipeline.Logger
 	r.compact(ctx)
@@ -175,6 +185,48 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// workLock is the file, in the pipeline's work folder, whose flock a run
+// holds from its start to its publish.
+const workLock = "run.lock"
+
+// lockWork takes dir's run lock, or fails with ErrBusy naming the holder.
+// One run at a time on a work folder, across processes (eo jobs, eo up, an
+// eo pipeline run by hand): two runs at once emptied each other's output
+// folder (pipelines.Run resets WorkDir/out) and fought over the state's
+// files; one failed, and the other could publish a mix of both runs'
+// tables. The lock is held through the publish, which uploads that folder.
+// An flock goes with its holder however it ends (kill -9 too): no stale
+// lock to clear by hand.
+func lockWork(dir string) (unlock func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, workLock), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := make([]byte, 200)
+		n, _ := f.ReadAt(holder, 0)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: another process's run holds %s (%s)", ErrBusy, dir, strings.TrimSpace(string(holder[:n])))
+		}
+		return nil, fmt.Errorf("jobs: lock %s: %w", dir, err)
+	}
+	// Who holds it, for the error of the next one that tries.
+	if err := f.Truncate(0); err == nil {
+		fmt.Fprintf(f, "pid %d, since %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
 // compact merges the live lander's batches of each settled hour into one
 // (raw.Compact) before a run reads them, unless Options.NoCompaction. A
 // failure is logged: the run reads the batches as they are.
@@ -201,7 +253,7 @@ func (r *Runner) Schedule(ctx context.Context, spec string) error {
 		res, err := r.RunOnce(ctx)
 		switch {
 		case errors.Is(err, ErrBusy):
-			log.Warn("scheduled run skipped: previous run still in progress")
+			log.Warn("scheduled run skipped: a run is still in progress", "err", err)
 		case errors.Is(err, pipelines.ErrNoBatches):
 			log.Info("scheduled run skipped: no raw batch landed yet")
 		case err != nil:

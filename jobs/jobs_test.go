@@ -3,7 +3,12 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +67,74 @@ func TestNeverTwoRunsAtOnce(t *testing.T) {
 	}
 	if _, err := publish.ReadPointer(context.Background(), st); !errors.Is(err, publish.ErrNoSnapshot) {
 		t.Fatalf("a refused run must not publish: %v", err)
+	}
+}
+
+// Two runs on one work folder at once, from two processes (eo jobs and an
+// eo pipeline run by hand), emptied each other's output folder: one failed
+// on the state's lock, the other could publish a mix of both. A run finds
+// the folder's run lock held by another process (here flock(1)) and is
+// refused with ErrBusy, publishing nothing; once the holder is gone (it was
+// killed: an flock needs no clean-up), the next run publishes.
+func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	work := t.TempDir()
+	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: work}})
+	// A run of this process holds the lock while it runs, and says who it is.
+	unlock, err := lockWork(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, workLock)); !strings.Contains(string(b), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("the lock file says %q, want this process's pid", b)
+	}
+	unlock()
+
+	// -o: the lock stays with flock(1), not with the sleep it runs.
+	holder := exec.Command("flock", "-o", filepath.Join(work, workLock), "sleep", "60")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
+	defer kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		unlock, err := lockWork(work) // until flock(1) holds it
+		if err != nil {
+			break
+		}
+		unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("flock(1) never took the lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err = r.RunOnce(ctx)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "another process's run holds "+work) {
+		t.Fatalf("a run while another process holds the work folder: %v, want ErrBusy naming it", err)
+	}
+	if _, err := publish.ReadPointer(ctx, st); !errors.Is(err, publish.ErrNoSnapshot) {
+		t.Fatalf("a refused run must not publish: %v", err)
+	}
+	kill()
+	holder.Wait()
+	// The group's last process gone, the kernel drops the lock.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		unlock, err := lockWork(work)
+		if err == nil {
+			unlock()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock outlived its holder: %v", err)
+		}
+	}
+	res, err := r.RunOnce(ctx)
+	if err != nil || res.Skipped {
+		t.Fatalf("the run after the holder is gone: %+v %v", res, err)
 	}
 }
 
