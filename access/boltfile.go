@@ -15,6 +15,10 @@ import (
 // cannot be read: cut short or corrupt. Nothing is changed in it.
 var ErrDamaged = errors.New("database file is damaged")
 
+// ErrInUse is returned when another process holds a database file (bbolt
+// lets one process write it) past the open's timeout.
+var ErrInUse = errors.New("database file is in use by another process")
+
 // openBoltFile opens the bbolt database at path and refuses, with
 // ErrDamaged, one that is damaged, instead of crashing on it.
 //
@@ -46,6 +50,11 @@ func openBoltFile(path string, o *bolt.Options) (db *bolt.DB, err error) {
 	}()
 	db, err = bolt.Open(path, 0o600, o)
 	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			// The bare "timeout" said nothing of why.
+			return nil, fmt.Errorf("%w (waited %s): another eo serve or eo up on this work folder? "+
+				"Each edge needs its own work folder (with EO_REDIS_URL, edges share their counters through Redis)", ErrInUse, o.Timeout)
+		}
 		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
 			return nil, damaged(err.Error())
 		}

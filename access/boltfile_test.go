@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // damage rewrites the file at path: cut to half its size, or its first
@@ -78,5 +81,19 @@ func TestDamagedDatabaseFiles(t *testing.T) {
 				t.Fatalf("keyring of an access.db %s: %v, want ErrDamaged", how, err)
 			}
 		})
+	}
+}
+
+// A second process opening a counters.db that an edge holds waited 5 s
+// and failed with bbolt's bare "timeout"; it must say the file is in use.
+func TestCountersDBInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "counters.db")
+	e := openEmbedded(t, path, time.Hour)
+	defer e.Close()
+	// bbolt's lock is an flock, which another open file description in
+	// this process meets as another process would.
+	_, err := openBoltFile(path, &bolt.Options{Timeout: 100 * time.Millisecond})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "own work folder") {
+		t.Fatalf("open a counters.db another handle holds: %v, want ErrInUse with the fix", err)
 	}
 }
