@@ -124,11 +124,12 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	defer r.mu.Unlock()
-	unlock, err := lockWork(r.o.Pipeline.WorkDir)
+	lock, err := lockWork(r.o.Pipeline.WorkDir)
 	if err != nil {
 		return Result{}, err
 	}
-	defer unlock()
+	defer lock.Close()
+	ctx = context.WithValue(ctx, lockKey{}, lock)
 	st := r.o.Pipeline.Store
 	log := r.o.Pipeline.Logger
 	r.compact(ctx)
@@ -189,7 +190,22 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 // holds from its start to its publish.
 const workLock = "run.lock"
 
-// lockWork takes dir's run lock, or fails with ErrBusy naming the holder.
+// lockKey is the context key of a run's lock file (WorkLockFile).
+type lockKey struct{}
+
+// WorkLockFile is the open run lock of the run ctx belongs to (nil: none),
+// for an Exec that starts a child process: handed to the child
+// (exec.Cmd.ExtraFiles), the lock is held as long as either process keeps
+// it open, so a child that outlives this process (killed with -9) keeps
+// the work folder from a second run until it ends.
+func WorkLockFile(ctx context.Context) *os.File {
+	f, _ := ctx.Value(lockKey{}).(*os.File)
+	return f
+}
+
+// lockWork takes dir's run lock, or fails with ErrBusy naming the holder;
+// closing the file releases it (once every process it was handed to has
+// closed it too: see WorkLockFile).
 // One run at a time on a work folder, across processes (eo jobs, eo up, an
 // eo pipeline run by hand): two runs at once emptied each other's output
 // folder (pipelines.Run resets WorkDir/out) and fought over the state's
@@ -197,9 +213,9 @@ const workLock = "run.lock"
 // tables. The lock is held through the publish, which uploads that folder.
 // An flock goes with its holder however it ends (kill -9 too): no stale
 // lock to clear by hand.
-func lockWork(dir string) (unlock func(), err error) {
+func lockWork(dir string) (*os.File, error) {
 	if dir == "" {
-		return func() {}, nil
+		return nil, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -221,10 +237,8 @@ func lockWork(dir string) (unlock func(), err error) {
 	if err := f.Truncate(0); err == nil {
 		fmt.Fprintf(f, "pid %d, since %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
 	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	// No LOCK_UN on release: it would drop the lock a child still holds.
+	return f, nil
 }
 
 // compact merges the live lander's batches of each settled hour into one

@@ -83,14 +83,14 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	work := t.TempDir()
 	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: work}})
 	// A run of this process holds the lock while it runs, and says who it is.
-	unlock, err := lockWork(work)
+	lock, err := lockWork(work)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(work, workLock)); !strings.Contains(string(b), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Fatalf("the lock file says %q, want this process's pid", b)
 	}
-	unlock()
+	lock.Close()
 
 	// -o: the lock stays with flock(1), not with the sleep it runs.
 	holder := exec.Command("flock", "-o", filepath.Join(work, workLock), "sleep", "60")
@@ -102,11 +102,11 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	defer kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		unlock, err := lockWork(work) // until flock(1) holds it
+		lock, err := lockWork(work) // until flock(1) holds it
 		if err != nil {
 			break
 		}
-		unlock()
+		lock.Close()
 		if time.Now().After(deadline) {
 			t.Fatal("flock(1) never took the lock")
 		}
@@ -123,9 +123,9 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	holder.Wait()
 	// The group's last process gone, the kernel drops the lock.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		unlock, err := lockWork(work)
+		lock, err := lockWork(work)
 		if err == nil {
-			unlock()
+			lock.Close()
 			break
 		}
 		if time.Now().After(deadline) {

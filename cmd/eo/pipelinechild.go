@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 )
 
@@ -57,6 +58,12 @@ func childPipeline(exe string, c common) func(context.Context, pipelines.Options
 			args = append(args, "--log-json")
 		}
 		cmd := exec.CommandContext(ctx, exe, args...)
+		if lock := jobs.WorkLockFile(ctx); lock != nil {
+			// Held by the child too: a child that outlives this process
+			// (kill -9) keeps the work folder from the next run until it
+			// ends, instead of two runs writing it at once.
+			cmd.ExtraFiles = []*os.File{lock}
+		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/publish"
 )
@@ -62,5 +68,80 @@ func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 	if res.Report.RunID == "" || len(res.Report.Tables) == 0 || res.Report.Mode != "full" {
 		t.Fatalf("the child's report did not come back whole: run %q, %d tables, mode %q",
 			res.Report.RunID, len(res.Report.Tables), res.Report.Mode)
+	}
+}
+
+// childOf returns the pid of a child process of parent (0: none yet).
+func childOf(parent int) int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after ")".
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			pid, _ := strconv.Atoi(strings.Fields(s)[0])
+			return pid
+		}
+	}
+	return 0
+}
+
+// gone reports whether process pid has ended (missing, or a zombie: its
+// files are closed).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
+}
+
+// eo jobs killed with -9 while its pipeline child runs: the child lives on
+// (reparented), writing the work folder. The run lock was the parent's
+// alone, so it went with the parent and the next run (the restarted eo
+// jobs, an eo pipeline run) would write the folder at the same time. The
+// child holds the lock too: the folder stays busy until the child ends.
+// The child is frozen (SIGSTOP) to hold the moment still.
+func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, work := filepath.Join(dir, "store"), filepath.Join(dir, "work")
+	if err := run(ctx, []string{"generate", "--store", store, "--matches", "200", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	p := startEO(t, 0, nil, "jobs", "--store", store, "--work", work, "--schedule", "@every 1s")
+	var child int
+	if !proctest.Within(60*time.Second, 2*time.Millisecond, func() bool { child = childOf(p.cmd.Process.Pid); return child != 0 }) {
+		t.Fatalf("eo jobs started no pipeline child:\n%s", p.out)
+	}
+	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(child, syscall.SIGKILL)
+	if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !proctest.Within(10*time.Second, 10*time.Millisecond, func() bool { return gone(p.cmd.Process.Pid) }) {
+		t.Fatal("eo jobs outlived kill -9")
+	}
+	err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work})
+	if !errors.Is(err, jobs.ErrBusy) || !strings.Contains(err.Error(), "another process's run holds") {
+		t.Fatalf("a run while the orphaned child lives: %v, want ErrBusy", err)
+	}
+	syscall.Kill(child, syscall.SIGCONT)
+	if !proctest.Within(2*time.Minute, 20*time.Millisecond, func() bool { return gone(child) }) {
+		t.Fatal("the orphaned child never ended")
+	}
+	if err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work}); err != nil {
+		t.Fatalf("the run after the child ended: %v", err)
 	}
 }
