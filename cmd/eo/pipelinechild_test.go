@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,7 +131,12 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if !proctest.Within(10*time.Second, 10*time.Millisecond, func() bool { return gone(p.cmd.Process.Pid) }) {
+	// Reaped (startEO's Wait), not only a zombie: its files are closed, so
+	// a lock still held is the child's.
+	if !proctest.Within(10*time.Second, 10*time.Millisecond, func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", p.cmd.Process.Pid))
+		return errors.Is(err, os.ErrNotExist)
+	}) {
 		t.Fatal("eo jobs outlived kill -9")
 	}
 	err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work})
@@ -140,6 +146,14 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	syscall.Kill(child, syscall.SIGCONT)
 	if !proctest.Within(2*time.Minute, 20*time.Millisecond, func() bool { return gone(child) }) {
 		t.Fatal("the orphaned child never ended")
+	}
+	// A thread group's leader shows as a zombie before its last thread has
+	// exited and closed the files: the lock goes a moment later.
+	lockFile := filepath.Join(work, "pipeline", "run.lock")
+	if !proctest.Within(30*time.Second, 20*time.Millisecond, func() bool {
+		return exec.Command("flock", "-n", lockFile, "true").Run() == nil
+	}) {
+		t.Fatal("the run lock outlived the orphaned child")
 	}
 	if err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work}); err != nil {
 		t.Fatalf("the run after the child ended: %v", err)
