@@ -1,9 +1,9 @@
 // Package jobs runs the pipeline and publishes its snapshot, once or on a
 // cron schedule: never two runs at once on one work folder (in one process
-// or several), a scheduled run is skipped when no
-// raw batch has landed since the snapshot the pointer names (the batches a
-// snapshot was built from are recorded in its manifest), and after each
-// publish the snapshots past retention are removed (publish.Clean).
+// or several), a scheduled run is skipped when no raw batch has landed
+// since the snapshot the pointer names (the batches a snapshot was built
+// from are recorded in its manifest), and after each publish the snapshots
+// past retention are removed (publish.Clean).
 package jobs
 
 import (
