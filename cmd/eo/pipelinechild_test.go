@@ -20,17 +20,26 @@ import (
 	"github.com/eodata/eo/publish"
 )
 
+// generatedWorld lands a synthetic world of n matches in a new folder's
+// store; it returns the folder, the store and a work folder beside it.
+func generatedWorld(t *testing.T, n int) (dir, store, work string) {
+	t.Helper()
+	dir = t.TempDir()
+	store, work = filepath.Join(dir, "store"), filepath.Join(dir, "work")
+	if err := run(context.Background(), []string{"generate", "--store", store, "--matches", strconv.Itoa(n),
+		"--now", "2026-06-01T12:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, store, work
+}
+
 // A scheduled run's pipeline runs in a child process: a child that dies of
 // a signal (DuckDB's SIGSEGV, once, in a COPY to Parquet) fails that run
 // with an error that says so, publishes nothing, and the scheduler's next
 // run, a real `eo pipeline step` child, publishes.
 func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, work := filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "40", "--now", "2026-06-01T12:00:00Z"}); err != nil {
-		t.Fatal(err)
-	}
+	dir, store, work := generatedWorld(t, 40)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -111,11 +120,7 @@ func gone(pid int) bool {
 // The child is frozen (SIGSTOP) to hold the moment still.
 func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, work := filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "200", "--now", "2026-06-01T12:00:00Z"}); err != nil {
-		t.Fatal(err)
-	}
+	_, store, work := generatedWorld(t, 200)
 	p := startEO(t, 0, nil, "jobs", "--store", store, "--work", work, "--schedule", "@every 1s")
 	var child int
 	if !proctest.Within(60*time.Second, 2*time.Millisecond, func() bool { child = childOf(p.cmd.Process.Pid); return child != 0 }) {
