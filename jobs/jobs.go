@@ -109,6 +109,31 @@ func batchFingerprint(batchIDs []string, skipped []raw.SkippedBatch) string {
 	return strings.Join(ids, ",")
 }
 
+// unread returns a batch the fingerprint cur names and fp does not ("":
+// none). A run does not publish over a snapshot published while it ran
+// that was built from a batch it did not read: another process (a second
+// jobs host, an eo pipeline run with another work folder, on the same
+// store) built it from more, and moving the pointer to this run's would
+// take the served data back in time. A snapshot published before the run
+// started does not count (a batch removed from the raw area since is
+// meant to go). A batch counts as read whether it was read or skipped
+// ("skipped:" ids).
+func unread(cur, fp string) string {
+	if cur == "" {
+		return ""
+	}
+	have := map[string]bool{}
+	for id := range strings.SplitSeq(fp, ",") {
+		have[strings.TrimPrefix(id, "skipped:")] = true
+	}
+	for id := range strings.SplitSeq(cur, ",") {
+		if id = strings.TrimPrefix(id, "skipped:"); !have[id] {
+			return id
+		}
+	}
+	return ""
+}
+
 // RunOnce runs pipeline + publish + clean unless another run is in progress
 // (ErrBusy) or, without Force, nothing new landed since the current snapshot.
 // Every call is counted in the runner's metrics (Collectors).
@@ -158,6 +183,13 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	// The snapshot records the batches this run read (a batch that landed
 	// since the listing above is in it, and not run again next time).
 	fp := batchFingerprint(rep.Lineage, rep.SkippedBatches)
+	if _, cur, err := publish.LoadLatest(ctx, st); err == nil && cur.CreatedAt.After(rep.StartedAt) {
+		if missing := unread(cur.Extra[batchesKey], fp); missing != "" {
+			log.Warn("run superseded: the current snapshot was built from a batch this run did not read; not published",
+				"snapshot", cur.SnapshotID, "batch", missing, "run", rep.RunID)
+			return Result{Skipped: true, Report: rep, Manifest: cur}, nil
+		}
+	}
 	now := r.o.Now().UTC()
 	m := publish.Manifest{
 		SnapshotID:         publish.NewSnapshotID(now),

@@ -269,3 +269,55 @@ func TestCompactionDoesNotTriggerARun(t *testing.T) {
 		t.Fatalf("batches after the compaction: %+v %v", bs, err)
 	}
 }
+
+// A slow run must not move the pointer back in time: while it ran, another
+// runner on the same store (a second jobs host, an eo pipeline run with
+// another work folder) published a snapshot built from a batch this run
+// did not read. The slow run is skipped, the pointer stays; a run that
+// starts after it reads everything and publishes.
+func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	other := newTestRunner(t, st)
+	slow := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()},
+		Exec: func(ctx context.Context, o pipelines.Options) (pipelines.Report, error) {
+			rep, err := pipelines.Run(ctx, o)
+			// While this run finishes, a batch lands and the other runner
+			// publishes it.
+			landFixture(t, st, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
+			if _, oerr := other.RunOnce(ctx); oerr != nil {
+				t.Errorf("the other runner: %v", oerr)
+			}
+			return rep, err
+		}})
+	res, err := slow.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, perr := publish.ReadPointer(ctx, st)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	if !res.Skipped || res.Manifest.SnapshotID != ptr.SnapshotID {
+		t.Fatalf("the slow run: skipped %v, snapshot %s; the pointer names %s (the other runner's)",
+			res.Skipped, res.Manifest.SnapshotID, ptr.SnapshotID)
+	}
+	// A snapshot published before a run starts does not hold it back: a
+	// batch removed from the raw area since is meant to go.
+	batches, _, err := raw.ScanBatches(ctx, st)
+	if err != nil || len(batches) != 2 {
+		t.Fatalf("batches: %d %v", len(batches), err)
+	}
+	prefix := raw.BatchesPrefix + batches[1].BatchID + "/"
+	objs, _ := st.List(ctx, prefix)
+	for _, o := range objs {
+		if err := st.Delete(ctx, o.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Force: true})
+	if res, err := again.RunOnce(ctx); err != nil || res.Skipped {
+		t.Fatalf("a run after a batch was removed: skipped %v, %v", res.Skipped, err)
+	}
+}
