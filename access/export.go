@@ -135,22 +135,10 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 	if err != nil {
 		return 0, err
 	}
-	if pl, ok := c.(positionLog); ok {
-		why, err := rewound(ctx, pl, wm)
-		if err != nil {
-			return 0, err
-		}
-		if why != "" {
-			old := src.ID
-			if src, err = pl.renewSource(ctx); err != nil {
-				return 0, err
-			}
-			lg.Warn("usage export: the counters database is behind what its source exported, as when it is restored from an older copy; "+
-				"its events are exported under a new source, and those exported before the copy was restored appear twice (same request_id)",
-				"source", old, "new_source", src.ID, "why", why)
-			wmKey, wm = usageWatermarkPrefix+src.ID, watermark{Source: src.ID}
-		}
+	if src, wm, err = renewIfRewound(ctx, c, src, wm, lg); err != nil {
+		return 0, err
 	}
+	wmKey = usageWatermarkPrefix + src.ID
 	// Events a previous run exported but did not prune (it stopped after
 	// saving the watermark), or exported by an earlier version.
 	if wm.Pos != "" {
@@ -256,6 +244,28 @@ type positionLog interface {
 	usageAt(ctx context.Context, pos string) (ev UsageEvent, held, given bool, err error)
 	// renewSource gives the log a new source id.
 	renewSource(ctx context.Context) (UsageSource, error)
+}
+
+// renewIfRewound gives c a new source when it no longer holds the events
+// wm records as exported (rewound), and returns the source and watermark
+// to export with: the new source from its start, or src and wm unchanged.
+func renewIfRewound(ctx context.Context, c UsageLog, src UsageSource, wm watermark, lg *slog.Logger) (UsageSource, watermark, error) {
+	pl, ok := c.(positionLog)
+	if !ok {
+		return src, wm, nil
+	}
+	why, err := rewound(ctx, pl, wm)
+	if err != nil || why == "" {
+		return src, wm, err
+	}
+	renewed, err := pl.renewSource(ctx)
+	if err != nil {
+		return src, wm, err
+	}
+	lg.Warn("usage export: the counters database is behind what its source exported, as when it is restored from an older copy; "+
+		"its events are exported under a new source, and those exported before the copy was restored appear twice (same request_id)",
+		"source", src.ID, "new_source", renewed.ID, "why", why)
+	return renewed, watermark{Source: renewed.ID}, nil
 }
 
 // rewound says why l no longer holds the events wm records as exported
