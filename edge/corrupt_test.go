@@ -171,7 +171,10 @@ func (downStore) Stat(context.Context, string) (publish.ObjectInfo, error) {
 }
 func (downStore) List(context.Context, string) ([]publish.ObjectInfo, error) { return nil, errDown }
 func (downStore) Delete(context.Context, string) error                       { return errDown }
-func (downStore) String() string                                             { return "down" }
+func (downStore) Update(context.Context, string, func([]byte) ([]byte, error)) error {
+	return errDown
+}
+func (downStore) String() string { return "down" }
 
 // operatorMetrics reads /metrics with an operator key.
 func operatorMetrics(t *testing.T, ts *testServer) string {

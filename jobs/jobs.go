@@ -109,6 +109,16 @@ func batchFingerprint(batchIDs []string, skipped []raw.SkippedBatch) string {
 	return strings.Join(ids, ",")
 }
 
+// supersededError refuses a publish over a newer snapshot (unread).
+type supersededError struct {
+	by    publish.Manifest
+	batch string // a batch by was built from and the run did not read
+}
+
+func (e *supersededError) Error() string {
+	return fmt.Sprintf("superseded by snapshot %s, built from batch %s, which this run did not read", e.by.SnapshotID, e.batch)
+}
+
 // unread returns a batch the fingerprint cur names and fp does not ("":
 // none). A run does not publish over a snapshot published while it ran
 // that was built from a batch it did not read: another process (a second
@@ -183,11 +193,30 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	// The snapshot records the batches this run read (a batch that landed
 	// since the listing above is in it, and not run again next time).
 	fp := batchFingerprint(rep.Lineage, rep.SkippedBatches)
-	if _, cur, err := publish.LoadLatest(ctx, st); err == nil && cur.CreatedAt.After(rep.StartedAt) {
+	// Checked before the upload (nothing to upload when it is superseded
+	// already) and again as the pointer moves (PublishIf: another
+	// publisher may have moved it in between).
+	guard := func(cur *publish.Manifest) error {
+		if cur == nil || !cur.CreatedAt.After(rep.StartedAt) {
+			return nil
+		}
 		if missing := unread(cur.Extra[batchesKey], fp); missing != "" {
-			log.Warn("run superseded: the current snapshot was built from a batch this run did not read; not published",
-				"snapshot", cur.SnapshotID, "batch", missing, "run", rep.RunID)
-			return Result{Skipped: true, Report: rep, Manifest: cur}, nil
+			return &supersededError{by: *cur, batch: missing}
+		}
+		return nil
+	}
+	superseded := func(err error) (Result, error) {
+		var se *supersededError
+		if !errors.As(err, &se) {
+			return Result{}, err
+		}
+		log.Warn("run superseded: the current snapshot was built from a batch this run did not read; not published",
+			"snapshot", se.by.SnapshotID, "batch", se.batch, "run", rep.RunID)
+		return Result{Skipped: true, Report: rep, Manifest: se.by}, nil
+	}
+	if _, cur, err := publish.LoadLatest(ctx, st); err == nil {
+		if err := guard(&cur); err != nil {
+			return superseded(err)
 		}
 	}
 	now := r.o.Now().UTC()
@@ -199,8 +228,11 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		RawContractVersion: raw.ContractVersion,
 		Extra:              map[string]string{batchesKey: fp, "run_id": rep.RunID, "run_mode": rep.Mode},
 	}
-	m, err = publish.Publish(ctx, st, m, rep.Tables)
+	m, err = publish.PublishIf(ctx, st, m, rep.Tables, guard)
 	if err != nil {
+		if res, serr := superseded(err); serr == nil {
+			return res, nil
+		}
 		return Result{Report: rep}, fmt.Errorf("jobs: publish: %w", err)
 	}
 	log.Info("snapshot published", "snapshot", m.SnapshotID, "tables", len(m.Tables),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,6 +276,64 @@ func TestCompactionDoesNotTriggerARun(t *testing.T) {
 // another work folder) published a snapshot built from a batch this run
 // did not read. The slow run is skipped, the pointer stays; a run that
 // starts after it reads everything and publishes.
+// manifestHookStore calls onManifest once, right after the first snapshot
+// manifest is written through it: between a publish's upload and its
+// pointer move.
+type manifestHookStore struct {
+	publish.Store
+	onManifest func()
+}
+
+func (s *manifestHookStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	err := s.Store.Put(ctx, key, r, size)
+	if err == nil && strings.HasSuffix(key, "/manifest.json") && s.onManifest != nil {
+		f := s.onManifest
+		s.onManifest = nil
+		f()
+	}
+	return err
+}
+
+// Another runner publishes a newer snapshot while this run uploads its own
+// (after the check before the upload, before the pointer moves): the
+// pointer moves by compare-and-swap, the run sees the newer snapshot there
+// and does not publish, and what it uploaded is removed again.
+func TestRunDoesNotPublishOverASnapshotPublishedDuringItsUpload(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	other := newTestRunner(t, st)
+	hook := &manifestHookStore{Store: st}
+	hook.onManifest = func() {
+		landFixture(t, st, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
+		if res, err := other.RunOnce(ctx); err != nil || res.Skipped {
+			t.Errorf("the other runner: skipped %v, %v", res.Skipped, err)
+		}
+	}
+	slow := newTestRunner(t, hook)
+	res, err := slow.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := publish.ReadPointer(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Skipped || res.Manifest.SnapshotID != ptr.SnapshotID {
+		t.Fatalf("the slow run: skipped %v, snapshot %s; the pointer names %s (the other runner's)",
+			res.Skipped, res.Manifest.SnapshotID, ptr.SnapshotID)
+	}
+	objs, err := st.List(ctx, "snapshots/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.Key != publish.PointerKey && !strings.HasPrefix(o.Key, "snapshots/"+ptr.SnapshotID+"/") {
+			t.Errorf("%s left in the store: only the other runner's snapshot should be (the refused one removed)", o.Key)
+		}
+	}
+}
+
 func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 	ctx := context.Background()
 	st := publish.NewMemory()

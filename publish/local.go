@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,11 +12,17 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // tempPrefix starts the name of every in-progress file Local writes. List
 // ignores such files and validKey refuses keys that would collide with them.
 const tempPrefix = ".tmp-"
+
+// updateLock is the file in the store's folder whose flock an Update holds
+// (named as a temp file: List passes over it and no key can name it).
+const updateLock = tempPrefix + "update.lock"
 
 // Local is a Store backed by a folder. Each key maps to the file at
 // dir/<key>; Put writes a temp file in the destination folder, syncs it,
@@ -56,6 +63,50 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 		return fmt.Errorf("publish: local put %s: %w", key, err)
 	}
 	return nil
+}
+
+// Update implements Store. Updates exclude each other with an flock on one
+// file in the store's folder, held from the read to the rename: processes
+// on this host sharing the folder take turns.
+func (l *Local) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: local update: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, updateLock), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("publish: local update %s: %w", key, err)
+	}
+	defer f.Close() // and the flock with it
+	if err := flockWait(ctx, f); err != nil {
+		return fmt.Errorf("publish: local update %s: lock: %w", key, err)
+	}
+	cur, err := os.ReadFile(l.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		cur, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("publish: local update %s: %w", key, err)
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	return l.Put(ctx, key, bytes.NewReader(next), int64(len(next)))
+}
+
+// flockWait takes f's exclusive flock, waiting for it until ctx ends.
+func flockWait(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || (!errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // writeFileAtomic writes r to dst via a temp file in the same folder: write,

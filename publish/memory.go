@@ -15,6 +15,7 @@ import (
 type Memory struct {
 	mu   sync.RWMutex
 	objs map[string]memObject
+	upd  sync.Mutex // held through an Update, whose function may read the store
 }
 
 type memObject struct {
@@ -85,6 +86,27 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 	delete(m.objs, key)
 	m.mu.Unlock()
 	return nil
+}
+
+// Update implements Store: one Update at a time.
+func (m *Memory) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: memory update: %w", err)
+	}
+	m.upd.Lock()
+	defer m.upd.Unlock()
+	m.mu.RLock()
+	o, ok := m.objs[key]
+	m.mu.RUnlock()
+	var cur []byte
+	if ok {
+		cur = append([]byte{}, o.data...) // an empty object is not a missing one
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	return m.Put(ctx, key, bytes.NewReader(next), int64(len(next)))
 }
 
 // String implements Store.

@@ -1,10 +1,12 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -302,6 +304,72 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("publish: s3 delete %s: %w", key, err)
 	}
 	return nil
+}
+
+// Update implements Store with conditional writes: the PUT carries
+// If-Match with the ETag of the bytes read (If-None-Match: * when there
+// were none), and a write refused because the object changed meanwhile
+// (412, or 404 when it was deleted) reads again and calls fn again.
+func (s *S3) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("publish: s3 update: %w", err)
+	}
+	for attempt := range MaxUpdateAttempts {
+		if attempt > 0 {
+			// Writers that lost together would meet again: a random pause
+			// that grows with the attempts spreads them out.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(rand.Int64N(int64(attempt) * int64(20*time.Millisecond)))):
+			}
+		}
+		cur, etag, err := s.getVersion(ctx, key)
+		if err != nil {
+			return fmt.Errorf("publish: s3 update %s: %w", key, err)
+		}
+		next, err := fn(cur)
+		if err != nil {
+			return err
+		}
+		opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+		if cur == nil {
+			opts.SetMatchETagExcept("*")
+		} else {
+			opts.SetMatchETag(etag)
+		}
+		_, err = s.client.PutObject(ctx, s.bucket, s.objectName(key), bytes.NewReader(next), int64(len(next)), opts)
+		if err == nil {
+			return nil
+		}
+		if resp := minio.ToErrorResponse(err); resp.StatusCode != http.StatusPreconditionFailed &&
+			resp.Code != "PreconditionFailed" && !(cur != nil && isS3NotFound(err)) {
+			return fmt.Errorf("publish: s3 update %s: %w", key, err)
+		}
+	}
+	return fmt.Errorf("publish: s3 update %s: %d attempts: %w", key, MaxUpdateAttempts, ErrConflict)
+}
+
+// getVersion reads an object and the ETag of what it read (nil, "" when
+// it does not exist), in one GET: minio-go's lazy Object would fetch the
+// body in a second request, conditional on the first one's ETag.
+func (s *S3) getVersion(ctx context.Context, key string) ([]byte, string, error) {
+	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.objectName(key), minio.GetObjectOptions{})
+	if err != nil {
+		if isS3NotFound(err) {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	defer body.Close()
+	b, err := readSized(ctx, body, info.Size)
+	if err != nil {
+		return nil, "", err
+	}
+	if b == nil {
+		b = []byte{} // an empty object exists
+	}
+	return b, info.ETag, nil
 }
 
 // String implements Store.

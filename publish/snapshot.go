@@ -127,29 +127,25 @@ func validTableFile(file string) error {
 // generated from CreatedAt and a zero CreatedAt becomes now. Publish fills
 // m.Tables and returns the manifest it wrote.
 func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manifest, error) {
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = time.Now()
-	}
-	m.CreatedAt = m.CreatedAt.UTC()
-	if m.SnapshotID == "" {
-		m.SnapshotID = NewSnapshotID(m.CreatedAt)
-	}
-	if err := validSnapshotID(m.SnapshotID); err != nil {
-		return Manifest{}, fmt.Errorf("publish: %w", err)
-	}
-	if len(files) == 0 {
-		return Manifest{}, fmt.Errorf("publish: snapshot %s: no table files", m.SnapshotID)
-	}
-	sorted := append([]TableFile(nil), files...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for i, f := range sorted {
-		if f.Name == "" || strings.ContainsAny(f.Name, "/\\") || strings.HasPrefix(f.Name, ".") ||
-			validTableFile(f.Name+".parquet") != nil {
-			return Manifest{}, fmt.Errorf("publish: snapshot %s: bad table name %q", m.SnapshotID, f.Name)
-		}
-		if i > 0 && sorted[i-1].Name == f.Name {
-			return Manifest{}, fmt.Errorf("publish: snapshot %s: table %q listed twice", m.SnapshotID, f.Name)
-		}
+	return PublishIf(ctx, s, m, files, nil)
+}
+
+// Guard decides, as the pointer moves, whether the snapshot may replace the
+// current one (cur; nil when the pointer names none it can read). An error
+// keeps the pointer where it is.
+type Guard func(cur *Manifest) error
+
+// PublishIf is Publish with a guard: the pointer moves with a
+// compare-and-swap (Store.Update), and guard sees the manifest of the
+// snapshot it would replace at that instant, so no other publisher can
+// move the pointer between the check and the move. When guard refuses,
+// the snapshot's files are removed again (best effort: what is left is an
+// orphan, never served, which Clean removes) and guard's error is
+// returned, wrapped.
+func PublishIf(ctx context.Context, s Store, m Manifest, files []TableFile, guard Guard) (Manifest, error) {
+	m, sorted, err := prepareManifest(m, files)
+	if err != nil {
+		return Manifest{}, err
 	}
 	// Never overwrite a published snapshot.
 	if _, err := s.Stat(ctx, manifestKey(m.SnapshotID)); err == nil {
@@ -181,14 +177,33 @@ func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manif
 		SnapshotID:     m.SnapshotID,
 		Manifest:       manifestKey(m.SnapshotID),
 		ManifestSHA256: hex.EncodeToString(sum[:]),
-		PublishedAt:    time.Now().UTC(),
 	}
-	pb, err := json.MarshalIndent(p, "", "  ")
+	var pb []byte
+	var refused error
+	err = s.Update(ctx, PointerKey, func(cur []byte) ([]byte, error) {
+		if guard != nil {
+			cm, err := pointedManifest(ctx, s, cur)
+			if err != nil {
+				return nil, err
+			}
+			if err := guard(cm); err != nil {
+				refused = err
+				return nil, err
+			}
+		}
+		p.PublishedAt = time.Now().UTC()
+		pb, err = json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("publish: encode pointer: %w", err)
+		}
+		pb = append(pb, '\n')
+		return pb, nil
+	})
+	if refused != nil {
+		unpublish(ctx, s, m)
+		return Manifest{}, fmt.Errorf("publish: snapshot %s not published: %w", m.SnapshotID, refused)
+	}
 	if err != nil {
-		return Manifest{}, fmt.Errorf("publish: encode pointer: %w", err)
-	}
-	pb = append(pb, '\n')
-	if err := PutBytes(ctx, s, PointerKey, pb); err != nil {
 		return Manifest{}, fmt.Errorf("publish: move pointer to %s: %w", m.SnapshotID, err)
 	}
 	// The snapshot is published now; the marker only records it for the
@@ -196,6 +211,68 @@ func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manif
 	// publish's (ListSnapshots counts the current snapshot without one).
 	_ = PutBytes(ctx, s, publishedKey(m.SnapshotID), pb)
 	return m, nil
+}
+
+// prepareManifest fills m's defaults (CreatedAt, SnapshotID) and checks it
+// and the table files, returned sorted by name.
+func prepareManifest(m Manifest, files []TableFile) (Manifest, []TableFile, error) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now()
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	if m.SnapshotID == "" {
+		m.SnapshotID = NewSnapshotID(m.CreatedAt)
+	}
+	if err := validSnapshotID(m.SnapshotID); err != nil {
+		return Manifest{}, nil, fmt.Errorf("publish: %w", err)
+	}
+	if len(files) == 0 {
+		return Manifest{}, nil, fmt.Errorf("publish: snapshot %s: no table files", m.SnapshotID)
+	}
+	sorted := append([]TableFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i, f := range sorted {
+		if f.Name == "" || strings.ContainsAny(f.Name, "/\\") || strings.HasPrefix(f.Name, ".") ||
+			validTableFile(f.Name+".parquet") != nil {
+			return Manifest{}, nil, fmt.Errorf("publish: snapshot %s: bad table name %q", m.SnapshotID, f.Name)
+		}
+		if i > 0 && sorted[i-1].Name == f.Name {
+			return Manifest{}, nil, fmt.Errorf("publish: snapshot %s: table %q listed twice", m.SnapshotID, f.Name)
+		}
+	}
+	return m, sorted, nil
+}
+
+// pointedManifest is the manifest the pointer bytes b name, for a guard:
+// nil when there is no pointer or it names nothing readable (a damaged
+// pointer, a snapshot removed by hand), which a publish may replace; an
+// error when the store does not answer.
+func pointedManifest(ctx context.Context, s Store, b []byte) (*Manifest, error) {
+	if b == nil {
+		return nil, nil
+	}
+	p, err := decodePointer(b)
+	if err != nil {
+		return nil, nil
+	}
+	m, err := loadPointed(ctx, s, p)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrChecksum) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// unpublish removes a snapshot whose pointer move was refused, manifest
+// first (as Clean does), best effort.
+func unpublish(ctx context.Context, s Store, m Manifest) {
+	sn := &storedSnapshot{id: m.SnapshotID, complete: true}
+	for _, t := range m.Tables {
+		sn.keys = append(sn.keys, tableKey(m.SnapshotID, t.File))
+	}
+	_ = deleteSnapshot(ctx, s, sn)
 }
 
 // hashCounter computes SHA-256 and length of what passes through it.
@@ -252,6 +329,10 @@ func ReadPointer(ctx context.Context, s Store) (Pointer, error) {
 		}
 		return Pointer{}, fmt.Errorf("publish: read pointer: %w", err)
 	}
+	return decodePointer(b)
+}
+
+func decodePointer(b []byte) (Pointer, error) {
 	var p Pointer
 	if err := json.Unmarshal(b, &p); err != nil {
 		return Pointer{}, fmt.Errorf("publish: decode pointer %s: %w", PointerKey, err)
@@ -293,24 +374,29 @@ func LoadLatest(ctx context.Context, s Store) (Pointer, Manifest, error) {
 	if err != nil {
 		return Pointer{}, Manifest{}, err
 	}
+	m, err := loadPointed(ctx, s, p)
+	if err != nil {
+		return Pointer{}, Manifest{}, err
+	}
+	return p, m, nil
+}
+
+// loadPointed reads the manifest p names and checks it against p.
+func loadPointed(ctx context.Context, s Store, p Pointer) (Manifest, error) {
 	key := p.Manifest
 	if key == "" {
 		key = manifestKey(p.SnapshotID)
 	}
 	b, err := GetBytes(ctx, s, key)
 	if err != nil {
-		return Pointer{}, Manifest{}, fmt.Errorf("publish: load snapshot %s: %w", p.SnapshotID, err)
+		return Manifest{}, fmt.Errorf("publish: load snapshot %s: %w", p.SnapshotID, err)
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, p.ManifestSHA256) {
-		return Pointer{}, Manifest{}, fmt.Errorf("publish: load snapshot %s: manifest sha256 %s, pointer says %s: %w",
+		return Manifest{}, fmt.Errorf("publish: load snapshot %s: manifest sha256 %s, pointer says %s: %w",
 			p.SnapshotID, got, p.ManifestSHA256, ErrChecksum)
 	}
-	m, err := decodeManifest(b, p.SnapshotID)
-	if err != nil {
-		return Pointer{}, Manifest{}, err
-	}
-	return p, m, nil
+	return decodeManifest(b, p.SnapshotID)
 }
 
 // Fetch downloads every table of m into destDir/<snapshot_id>/, verifying

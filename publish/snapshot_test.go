@@ -386,6 +386,26 @@ func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int6
 	return f.Store.Put(ctx, key, r, size)
 }
 
+// Update counts its write as a put: a fault there fails it before the
+// object changes.
+func (f *faultStore) Update(ctx context.Context, key string, fn func([]byte) ([]byte, error)) error {
+	return f.Store.Update(ctx, key, func(cur []byte) ([]byte, error) {
+		next, err := fn(cur)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.puts++
+		n := f.puts
+		f.mu.Unlock()
+		if n == f.failAt {
+			f.failed = append(f.failed, key)
+			return nil, fmt.Errorf("put %s: %w", key, errInjected)
+		}
+		return next, nil
+	})
+}
+
 func TestPublishCrashSafety(t *testing.T) {
 	backends := map[string]func(t *testing.T) Store{
 		"memory": func(t *testing.T) Store { return NewMemory() },

@@ -3,10 +3,10 @@
 // it) has three implementations: a local folder, S3-compatible storage
 // through minio-go, and memory for tests; Open builds one from a location
 // and the options it is passed (it reads no environment). Snapshots are
-// published atomically (table files, then the manifest, then the pointer),
-// fetched with their checksums verified, listed as current, published or
-// orphan, and cleaned (those past retention, complete or partial, removed
-// manifest first).
+// published atomically (table files, then the manifest, then the pointer,
+// moved by compare-and-swap: Store.Update), fetched with their checksums
+// verified, listed as current, published or orphan, and cleaned (those
+// past retention, complete or partial, removed manifest first).
 package publish
 
 import (
@@ -26,6 +26,14 @@ var ErrNotFound = errors.New("publish: object not found")
 // ErrChecksum reports that downloaded or stored data does not match the size
 // or SHA-256 recorded for it.
 var ErrChecksum = errors.New("publish: checksum mismatch")
+
+// ErrConflict reports that an Update kept losing to other writers of the
+// same object (MaxUpdateAttempts times).
+var ErrConflict = errors.New("publish: object changed by another writer")
+
+// MaxUpdateAttempts is how many times an Update reads, calls its function
+// and tries the conditional write before it gives up with ErrConflict.
+const MaxUpdateAttempts = 10
 
 // ErrNoSnapshot reports that no snapshot pointer has been published yet.
 var ErrNoSnapshot = errors.New("publish: no snapshot published")
@@ -53,6 +61,15 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// Update replaces the object with what fn makes of its current bytes
+	// (nil when it does not exist) if no other Update replaced it in
+	// between: a compare-and-swap. When another writer won, fn runs again
+	// on the newer bytes (up to MaxUpdateAttempts times, then the error
+	// wraps ErrConflict). An error from fn ends it, returned as is, and
+	// the object stays as it was. It excludes other Updates, in this
+	// process or any other (S3: a conditional PUT, If-Match on the ETag
+	// read; Local: an flock on the store's folder), not plain Puts.
+	Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error
 	// String describes the store for humans; it never contains credentials.
 	String() string
 }

@@ -1,0 +1,116 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestUpdateIsACompareAndSwap: writers that each hold their own client of
+// one store (an S3 client per writer, a Local per writer on one folder:
+// as separate processes or hosts would) increment a counter through
+// Update. Every Update that returns nil counts once, and none is lost: a
+// plain read-then-Put loses most of them under the same load.
+func TestUpdateIsACompareAndSwap(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		m := NewMemory()
+		testUpdate(t, func() Store { return m })
+	})
+	t.Run("local", func(t *testing.T) {
+		dir := newTestLocal(t).Dir()
+		testUpdate(t, func() Store {
+			s, err := NewLocal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+		assertNoTempFiles(t, dir)
+	})
+	t.Run("s3", func(t *testing.T) {
+		first := newTestS3(t, "cas/")
+		testUpdate(t, func() Store {
+			s, err := NewS3(context.Background(), S3Options{Endpoint: testMinio.endpoint, Bucket: first.bucket,
+				Prefix: "cas/", AccessKey: testMinio.accessKey, SecretKey: testMinio.secretKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+}
+
+func testUpdate(t *testing.T, client func() Store) {
+	ctx := context.Background()
+	const writers, each = 4, 8
+	s := client()
+
+	// A missing object is nil to fn, an empty one is not.
+	if err := s.Update(ctx, "obj/empty", func(cur []byte) ([]byte, error) {
+		if cur != nil {
+			t.Errorf("missing object: fn got %q, want nil", cur)
+		}
+		return []byte{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, "obj/empty", func(cur []byte) ([]byte, error) {
+		if cur == nil || len(cur) != 0 {
+			t.Errorf("empty object: fn got %v, want an empty slice", cur)
+		}
+		return []byte("x"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// An error from fn is returned as is and changes nothing.
+	errStop := errors.New("stop")
+	if err := s.Update(ctx, "obj/empty", func([]byte) ([]byte, error) { return []byte("y"), errStop }); !errors.Is(err, errStop) {
+		t.Fatalf("fn's error: Update returned %v", err)
+	}
+	if got := mustGet(t, s, "obj/empty"); string(got) != "x" {
+		t.Fatalf("after a refused update the object holds %q, want x", got)
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range writers {
+		c := client()
+		wg.Go(func() {
+			for range each {
+				err := c.Update(ctx, "obj/counter", func(cur []byte) ([]byte, error) {
+					n := 0
+					if cur != nil {
+						var err error
+						if n, err = strconv.Atoi(string(cur)); err != nil {
+							return nil, err
+						}
+					}
+					time.Sleep(2 * time.Millisecond) // others read the same value meanwhile
+					return []byte(strconv.Itoa(n + 1)), nil
+				})
+				switch {
+				case err == nil:
+					mu.Lock()
+					done++
+					mu.Unlock()
+				case !errors.Is(err, ErrConflict):
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := mustGet(t, s, "obj/counter")
+	if want := strconv.Itoa(done); !bytes.Equal(got, []byte(want)) {
+		t.Fatalf("counter = %s after %d successful updates: updates were lost", got, done)
+	}
+	if done < writers*each/2 {
+		t.Errorf("only %d of %d updates succeeded", done, writers*each)
+	}
+}
