@@ -359,21 +359,64 @@ func (c *common) openKeyFile() (*access.Store, error) {
 	return access.Open(filepath.Join(c.work, "access.db"), nil)
 }
 
+// minCursorSecret is the shortest cursor signing secret accepted: 32
+// bytes, the size of the HMAC's hash (RFC 2104 §3).
+const minCursorSecret = 32
+
 // cursorSecret is EO_CURSOR_SECRET, or a secret kept in the work folder
-// (created once), so cursors survive restarts of a single instance.
-func (c *common) cursorSecret() ([]byte, error) {
+// (created once), so cursors survive restarts of a single instance. A
+// secret set shorter than minCursorSecret is refused: cursors signed with
+// it could be forged. A kept secret that is cut short (a disk that filled
+// as it was written) is replaced, and the replacement logged: the cursors
+// it signed cannot be checked either way.
+func (c *common) cursorSecret(log *slog.Logger) ([]byte, error) {
 	if v := c.cfg.CursorSecret; v != "" {
+		if len(v) < minCursorSecret {
+			return nil, fmt.Errorf("EO_CURSOR_SECRET is %d bytes; a cursor signing secret needs at least %d (for example: openssl rand -hex 32)",
+				len(v), minCursorSecret)
+		}
 		return []byte(v), nil
 	}
 	path := filepath.Join(c.work, "cursor.secret")
-	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(b) >= minCursorSecret:
 		return b, nil
+	case err == nil:
+		log.Warn("cursor secret cut short; replaced by a new one: cursors handed out before are refused (400 invalid_cursor)",
+			"file", path, "bytes", len(b))
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("cursor secret: %w", err)
 	}
-	b := make([]byte, 32)
+	b = make([]byte, minCursorSecret)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	return b, os.WriteFile(path, b, 0o600)
+	return b, writeSecret(path, b)
+}
+
+// writeSecret writes b to path (mode 0600) through a temp file and a
+// rename: a crash leaves the old file or the whole new one.
+func writeSecret(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("cursor secret: %w", err)
+	}
+	return nil
 }
 
 func cmdUp(ctx context.Context, cfg Config, args []string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,5 +162,53 @@ func TestPlansOverrideFieldByField(t *testing.T) {
 	os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600)
 	if _, err := plans(path); err == nil || !strings.Contains(err.Error(), "internal") {
 		t.Errorf("a malformed plan: %v", err)
+	}
+}
+
+// The cursor signing secret: EO_CURSOR_SECRET shorter than 32 bytes is
+// refused; a kept secret that was cut short is replaced (and the
+// replacement logged), atomically, with mode 0600; a whole one is kept.
+func TestCursorSecret(t *testing.T) {
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	short := common{cfg: Config{CursorSecret: "too-short"}}
+	if _, err := short.cursorSecret(log); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("a 9-byte EO_CURSOR_SECRET: %v", err)
+	}
+	set := common{cfg: Config{CursorSecret: strings.Repeat("k", 32)}}
+	if b, err := set.cursorSecret(log); err != nil || string(b) != strings.Repeat("k", 32) {
+		t.Fatalf("a 32-byte EO_CURSOR_SECRET: %q %v", b, err)
+	}
+
+	c := common{work: t.TempDir()}
+	path := filepath.Join(c.work, "cursor.secret")
+	first, err := c.cursorSecret(log)
+	if err != nil || len(first) != 32 {
+		t.Fatalf("a new secret: %d bytes, %v", len(first), err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the kept secret: %v %v, want mode 0600", fi.Mode(), err)
+	}
+	if again, err := c.cursorSecret(log); err != nil || string(again) != string(first) {
+		t.Fatalf("a restart signs with another secret (%v)", err)
+	}
+	if logged.Len() != 0 {
+		t.Fatalf("logged for a whole secret: %s", logged.String())
+	}
+	if err := os.WriteFile(path, first[:5], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.cursorSecret(log)
+	if err != nil || len(next) != 32 || string(next[:5]) == string(first[:5]) {
+		t.Fatalf("a secret cut to 5 bytes: replaced by %d bytes, %v", len(next), err)
+	}
+	if kept, _ := os.ReadFile(path); string(kept) != string(next) {
+		t.Fatal("the replacement is not what the file holds")
+	}
+	if !strings.Contains(logged.String(), "cursor secret cut short") {
+		t.Fatalf("the replacement is not logged: %q", logged.String())
+	}
+	if ents, _ := os.ReadDir(c.work); len(ents) != 1 {
+		t.Fatalf("work folder holds %d files, want the secret alone (no temp file)", len(ents))
 	}
 }

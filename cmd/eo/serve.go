@@ -172,7 +172,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		go func() { log.Warn("debug listener stopped", "err", http.ListenAndServe(dbg, nil)) }()
 		log.Info("debug listener (pprof)", "addr", "http://"+dbg+"/debug/pprof/")
 	}
-	secret, err := c.cursorSecret()
+	secret, err := c.cursorSecret(log)
 	if err != nil {
 		return err
 	}
