@@ -31,7 +31,9 @@ var ErrInUse = errors.New("database file is in use by another process")
 // (boltSizeOK), so that no read, on any goroutine, reaches its end; and the
 // open runs with faults turned into panics (debug.SetPanicOnFault, this
 // goroutine only) for damage that check does not see.
-func openBoltFile(path string, o *bolt.Options) (db *bolt.DB, err error) {
+//
+// inUse says who else may hold the file and what to do, for ErrInUse.
+func openBoltFile(path string, o *bolt.Options, inUse string) (db *bolt.DB, err error) {
 	if err := checkBoltFile(path); err != nil {
 		return nil, err
 	}
@@ -52,8 +54,7 @@ func openBoltFile(path string, o *bolt.Options) (db *bolt.DB, err error) {
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			// The bare "timeout" said nothing of why.
-			return nil, fmt.Errorf("%w (waited %s): another eo serve or eo up on this work folder? "+
-				"Each edge needs its own work folder (with EO_REDIS_URL, edges share their counters through Redis)", ErrInUse, o.Timeout)
+			return nil, fmt.Errorf("%w (waited %s): %s", ErrInUse, o.Timeout, inUse)
 		}
 		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
 			return nil, damaged(err.Error())

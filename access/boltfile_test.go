@@ -92,8 +92,24 @@ func TestCountersDBInUse(t *testing.T) {
 	defer e.Close()
 	// bbolt's lock is an flock, which another open file description in
 	// this process meets as another process would.
-	_, err := openBoltFile(path, &bolt.Options{Timeout: 100 * time.Millisecond})
+	_, err := openBoltFile(path, &bolt.Options{Timeout: 100 * time.Millisecond}, countersInUse)
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "own work folder") {
 		t.Fatalf("open a counters.db another handle holds: %v, want ErrInUse with the fix", err)
+	}
+}
+
+// access.db is held by an eo keys command while it changes the keys (an
+// edge only copies it, under a shared lock); a second eo keys waits 5 s
+// and is told that, not that an edge holds it.
+func TestAccessDBInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.db")
+	st, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = Open(path, nil)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "another eo keys command") || strings.Contains(err.Error(), "edge") {
+		t.Fatalf("a second eo keys on a held access.db: %v, want ErrInUse naming eo keys", err)
 	}
 }

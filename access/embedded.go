@@ -153,8 +153,13 @@ func positiveOr[T int | time.Duration](v, def T) T {
 	return v
 }
 
+// countersInUse is ErrInUse's hint for counters.db, which a serving edge
+// holds.
+const countersInUse = "another eo serve or eo up on this work folder? Each edge needs its own work folder " +
+	"(with EO_REDIS_URL, edges share their counters through Redis)"
+
 func openBolt(path string, maxBytes int) (*bolt.DB, error) {
-	return openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes})
+	return openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second, MaxSize: maxBytes}, countersInUse)
 }
 
 // OpenEmbeddedWith opens (creating) the counters database at path.

@@ -179,7 +179,7 @@ func readKeyring(path string) (_ *keyringData, err error) {
 			err = fmt.Errorf("access: keyring: %s is damaged: %v", path, r)
 		}
 	}()
-	db, err := openBoltFile(cp, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	db, err := openBoltFile(cp, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second}, "") // a private copy
 	if err != nil {
 		return nil, fmt.Errorf("access: keyring: open %s: %w", path, err)
 	}

@@ -17,7 +17,8 @@ var (
 type boltKeys struct{ db *bolt.DB }
 
 func openBoltKeys(path string) (*boltKeys, error) {
-	db, err := openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := openBoltFile(path, &bolt.Options{Timeout: 5 * time.Second},
+		"another eo keys command is changing the keys; run this one again when it ends")
 	if err != nil {
 		return nil, fmt.Errorf("access: open %s: %w", path, err)
 	}
