@@ -323,7 +323,8 @@ func (s *Server) Load(ctx context.Context) error {
 		return nil // rejected earlier (logged then); waiting for a new one
 	}
 	t0 := time.Now()
-	dir, err := publish.Fetch(ctx, s.o.Store, m, s.cacheRoot())
+	dir, fetched, err := publish.FetchCounted(ctx, s.o.Store, m, s.cacheRoot())
+	s.metrics.snapshotFetched(fetched)
 	if err != nil {
 		s.state.storeFailed(err)
 		return fmt.Errorf("edge: fetch snapshot %s: %w", m.SnapshotID, err)
@@ -354,7 +355,8 @@ func (s *Server) Load(ctx context.Context) error {
 	elapsed := time.Since(t0)
 	if lo.Workers == 0 {
 		s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-			"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", collectLoadGarbage(), "match_parts", next.MatchPartsSource())
+			"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", collectLoadGarbage(), "match_parts", next.MatchPartsSource(),
+			"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
 		return nil
 	}
 	// A swap does not force a collection and hand the pages back at once
@@ -365,7 +367,8 @@ func (s *Server) Load(ctx context.Context) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-		"elapsed", elapsed.Round(time.Millisecond), "heap_alloc_bytes", ms.HeapAlloc, "match_parts", next.MatchPartsSource())
+		"elapsed", elapsed.Round(time.Millisecond), "heap_alloc_bytes", ms.HeapAlloc, "match_parts", next.MatchPartsSource(),
+		"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
 	return nil
 }
 

@@ -841,6 +841,12 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not parquet"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The new snapshot's tables are the bytes of the one served, which the
+	// edge would link from its cache; without the cache, matches.parquet is
+	// downloaded, and what the store holds must not pass.
+	if err := os.RemoveAll(filepath.Join(ts.cacheRoot(), good)); err != nil {
+		t.Fatal(err)
+	}
 	err = ts.Load(ctx)
 	if !errors.Is(err, publish.ErrChecksum) {
 		t.Fatalf("corrupt snapshot load: %v", err)

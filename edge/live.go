@@ -119,6 +119,10 @@ type LiveStats struct {
 	Events         int64 // feed events applied
 	DroppedEvents  int64 // events whose match the snapshot does not know
 	OverlayMatches int   // matches with live state or lines newer than the snapshot
+	// RejectedEvents are the score events (and finished maps) refused
+	// because the pipeline would quarantine them, by reason
+	// (live.RejectReasons).
+	RejectedEvents map[string]int64
 }
 
 // LiveStats reports the live path's counters.
@@ -128,7 +132,8 @@ func (s *Server) LiveStats() LiveStats {
 	if v := s.view.Load(); v != nil {
 		n = v.LiveMatches()
 	}
-	return LiveStats{Connections: s.live.conns.Load(), Events: st.Events, DroppedEvents: st.Dropped, OverlayMatches: n}
+	return LiveStats{Connections: s.live.conns.Load(), Events: st.Events, DroppedEvents: st.Dropped, OverlayMatches: n,
+		RejectedEvents: st.Rejected}
 }
 
 // RunLive consumes the configured feed until ctx ends (Start calls it). It

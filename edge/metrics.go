@@ -14,6 +14,7 @@ import (
 
 	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/view"
 )
 
@@ -28,6 +29,10 @@ type metrics struct {
 	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
 	reloads   prometheus.Counter
 	rejected  prometheus.Counter
+	// fetched counts the bytes of fetched snapshots' tables by where they
+	// came from (publish.FetchStats): the store, or a snapshot already in
+	// the local cache.
+	fetched *prometheus.CounterVec
 	// exports counts the files handed over by /exports/{table}, by table
 	// and how (edge/exports.go); exportBytes the bytes streamed.
 	exports     *prometheus.CounterVec
@@ -103,7 +108,10 @@ func newMetrics() *metrics {
 	m.exportBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_export_streamed_bytes_total", Help: "Bytes of export files streamed by this instance (not the presigned ones).",
 	})
-	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected, m.exports, m.exportBytes,
+	m.fetched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eo_snapshot_fetch_bytes_total", Help: "Bytes of the fetched snapshots' tables, by source: store (downloaded), cache (the same bytes linked from a snapshot already cached: an incremental run changes a few tables).",
+	}, []string{"source"})
+	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected, m.fetched, m.exports, m.exportBytes,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -144,6 +152,12 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
 		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),
 	)
+	for _, why := range live.RejectReasons {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eo_live_events_rejected_total", Help: "Live score events (reason \"map: …\": a finished map of one) refused because the next pipeline run would quarantine what they land as, by the pipeline's reason.",
+			ConstLabels: prometheus.Labels{"reason": why},
+		}, func() float64 { return float64(stats().RejectedEvents[why]) }))
+	}
 }
 
 // registerWS exports the WebSocket channel's counters (edge/ws.go), read
@@ -188,6 +202,12 @@ func (m *metrics) snapshotLoaded(s *view.Snapshot) {
 func (m *metrics) reloadFailed() { m.reloads.Inc() }
 
 func (m *metrics) snapshotRejected() { m.rejected.Inc() }
+
+// snapshotFetched counts a fetch's bytes by where they came from.
+func (m *metrics) snapshotFetched(st publish.FetchStats) {
+	m.fetched.WithLabelValues("store").Add(float64(st.Downloaded))
+	m.fetched.WithLabelValues("cache").Add(float64(st.Reused))
+}
 
 // latencySample: one request in latencySample has its latency observed.
 // A histogram's counts are shared by every core, and observing each

@@ -475,13 +475,18 @@ func TestWSEndToEnd(t *testing.T) {
 	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
 		LiveState: json.RawMessage(`{"map_number":2,"map_name":"de_nuke","round":4,"rounds_a":3,"rounds_b":0,"side_a":"ct"}`),
 		Maps:      []live.MapScore{{MapNumber: 1, MapName: "de_mirage", ScoreA: 13, ScoreB: 7, Done: true}, {MapNumber: 2, MapName: "de_nuke", ScoreA: 3}},
-		ChangedAt: at})
+		ChangedAt: at.Add(123456789 * time.Nanosecond)})
 	u := c.expect("update", mt)
 	md.Maps = nil
 	// maps are the played maps (as include=maps); the map in play is in live_state.
 	if err := json.Unmarshal(u.Data, &md); err != nil || md.Status != "live" || *md.ScoreA != 1 || *md.ScoreB != 0 ||
 		len(md.LiveState) == 0 || len(md.Maps) != 1 || md.Maps[0].ScoreA != 13 || md.Maps[0].Status != "played" || u.Seq != snap.Seq+1 {
 		t.Fatalf("score update: %s", u.raw)
+	}
+	// Times at the pipeline's precision (microseconds): the snapshot that
+	// lands the event shows the same changed_at.
+	if want := at.Add(123456 * time.Microsecond).Format(time.RFC3339Nano); md.ChangedAt != want {
+		t.Fatalf("score update changed_at %s, want %s (cut to the microsecond)", md.ChangedAt, want)
 	}
 	// REST reflects it between snapshots (detail and list).
 	r := ls.get(t, "/v1/cs2/matches/"+m.ID.String())
@@ -492,6 +497,12 @@ func TestWSEndToEnd(t *testing.T) {
 	if !strings.Contains(string(r.body), `"rounds_a":3`) {
 		t.Fatalf("list without the live overlay: %s", r.body)
 	}
+
+	// A score the pipeline would quarantine (a live series cannot stand at
+	// 9:0 in any format) changes nothing: no frame (the price updates
+	// below come first), REST keeps 1:0, and it is counted by reason.
+	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
+		ChangedAt: at.Add(time.Second)})
 
 	// Price changes: two contributors pricing both legs publish a line.
 	for _, p := range []struct {
@@ -537,6 +548,11 @@ func TestWSEndToEnd(t *testing.T) {
 			t.Fatalf("odds update row: %+v (want price %v)", r, want[r.OutcomeKey])
 		}
 	}
+	if r := ls.get(t, "/v1/cs2/matches/"+m.ID.String()); !strings.Contains(string(r.body), `"score_a":1,"score_b":0`) {
+		t.Fatalf("a refused 9:0 reached REST: %s", r.body)
+	}
+	waitMetrics(t, ls.testServer, map[string]float64{`eo_live_events_rejected_total{reason="impossible score"}`: 1,
+		`eo_live_events_rejected_total{reason="unknown status value"}`: 0})
 	r = ls.get(t, "/v1/cs2/odds?match="+m.ID.String()+"&limit=3")
 	var page struct {
 		Data []view.OddsLine `json:"data"`

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,11 @@ type Tracker struct {
 	events  atomic.Int64
 	dropped atomic.Int64
 	skipped atomic.Int64
+	// rejected counts the score events refused, by reason (scoreProblem).
+	rejected sync.Map // string → *atomic.Int64
+	// Now is the clock a score event's changed_at is checked against
+	// (nil: time.Now).
+	Now func() time.Time
 }
 
 // NewTracker returns a tracker of cur; onApply (may be nil) is called with
@@ -39,11 +45,20 @@ type TrackerStats struct {
 	Events  int64 // events for matches the view knows
 	Dropped int64 // events for matches the view does not know (no live_ids entry)
 	Skipped int64 // changes not newer than what the view held
+	// Rejected counts the score events refused because the pipeline
+	// would quarantine what they land as, by the pipeline's reason.
+	Rejected map[string]int64
 }
 
 // Stats reports the tracker's counters.
 func (t *Tracker) Stats() TrackerStats {
-	return TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load()}
+	st := TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load(),
+		Rejected: map[string]int64{}}
+	t.rejected.Range(func(k, v any) bool {
+		st.Rejected[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return st
 }
 
 // Position is where a tracker is in its feed (Event.Seq).
@@ -154,6 +169,10 @@ func (t *Tracker) Apply(evs []Event) {
 			return nil, nil
 		}
 		snap := v.Snapshot()
+		now := time.Now()
+		if t.Now != nil {
+			now = t.Now()
+		}
 		t.last = map[view.ID][2]uint64{}
 		type touched struct {
 			match view.ID
@@ -163,11 +182,22 @@ func (t *Tracker) Apply(evs []Event) {
 		var order []MarketKey
 		var ch view.Changes
 		for i := range evs {
-			ev := &evs[i]
+			ev := pipelinePrecision(&evs[i])
 			id, ok := snap.MatchByUpstream(ev.MatchID)
 			if !ok {
 				t.dropped.Add(1)
 				continue
+			}
+			var format string
+			if ev.Kind == KindScore {
+				m, _ := v.Match(id)
+				if m != nil {
+					format = m.Format
+				}
+				if why := scoreProblem(ev, format, now); why != "" {
+					t.reject(why)
+					continue
+				}
 			}
 			t.events.Add(1)
 			seqs := t.last[id]
@@ -175,7 +205,7 @@ func (t *Tracker) Apply(evs []Event) {
 			t.last[id] = seqs
 			switch ev.Kind {
 			case KindScore:
-				ch.Matches = append(ch.Matches, matchState(id, ev))
+				ch.Matches = append(ch.Matches, t.matchState(id, ev, format))
 			case KindPrice:
 				if ev.Price <= 1 || ev.Market == "outright" || ev.Outcome == "" {
 					continue
@@ -250,12 +280,42 @@ func (t *Tracker) Rebased(v *view.View) {
 	})
 }
 
-func matchState(id view.ID, ev *Event) view.MatchState {
+// pipelinePrecision is a copy of ev with its times cut to the microsecond,
+// as the pipeline stores them (DuckDB's TIMESTAMPTZ): the view then shows
+// an event's times as the snapshot that lands it will, and a client sees no
+// change of started_at or changed_at when that snapshot is swapped in.
+func pipelinePrecision(ev *Event) *Event {
+	c := *ev
+	c.ChangedAt = c.ChangedAt.Truncate(time.Microsecond)
+	c.CapturedAt = c.CapturedAt.Truncate(time.Microsecond)
+	if len(c.Maps) > 0 {
+		c.Maps = append([]MapScore(nil), c.Maps...)
+		for i := range c.Maps {
+			c.Maps[i].StartedAt = c.Maps[i].StartedAt.Truncate(time.Microsecond)
+		}
+	}
+	return &c
+}
+
+// reject counts a score event refused for why.
+func (t *Tracker) reject(why string) {
+	n, _ := t.rejected.LoadOrStore(why, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}
+
+// matchState is the view's state of a score event: its finished maps but
+// those the pipeline would quarantine (counted as rejected), as the next
+// snapshot will hold them.
+func (t *Tracker) matchState(id view.ID, ev *Event, format string) view.MatchState {
 	st := view.MatchState{ID: id, Status: ev.Status, ScoreA: ev.ScoreA, ScoreB: ev.ScoreB, ResultType: ev.ResultType,
 		LiveState: ev.LiveState, ChangedAt: ev.ChangedAt}
 	for _, m := range ev.Maps {
 		if !m.Done {
 			continue // the map in play is in live_state
+		}
+		if why := mapProblem(&m, format); why != "" {
+			t.reject("map: " + why)
+			continue
 		}
 		st.Maps = append(st.Maps, view.MapScore{Number: m.MapNumber, Name: m.MapName, ScoreA: m.ScoreA, ScoreB: m.ScoreB,
 			FirstHalfA: m.FirstHalfA, FirstHalfB: m.FirstHalfB, SecondHalfA: m.SecondHalfA, SecondHalfB: m.SecondHalfB,

@@ -405,30 +405,80 @@ func loadPointed(ctx context.Context, s Store, p Pointer) (Manifest, error) {
 // and checksum are kept, so destDir works as a local cache. Fetch also writes
 // destDir/<id>/manifest.json and returns the snapshot folder.
 func Fetch(ctx context.Context, s Store, m Manifest, destDir string) (string, error) {
+	dir, _, err := FetchCounted(ctx, s, m, destDir)
+	return dir, err
+}
+
+// FetchStats counts where a fetch took each table's bytes from.
+type FetchStats struct {
+	Downloaded int64 // bytes read from the store
+	Reused     int64 // bytes linked from another snapshot's folder in the cache
+	Kept       int64 // bytes already in place
+}
+
+// FetchCounted is Fetch, and says where the bytes came from. A table that
+// another snapshot in destDir holds with the same size and SHA-256 (as its
+// manifest.json says and its file verifies) is hard-linked from there
+// instead of downloaded: after an incremental run most tables are the
+// bytes of the snapshot before.
+func FetchCounted(ctx context.Context, s Store, m Manifest, destDir string) (string, FetchStats, error) {
+	var st FetchStats
 	if err := validSnapshotID(m.SnapshotID); err != nil {
-		return "", fmt.Errorf("publish: fetch: %w", err)
+		return "", st, fmt.Errorf("publish: fetch: %w", err)
 	}
 	dir := filepath.Join(destDir, m.SnapshotID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("publish: fetch %s: %w", m.SnapshotID, err)
+		return "", st, fmt.Errorf("publish: fetch %s: %w", m.SnapshotID, err)
 	}
+	cached := cachedTables(destDir, m.SnapshotID)
 	for _, t := range m.Tables {
-		if err := fetchTable(ctx, s, m.SnapshotID, t, dir); err != nil {
-			return "", err
+		if err := fetchTable(ctx, s, m.SnapshotID, t, dir, cached, &st); err != nil {
+			return "", st, err
 		}
 	}
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("publish: fetch %s: encode manifest: %w", m.SnapshotID, err)
+		return "", st, fmt.Errorf("publish: fetch %s: encode manifest: %w", m.SnapshotID, err)
 	}
 	mb = append(mb, '\n')
 	if err := writeFileAtomic(ctx, filepath.Join(dir, manifestName), bytes.NewReader(mb), int64(len(mb))); err != nil {
-		return "", fmt.Errorf("publish: fetch %s: write manifest: %w", m.SnapshotID, err)
+		return "", st, fmt.Errorf("publish: fetch %s: write manifest: %w", m.SnapshotID, err)
 	}
-	return dir, nil
+	return dir, st, nil
 }
 
-func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir string) error {
+// cachedTables indexes the tables of the other snapshots fetched into
+// destDir (by their manifest.json) by content: size and SHA-256 to path.
+func cachedTables(destDir, except string) map[string]string {
+	out := map[string]string{}
+	ents, err := os.ReadDir(destDir)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == except {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(destDir, e.Name(), manifestName))
+		if err != nil {
+			continue
+		}
+		var m Manifest
+		if json.Unmarshal(b, &m) != nil || m.SnapshotID != e.Name() {
+			continue
+		}
+		for _, t := range m.Tables {
+			if validTableFile(t.File) == nil {
+				out[contentKey(t)] = filepath.Join(destDir, e.Name(), filepath.FromSlash(t.File))
+			}
+		}
+	}
+	return out
+}
+
+func contentKey(t TableEntry) string { return fmt.Sprintf("%d:%s", t.Bytes, strings.ToLower(t.SHA256)) }
+
+func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir string, cached map[string]string, st *FetchStats) error {
 	if err := validTableFile(t.File); err != nil {
 		return fmt.Errorf("publish: fetch table %s: %w", t.Name, err)
 	}
@@ -436,7 +486,15 @@ func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir strin
 	if ok, err := fileMatches(dst, t.Bytes, t.SHA256); err != nil {
 		return fmt.Errorf("publish: fetch table %s: check cached %s: %w", t.Name, dst, err)
 	} else if ok {
+		st.Kept += t.Bytes
 		return nil
+	}
+	if src, ok := cached[contentKey(t)]; ok {
+		if linked, err := linkVerified(src, dst, t); err == nil && linked {
+			st.Reused += t.Bytes
+			return nil
+		}
+		// A cached copy that does not verify or cannot be linked: download.
 	}
 	rc, err := s.Get(ctx, tableKey(id, t.File))
 	if err != nil {
@@ -454,7 +512,28 @@ func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir strin
 		}
 		return fmt.Errorf("publish: fetch table %s (%s): %w", t.Name, t.File, err)
 	}
+	st.Downloaded += t.Bytes
 	return nil
+}
+
+// linkVerified hard-links src to dst (through a temp name and a rename, so
+// dst is whole or as it was) if src holds t's bytes.
+func linkVerified(src, dst string, t TableEntry) (bool, error) {
+	if ok, err := fileMatches(src, t.Bytes, t.SHA256); err != nil || !ok {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return false, err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s%s-link-%d", tempPrefix, filepath.Base(dst), time.Now().UnixNano()))
+	if err := os.Link(src, tmp); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return false, err
+	}
+	return true, nil
 }
 
 // verifyReader fails at EOF, before the file is renamed into place, when

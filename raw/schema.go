@@ -98,6 +98,9 @@ var Roles = []string{"AWP", "IGL", "Lurker", "Rifler", "Support"}
 // Statuses are the match statuses.
 var Statuses = []string{"scheduled", "live", "completed", "cancelled"}
 
+// ResultTypes are how a completed match was decided (match_updates.result_type).
+var ResultTypes = []string{"played", "forfeit", "walkover"}
+
 // Formats are the series formats.
 var Formats = []string{"bo1", "bo3", "bo5"}
 
@@ -112,7 +115,6 @@ var (
 	grenadeNames = []string{"Flashbang", "Smoke Grenade", "HE Grenade", "Molotov", "Incendiary Grenade", "Decoy Grenade"}
 	hitGroups    = []string{"Head", "Chest", "Stomach", "LeftArm", "RightArm", "LeftLeg", "RightLeg", "Gear", "Generic"}
 	platforms    = []string{"twitch", "youtube", "kick", "other"}
-	resultTypes  = []string{"played", "forfeit", "walkover"}
 )
 
 func req(name, typ string) Field {
@@ -173,7 +175,7 @@ var Specs = []Spec{
 		enum("format", Formats), opt("stage", "VARCHAR"), req("scheduled_at", "TIMESTAMPTZ"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MatchUpdates, Order: "changed_at", Fields: []Field{
 		req("match_id", "VARCHAR"), enum("status", Statuses), opt("score_a", "INTEGER"), opt("score_b", "INTEGER"),
-		optEnum("result_type", resultTypes), shaped(opt("live_state", "JSON"), Object),
+		optEnum("result_type", ResultTypes), shaped(opt("live_state", "JSON"), Object),
 		// team-level kills over the match, optional (added for eo import's
 		// cs2-2024 team-level stats; no version bump: a new optional field)
 		opt("kills_a", "INTEGER"), opt("kills_b", "INTEGER"), req("changed_at", "TIMESTAMPTZ")}},

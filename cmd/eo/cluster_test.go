@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,7 +85,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	c.publishScore(t, feed, upstream, 7, 3)
 	var lastA wsFrame
 	for i, ws := range []*wsConn{wsA, wsB} {
-		f := ws.expectUpdate(t, target, `"score_a":7`)
+		f := ws.expectUpdate(t, target, `"rounds_a":7`)
 		if rest := c.matchData(t, c.edges[i], id); rest != string(f.Data) {
 			t.Errorf("edge %d: the WebSocket update and REST disagree:\nws   %s\nrest %s", i, f.Data, rest)
 		}
@@ -98,7 +99,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 		var missed []string
 		for b := 4; b <= 5; b++ {
 			c.publishScore(t, feed, upstream, 7, b)
-			missed = append(missed, wsB.expectUpdate(t, target, fmt.Sprintf(`"score_b":%d`, b)).raw)
+			missed = append(missed, wsB.expectUpdate(t, target, fmt.Sprintf(`"rounds_b":%d`, b)).raw)
 		}
 		ws := c.resume(t, c.edges[1], target, lastA.Seq)
 		for i, want := range missed {
@@ -116,15 +117,23 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	})
 
 	t.Run("eo jobs lands the live events and publishes them in an incremental run", func(t *testing.T) {
-		// The feed's events (7:3, then 7:5) are landed by eo jobs' lander;
+		// The feed's events (rounds 7:3, then 7:5) are landed by eo jobs' lander;
 		// the next run takes that batch alone, and edge B's REST answer
 		// from the new snapshot is the one its live overlay gave.
 		want := c.matchData(t, c.edges[1], id)
 		m := c.waitManifest(t, func(m publish.Manifest) bool { return m.Extra["run_mode"] == pipelines.ModeIncremental })
 		waitFor(t, c.edges[1], `msg="snapshot loaded" snapshot=`+m.SnapshotID)
-		if got := c.matchData(t, c.edges[1], id); got != want || !strings.Contains(got, `"score_b":5`) {
+		if got := c.matchData(t, c.edges[1], id); got != want || !strings.Contains(got, `"rounds_b":5`) {
 			t.Fatalf("after the incremental snapshot %s:\ngot  %s\nwant %s", m.SnapshotID, got, want)
 		}
+		// The tables the run did not change are the bytes of the snapshot
+		// before, which edge B holds: linked from its cache, not downloaded.
+		line := regexp.MustCompile(`msg="snapshot loaded" snapshot=` + m.SnapshotID + `.* downloaded_bytes=(\d+) reused_bytes=(\d+)`).
+			FindStringSubmatch(c.edges[1].out.String())
+		if line == nil || line[2] == "0" {
+			t.Fatalf("edge B fetched the incremental snapshot %s without reusing a cached table: %q", m.SnapshotID, line)
+		}
+		t.Logf("edge B, incremental snapshot: %s bytes downloaded, %s reused from its cache", line[1], line[2])
 		ptr = publish.Pointer{SnapshotID: m.SnapshotID}
 	})
 
@@ -153,7 +162,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 		t.Fatalf("edge B after edge A was killed: %d %s", code, body)
 	}
 	c.publishScore(t, feed, upstream, 8, 3)
-	wsB.expectUpdate(t, target, `"score_a":8`)
+	wsB.expectUpdate(t, target, `"rounds_a":8`)
 
 	// MinIO restarted: B keeps its snapshot while the store is down, and
 	// loads the next one `eo jobs` publishes once it is back.
@@ -220,7 +229,7 @@ func (c *cluster) restartDuringRedisFreeze(t *testing.T, feed *live.RedisFeed) {
 	target := "match:" + id
 	ws := c.subscribe(t, nb, nb, target)
 	c.publishScore(t, feed, upstream, 9, 4)
-	ws.expectUpdate(t, target, `"score_a":9`)
+	ws.expectUpdate(t, target, `"rounds_a":9`)
 }
 
 type cluster struct {
@@ -399,10 +408,14 @@ func (c *cluster) liveTarget(t *testing.T, e *edgeProc, snapshot string) (id, up
 }
 
 // publishScore puts a score event on the shared feed, as the live ingester
-// of a deployment does.
+// of a deployment does: the first map in play at a rounds to b (the series
+// at 0:0, a score every format allows: an impossible one is refused).
 func (c *cluster) publishScore(t *testing.T, feed *live.RedisFeed, upstream string, a, b int) {
 	t.Helper()
-	ev := live.Event{Kind: live.KindScore, MatchID: upstream, Status: "live", ScoreA: &a, ScoreB: &b, ChangedAt: time.Now().UTC()}
+	zero := 0
+	ev := live.Event{Kind: live.KindScore, MatchID: upstream, Status: "live", ScoreA: &zero, ScoreB: &zero,
+		LiveState: json.RawMessage(fmt.Sprintf(`{"map_number":1,"map_name":"de_mirage","rounds_a":%d,"rounds_b":%d}`, a, b)),
+		ChangedAt: time.Now().UTC()}
 	if err := feed.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
