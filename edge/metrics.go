@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -152,9 +153,9 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
 		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),
 	)
-	for _, why := range live.RejectReasons {
+	for _, why := range slices.Concat(live.RejectReasons, live.PriceRejectReasons) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_live_events_rejected_total", Help: "Live score events (reason \"map: …\": a finished map of one) refused because the next pipeline run would quarantine what they land as, by the pipeline's reason.",
+			Name: "eo_live_events_rejected_total", Help: "Live score and price events (reason \"map: …\": a finished map of a score event) refused because the next pipeline run would quarantine what they land as, by the pipeline's reason.",
 			ConstLabels: prometheus.Labels{"reason": why},
 		}, func() float64 { return float64(stats().RejectedEvents[why]) }))
 	}

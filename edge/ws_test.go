@@ -504,6 +504,12 @@ func TestWSEndToEnd(t *testing.T) {
 	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
 		ChangedAt: at.Add(time.Second)})
 
+	// A price the pipeline would quarantine (a draw in a two-way market)
+	// is not in the line: the de-vigged prices below are those of the
+	// home and away prices alone.
+	ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: "bk-01", Market: "match_winner",
+		Outcome: "draw", Price: 3.2, CapturedAt: at.Add(time.Second)})
+
 	// Price changes: two contributors pricing both legs publish a line.
 	for _, p := range []struct {
 		book, copies, outcome string
@@ -552,6 +558,7 @@ func TestWSEndToEnd(t *testing.T) {
 		t.Fatalf("a refused 9:0 reached REST: %s", r.body)
 	}
 	waitMetrics(t, ls.testServer, map[string]float64{`eo_live_events_rejected_total{reason="impossible score"}`: 1,
+		`eo_live_events_rejected_total{reason="outcome does not fit the market"}`: 1,
 		`eo_live_events_rejected_total{reason="unknown status value"}`: 0})
 	r = ls.get(t, "/v1/cs2/odds?match="+m.ID.String()+"&limit=3")
 	var page struct {

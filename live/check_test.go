@@ -83,6 +83,28 @@ func TestLiveChecksAgreeWithThePipeline(t *testing.T) {
 			m.FirstHalfA, m.FirstHalfB, m.SecondHalfA, m.SecondHalfB = n(7), n(5), n(5), n(2)
 		}),
 	}
+	price := func(market, outcome string, p float64, f func(*live.Event)) live.Event {
+		ev := live.Event{Kind: live.KindPrice, MatchID: "m-1", Book: "bk-1", Market: market, Outcome: outcome, Price: p,
+			CapturedAt: now.Add(-time.Minute)}
+		if f != nil {
+			f(&ev)
+		}
+		return ev
+	}
+	evs = append(evs,
+		price("match_winner", "home", 1.8, nil),
+		price("match_winner", "draw", 3.5, nil),
+		price("match_winner", "home", 1.0, nil),
+		price("match_winner", "home", 0.5, nil),
+		price("total_maps", "over", 1.9, func(e *live.Event) { e.Line = new(2.5) }),
+		price("total_maps", "home", 1.9, func(e *live.Event) { e.Line = new(2.5) }),
+		price("map_winner", "away", 2.1, func(e *live.Event) { e.MapNumber = n(1) }),
+		price("map_handicap", "over", 2.1, func(e *live.Event) { e.Line = new(-1.5) }),
+		price("corners", "home", 2.1, nil),
+		price("match_winner", "", 2.1, nil),
+		price("match_winner", "away", 2.1, func(e *live.Event) { e.Book = "" }),
+		price("match_winner", "away", 2.1, func(e *live.Event) { e.CapturedAt = now.Add(48 * time.Hour) }),
+	)
 	landed, err := live.LandEvents(ctx, st, t.TempDir(), "live", evs, now)
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +134,16 @@ func TestLiveChecksAgreeWithThePipeline(t *testing.T) {
 		}
 		verdict[q.Entity+"/"+itoa(q.LineNo)] = q.Reason
 	}
-	mapLine := 0
+	mapLine, priceLine := 0, 0
 	for i, ev := range evs {
+		if ev.Kind == live.KindPrice {
+			priceLine++
+			got := live.PriceProblem(&ev, now)
+			if want := verdict["price_captures/"+itoa(priceLine)]; got != want {
+				t.Errorf("event %d (%s %s %v): live %q, pipeline %q", i, ev.Market, ev.Outcome, ev.Price, got, want)
+			}
+			continue
+		}
 		got := live.ScoreProblem(&ev, formats[ev.MatchID], now)
 		if want := verdict["match_updates/"+itoa(i+1)]; got != want {
 			t.Errorf("event %d (%s %v-%v %s): live %q, pipeline %q", i, ev.Status, deref(ev.ScoreA), deref(ev.ScoreB), ev.MatchID, got, want)

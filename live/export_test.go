@@ -5,4 +5,5 @@ package live
 var (
 	ScoreProblem = scoreProblem
 	MapProblem   = mapProblem
+	PriceProblem = priceProblem
 )

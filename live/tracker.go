@@ -188,16 +188,21 @@ func (t *Tracker) Apply(evs []Event) {
 				t.dropped.Add(1)
 				continue
 			}
-			var format string
-			if ev.Kind == KindScore {
-				m, _ := v.Match(id)
-				if m != nil {
+			var format, why string
+			switch ev.Kind {
+			case KindScore:
+				if m, _ := v.Match(id); m != nil {
 					format = m.Format
 				}
-				if why := scoreProblem(ev, format, now); why != "" {
-					t.reject(why)
-					continue
+				why = scoreProblem(ev, format, now)
+			case KindPrice:
+				if ev.Market != "outright" { // not served live
+					why = priceProblem(ev, now)
 				}
+			}
+			if why != "" {
+				t.reject(why)
+				continue
 			}
 			t.events.Add(1)
 			seqs := t.last[id]
@@ -207,8 +212,8 @@ func (t *Tracker) Apply(evs []Event) {
 			case KindScore:
 				ch.Matches = append(ch.Matches, t.matchState(id, ev, format))
 			case KindPrice:
-				if ev.Price <= 1 || ev.Market == "outright" || ev.Outcome == "" {
-					continue
+				if ev.Market == "outright" {
+					continue // not served live
 				}
 				k := MarketKey{Market: ev.Market, MatchID: id.String()}
 				if ev.Market == "map_winner" {
