@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -108,6 +109,14 @@ func barrier(t *testing.T, c *wsClient, sentinel, mt, ot string, st *wsState, se
 	}
 }
 
+// nanos gives a non-zero time a nanosecond part below the microsecond.
+func nanos(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(789 * time.Nanosecond)
+}
+
 // TestLiveReplayEndToEnd plays a match from scheduled to completed through
 // the real live path (replay events, tracker, view, WebSocket hub, a real
 // WebSocket client) and, after every batch of events and across two
@@ -127,6 +136,14 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 	// that follow it, all of one instant) split in two at a random point,
 	// so the captures of an instant reach the aggregator in two batches.
 	rounds := replayRounds(t, up, 11)
+	// Times as a live feed stamps them (time.Now: nanoseconds), where the
+	// pipeline keeps microseconds.
+	for _, r := range rounds {
+		for i := range r {
+			r[i].ChangedAt = nanos(r[i].ChangedAt)
+			r[i].CapturedAt = nanos(r[i].CapturedAt)
+		}
+	}
 	rng := rand.New(rand.NewPCG(5, 5))
 	var batches [][]live.Event
 	for _, r := range rounds {
@@ -257,6 +274,7 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 		}
 		landed = nil
 		before := ls.Current().ID
+		frame := st.match
 		if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
@@ -265,6 +283,11 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 		}
 		barrier(t, c, sentinel, mt, ot, st, seq)
 		check("after the swap " + when)
+		// The snapshot lands only events the client was shown: the match
+		// it serves is the one the client holds, byte for byte.
+		if !bytes.Equal(st.match, frame) {
+			t.Fatalf("the swap %s changed the match:\nbefore %s\nafter  %s", when, frame, st.match)
+		}
 	}
 	// The live eo_market lines must be the lines the pipeline computes from
 	// the same captures: compare the latest line of each series before a
@@ -301,7 +324,15 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 		if !mapDone && b[0].Kind == live.KindScore && b[0].ScoreA != nil && *b[0].ScoreA+*b[0].ScoreB == 1 {
 			mapDone = true
 			live := latest()
+			held := maps.Clone(st.odds)
 			swap("mid-series")
+			// Every series the client holds is, byte for byte, the line
+			// the pipeline computed from the same captures.
+			for k, raw := range held {
+				if !bytes.Equal(st.odds[k], raw) {
+					t.Errorf("series %s: live %s\nthe snapshot's %s", k, raw, st.odds[k])
+				}
+			}
 			batch := latest()
 			if len(live) == 0 || len(live) != len(batch) {
 				t.Fatalf("eo_market series: %d live, %d in the snapshot", len(live), len(batch))

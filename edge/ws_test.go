@@ -559,7 +559,7 @@ func TestWSEndToEnd(t *testing.T) {
 	}
 	waitMetrics(t, ls.testServer, map[string]float64{`eo_live_events_rejected_total{reason="impossible score"}`: 1,
 		`eo_live_events_rejected_total{reason="outcome does not fit the market"}`: 1,
-		`eo_live_events_rejected_total{reason="unknown status value"}`: 0})
+		`eo_live_events_rejected_total{reason="unknown status value"}`:            0})
 	r = ls.get(t, "/v1/cs2/odds?match="+m.ID.String()+"&limit=3")
 	var page struct {
 		Data []view.OddsLine `json:"data"`
