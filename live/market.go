@@ -27,8 +27,10 @@ import (
 //   - Per outcome, the median over contributors (even count: mean of the two
 //     middle values), published only with at least 2 contributors
 //     (book_count); a market needs at least 2 published outcomes; medians are
-//     renormalised over the published outcomes and price = 1/probability, in
-//     full double precision.
+//     renormalised over the published outcomes: price = (sum of the medians)
+//     / median, one division in full double precision, as the batch
+//     computes it (1 / (median / sum) rounds twice and can differ in the
+//     last bit).
 //   - Append-on-change: an outcome's line is emitted only when its published
 //     price differs from its previous published price.
 //   - One evaluation per instant: the captures of one instant can reach the
@@ -130,12 +132,12 @@ func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
 	if st == nil {
 		return nil
 	}
-	probs, counts := Aggregate(st.quotes)
+	prices, counts := Aggregate(st.quotes)
 	var out []MarketLine
-	outcomes := slices.Sorted(maps.Keys(probs))
+	outcomes := slices.Sorted(maps.Keys(prices))
 	id := MarketID(k)
 	for _, o := range outcomes {
-		price := 1 / probs[o]
+		price := prices[o]
 		l := MarketLine{Key: k, MarketID: id, Outcome: o, Price: price, BookCount: counts[o], CapturedAt: t}
 		prev, ok := st.last[o]
 		if ok && prev.CapturedAt.Equal(t) { // this instant again, with more captures
@@ -212,8 +214,8 @@ func (a *Aggregator) ForgetIf(drop func(matchID string) bool) {
 }
 
 // Aggregate is the eo_market rule on one market's current quotes
-// (contributor -> outcome -> quote): the published probability and
-// book_count per outcome. Nothing is published (nil) when fewer than 2
+// (contributor -> outcome -> quote): the published price and book_count
+// per outcome. Nothing is published (nil) when fewer than 2
 // outcomes have at least 2 contributors.
 func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[string]int) {
 	per := map[string][]float64{}
@@ -248,11 +250,11 @@ func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[stri
 	for _, o := range os {
 		sum += med[o]
 	}
-	probs := make(map[string]float64, len(med))
+	prices := make(map[string]float64, len(med))
 	for _, o := range os {
-		probs[o] = med[o] / sum
+		prices[o] = sum / med[o]
 	}
-	return probs, counts
+	return prices, counts
 }
 
 func median(xs []float64) float64 {
