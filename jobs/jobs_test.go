@@ -276,6 +276,22 @@ func TestCompactionDoesNotTriggerARun(t *testing.T) {
 // another work folder) published a snapshot built from a batch this run
 // did not read. The slow run is skipped, the pointer stays; a run that
 // starts after it reads everything and publishes.
+// wantSuperseded fails the test unless res is a run that did not publish
+// because the snapshot the pointer names (the other runner's) superseded
+// it; it returns the pointer.
+func wantSuperseded(t *testing.T, st publish.Store, res Result) publish.Pointer {
+	t.Helper()
+	ptr, err := publish.ReadPointer(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Skipped || res.Manifest.SnapshotID != ptr.SnapshotID {
+		t.Fatalf("the slow run: skipped %v, snapshot %s; the pointer names %s (the other runner's)",
+			res.Skipped, res.Manifest.SnapshotID, ptr.SnapshotID)
+	}
+	return ptr
+}
+
 // manifestHookStore calls onManifest once, right after the first snapshot
 // manifest is written through it: between a publish's upload and its
 // pointer move.
@@ -315,14 +331,7 @@ func TestRunDoesNotPublishOverASnapshotPublishedDuringItsUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptr, err := publish.ReadPointer(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Skipped || res.Manifest.SnapshotID != ptr.SnapshotID {
-		t.Fatalf("the slow run: skipped %v, snapshot %s; the pointer names %s (the other runner's)",
-			res.Skipped, res.Manifest.SnapshotID, ptr.SnapshotID)
-	}
+	ptr := wantSuperseded(t, st, res)
 	objs, err := st.List(ctx, "snapshots/")
 	if err != nil {
 		t.Fatal(err)
@@ -354,14 +363,7 @@ func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptr, perr := publish.ReadPointer(ctx, st)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	if !res.Skipped || res.Manifest.SnapshotID != ptr.SnapshotID {
-		t.Fatalf("the slow run: skipped %v, snapshot %s; the pointer names %s (the other runner's)",
-			res.Skipped, res.Manifest.SnapshotID, ptr.SnapshotID)
-	}
+	wantSuperseded(t, st, res)
 	// A snapshot published before a run starts does not hold it back: a
 	// batch removed from the raw area since is meant to go.
 	batches, _, err := raw.ScanBatches(ctx, st)

@@ -373,13 +373,20 @@ type faultStore struct {
 
 var errInjected = errors.New("injected fault")
 
-func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+// fault counts one write of key and reports whether it is the one to fail.
+func (f *faultStore) fault(key string) bool {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.puts++
-	n := f.puts
-	f.mu.Unlock()
-	if n == f.failAt {
-		f.failed = append(f.failed, key)
+	if f.puts != f.failAt {
+		return false
+	}
+	f.failed = append(f.failed, key)
+	return true
+}
+
+func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if f.fault(key) {
 		io.CopyN(io.Discard, r, size/2) // a partial read, like a dropped connection
 		return fmt.Errorf("put %s: %w", key, errInjected)
 	}
@@ -394,12 +401,7 @@ func (f *faultStore) Update(ctx context.Context, key string, fn func([]byte) ([]
 		if err != nil {
 			return nil, err
 		}
-		f.mu.Lock()
-		f.puts++
-		n := f.puts
-		f.mu.Unlock()
-		if n == f.failAt {
-			f.failed = append(f.failed, key)
+		if f.fault(key) {
 			return nil, fmt.Errorf("put %s: %w", key, errInjected)
 		}
 		return next, nil
