@@ -24,6 +24,10 @@ const tempPrefix = ".tmp-"
 // (named as a temp file: List passes over it and no key can name it).
 const updateLock = tempPrefix + "update.lock"
 
+// updateLockWait bounds how long an Update waits for another's lock (an
+// update holds it for one small read and write).
+var updateLockWait = time.Minute
+
 // Local is a Store backed by a folder. Each key maps to the file at
 // dir/<key>; Put writes a temp file in the destination folder, syncs it,
 // renames it into place and syncs the folder, so readers never see a
@@ -77,7 +81,14 @@ func (l *Local) Update(ctx context.Context, key string, fn func(cur []byte) ([]b
 		return fmt.Errorf("publish: local update %s: %w", key, err)
 	}
 	defer f.Close() // and the flock with it
-	if err := flockWait(ctx, f); err != nil {
+	lctx, cancel := context.WithTimeout(ctx, updateLockWait)
+	defer cancel()
+	if err := flockWait(lctx, f); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// A holder frozen (SIGSTOP) or hung mid-update: say who to look for.
+			return fmt.Errorf("publish: local update %s: another process has held %s for %s (a publisher stopped or hung mid-update?): %w",
+				key, f.Name(), updateLockWait, ErrConflict)
+		}
 		return fmt.Errorf("publish: local update %s: lock: %w", key, err)
 	}
 	cur, err := os.ReadFile(l.path(key))

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,5 +116,30 @@ func testUpdate(t *testing.T, client func() Store) {
 	}
 	if done < writers*each/2 {
 		t.Errorf("only %d of %d updates succeeded", done, writers*each)
+	}
+}
+
+// A publisher frozen (SIGSTOP) or hung while it holds the local store's
+// update lock makes another Update fail after updateLockWait with an error
+// that says so, instead of waiting for ever; once the lock is free,
+// Updates go on.
+func TestLocalUpdateWaitsBoundedForAFrozenHolder(t *testing.T) {
+	defer func(w time.Duration) { updateLockWait = w }(updateLockWait)
+	updateLockWait = 200 * time.Millisecond
+	s := newTestLocal(t)
+	held, err := os.OpenFile(filepath.Join(s.Dir(), updateLock), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil { // another open file: as another process
+		t.Fatal(err)
+	}
+	err = s.Update(context.Background(), "obj", func([]byte) ([]byte, error) { return []byte("x"), nil })
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "stopped or hung") {
+		t.Fatalf("Update with the lock held: %v", err)
+	}
+	held.Close()
+	if err := s.Update(context.Background(), "obj", func([]byte) ([]byte, error) { return []byte("x"), nil }); err != nil {
+		t.Fatalf("Update once the lock is free: %v", err)
 	}
 }
