@@ -45,33 +45,9 @@ func (s *liveSplit) Add(e raw.Entity, rec any) error {
 // ones are gone; a second compaction finds nothing to do.
 func TestCompactionChangesNothingPublished(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	split := &liveSplit{}
-	st, err := worldtest.Local(ctx, dir, synth.Options{Seed: 7, Now: now, Matches: 80},
-		func(b *raw.Batch) synth.Sink { split.next = b; return split })
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Twelve live batches, 5 s apart, in the hour after the world landed.
 	const n = 12
-	var live []raw.BatchManifest
-	for i := 0; i < n; i++ {
-		b, err := raw.NewBatch(dir, "live", now.Add(time.Hour+time.Duration(i)*5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := i; j < len(split.kept); j += n {
-			if err := b.Add(split.kept[j].e, split.kept[j].rec); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m, err := b.Land(ctx, st, now.Add(time.Hour+time.Duration(i)*5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		live = append(live, m)
-	}
+	st, dir, now, split := liveWorld(t, 7, 80)
+	live := landSpread(t, st, dir, now, split, n)
 	want := concatenated(t, st, live)
 	before := publishedRows(t, runPipeline(t, st))
 
@@ -104,6 +80,89 @@ func TestCompactionChangesNothingPublished(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Errorf("%d tables before, %d after", len(before), len(after))
+	}
+}
+
+// landSpread lands split's match updates and price captures spread over n
+// live batches, 5 s apart, in the hour after now, as the live lander lands
+// them.
+func landSpread(t *testing.T, st publish.Store, dir string, now time.Time, split *liveSplit, n int) []raw.BatchManifest {
+	t.Helper()
+	var live []raw.BatchManifest
+	for i := 0; i < n; i++ {
+		var recs []liveRec
+		for j := i; j < len(split.kept); j += n {
+			recs = append(recs, split.kept[j])
+		}
+		live = append(live, landLive(t, st, dir, now.Add(time.Hour+time.Duration(i)*5*time.Second), recs, nil))
+	}
+	return live
+}
+
+// compactingStore runs compact once, just before the first read of a live
+// batch's file: another runner's compaction, in the middle of this run.
+type compactingStore struct {
+	publish.Store
+	compact func()
+}
+
+func (s *compactingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if s.compact != nil && strings.HasPrefix(key, raw.BatchesPrefix) && !strings.HasSuffix(key, raw.BatchManifestName) {
+		if f := s.compact; f != nil {
+			s.compact = nil
+			f()
+		}
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestCompactionDuringARunLosesNothing: a run that listed the live batches
+// and reads them while another runner (a second jobs host, an eo pipeline
+// run beside eo jobs) compacts them reads every line: the merged batches
+// are kept for CompactOptions.Keep after the merged one lands, and deleted
+// by a compaction after that.
+func TestCompactionDuringARunLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	st, dir, now, split := liveWorld(t, 7, 40)
+	live := landSpread(t, st, dir, now, split, 6)
+	want := publishedRows(t, runPipeline(t, st))
+	at := now.Add(3 * time.Hour)
+	mid := &compactingStore{Store: st, compact: func() {
+		if done, err := raw.Compact(ctx, st, at, raw.CompactOptions{Source: "live", TmpDir: dir}); err != nil || len(done) != 1 {
+			t.Errorf("the other runner's compaction: %+v %v", done, err)
+		}
+	}}
+	rep := runPipeline(t, mid)
+	if mid.compact != nil {
+		t.Fatal("the run read no batch file")
+	}
+	if n := rep.QuarantinedTotal(); n != 0 {
+		t.Fatalf("the run quarantined %d lines: %v", n, rep.Quarantined)
+	}
+	got := publishedRows(t, rep)
+	for name, rows := range want {
+		if !slices.Equal(rows, got[name]) {
+			t.Errorf("table %s: %d rows without the compaction, %d with it mid-run", name, len(rows), len(got[name]))
+		}
+	}
+	// The merged batches stay for Keep, then a compaction deletes them.
+	present := func() int {
+		n := 0
+		for _, m := range live {
+			if _, err := st.Stat(ctx, raw.BatchesPrefix+m.BatchID+"/"+raw.BatchManifestName); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := present(); n != len(live) {
+		t.Fatalf("%d of %d merged batches left right after the compaction", n, len(live))
+	}
+	if _, err := raw.Compact(ctx, st, time.Now().Add(2*time.Hour), raw.CompactOptions{Source: "live", TmpDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if n := present(); n != 0 {
+		t.Fatalf("%d merged batches left after Keep", n)
 	}
 }
 

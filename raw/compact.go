@@ -21,8 +21,10 @@ import (
 // their order: the pipeline reads lines in (batch, line) order, so the
 // merged batch, placed where the first of them was, means what they meant.
 // The merged batch names them (BatchManifest.Replaces) and lands before
-// they are deleted: a compaction stopped in between leaves both, and
-// ScanBatches reads the merged one only.
+// they are deleted; ScanBatches reads the merged one only when both are
+// there. They are deleted by a later compaction, once the merged batch has
+// stood for CompactOptions.Keep: a pipeline run that listed them before
+// the merge (another runner on the same store) still reads them.
 
 // CompactOptions configure Compact.
 type CompactOptions struct {
@@ -33,6 +35,9 @@ type CompactOptions struct {
 	Settle time.Duration
 	// TmpDir stages the merged files ("": the system's).
 	TmpDir string
+	// Keep is how long the batches a merged one replaces stay after it
+	// landed (default 1h): longer than a run that listed them takes.
+	Keep time.Duration
 }
 
 // Compacted is one merged batch.
@@ -43,15 +48,23 @@ type Compacted struct {
 }
 
 // Compact merges the settled hours of o.Source batches (at least two
-// batches each) and deletes the merged ones; it returns what it merged.
+// batches each) and deletes the batches merged more than o.Keep ago; it
+// returns what it merged.
 func Compact(ctx context.Context, s publish.Store, now time.Time, o CompactOptions) ([]Compacted, error) {
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Minute
 	}
-	batches, _, err := ScanBatches(ctx, s)
+	if o.Keep <= 0 {
+		o.Keep = time.Hour
+	}
+	all, _, err := scanAll(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	if err := deleteMerged(ctx, s, all, now.Add(-o.Keep)); err != nil {
+		return nil, err
+	}
+	batches := dropReplaced(all)
 	var out []Compacted
 	for _, run := range compactionRuns(batches, o.Source, now.Add(-o.Settle)) {
 		c, err := mergeRun(ctx, s, run, o.TmpDir)
@@ -143,15 +156,43 @@ func mergeRun(ctx context.Context, s publish.Store, run []BatchManifest, tmpDir 
 	if _, err := b.Land(ctx, s, run[len(run)-1].LandedAt); err != nil {
 		return c, err
 	}
-	for _, m := range run {
-		if err := deleteBatch(ctx, s, m.BatchID); err != nil {
-			// Landed: ScanBatches reads the merged batch only; the next
-			// compaction finds nothing to merge, and an operator can
-			// delete what is left.
-			return c, fmt.Errorf("merged into %s, but deleting %s: %w", id, m.BatchID, err)
+	return c, nil
+}
+
+// deleteMerged deletes the batches that a merged batch landed (written)
+// before cutoff replaces. all holds every readable batch, replaced ones
+// too; a merged batch whose batches are gone costs nothing here.
+func deleteMerged(ctx context.Context, s publish.Store, all []BatchManifest, cutoff time.Time) error {
+	present := map[string]bool{}
+	for _, m := range all {
+		present[m.BatchID] = true
+	}
+	for _, m := range all {
+		var left []string
+		for _, id := range m.Replaces {
+			if present[id] {
+				left = append(left, id)
+			}
+		}
+		if len(left) == 0 {
+			continue
+		}
+		fi, err := s.Stat(ctx, BatchesPrefix+m.BatchID+"/"+BatchManifestName)
+		if err != nil {
+			return fmt.Errorf("raw: compact: %w", err)
+		}
+		if !fi.ModTime.Before(cutoff) {
+			continue // a run that listed them may still be reading them
+		}
+		for _, id := range left {
+			if err := deleteBatch(ctx, s, id); err != nil {
+				// ScanBatches reads the merged batch only; the next
+				// compaction deletes what is left.
+				return fmt.Errorf("raw: compact: merged into %s, but deleting %s: %w", m.BatchID, id, err)
+			}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // copyLines appends every line of the object at key to b's entity e.

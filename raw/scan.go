@@ -50,6 +50,13 @@ const maxManifestBytes = 1 << 20
 // folder name). Only a store error is an error: a bad manifest never stops
 // the other batches.
 func ScanBatches(ctx context.Context, s publish.Store) ([]BatchManifest, []SkippedBatch, error) {
+	ok, skipped, err := scanAll(ctx, s)
+	return dropReplaced(ok), skipped, err
+}
+
+// scanAll is ScanBatches with the batches a compacted one replaces (kept
+// for CompactOptions.Keep after it landed) left in.
+func scanAll(ctx context.Context, s publish.Store) ([]BatchManifest, []SkippedBatch, error) {
 	objs, err := s.List(ctx, BatchesPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("raw: list batches: %w", err)
@@ -79,7 +86,7 @@ func ScanBatches(ctx context.Context, s publish.Store) ([]BatchManifest, []Skipp
 	}
 	sort.Slice(ok, func(i, j int) bool { return ok[i].BatchID < ok[j].BatchID })
 	sort.Slice(skipped, func(i, j int) bool { return skipped[i].BatchID < skipped[j].BatchID })
-	return dropReplaced(ok), skipped, nil
+	return ok, skipped, nil
 }
 
 // dropReplaced leaves out the batches a present compacted batch replaces
