@@ -109,13 +109,19 @@ func batchFingerprint(batchIDs []string, skipped []raw.SkippedBatch) string {
 	return strings.Join(ids, ",")
 }
 
-// supersededError refuses a publish over a newer snapshot (unread).
+// supersededError refuses a publish over a snapshot published while the
+// run ran, built from a batch the run did not read (unread) or from the
+// same batches (another runner did the same work: the pointer stays on the
+// newer snapshot).
 type supersededError struct {
 	by    publish.Manifest
-	batch string // a batch by was built from and the run did not read
+	batch string // a batch by was built from and the run did not read; "": the same batches
 }
 
 func (e *supersededError) Error() string {
+	if e.batch == "" {
+		return fmt.Sprintf("superseded by snapshot %s, built from the same batches", e.by.SnapshotID)
+	}
 	return fmt.Sprintf("superseded by snapshot %s, built from batch %s, which this run did not read", e.by.SnapshotID, e.batch)
 }
 
@@ -203,6 +209,9 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		if missing := unread(cur.Extra[batchesKey], fp); missing != "" {
 			return &supersededError{by: *cur, batch: missing}
 		}
+		if cur.Extra[batchesKey] == fp {
+			return &supersededError{by: *cur}
+		}
 		return nil
 	}
 	superseded := func(err error) (Result, error) {
@@ -210,8 +219,8 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		if !errors.As(err, &se) {
 			return Result{}, err
 		}
-		log.Warn("run superseded: the current snapshot was built from a batch this run did not read; not published",
-			"snapshot", se.by.SnapshotID, "batch", se.batch, "run", rep.RunID)
+		log.Warn("run superseded: a snapshot published while it ran holds all it read; not published",
+			"snapshot", se.by.SnapshotID, "why", se.Error(), "run", rep.RunID)
 		return Result{Skipped: true, Report: rep, Manifest: se.by}, nil
 	}
 	if _, cur, err := publish.LoadLatest(ctx, st); err == nil {

@@ -343,6 +343,27 @@ func TestRunDoesNotPublishOverASnapshotPublishedDuringItsUpload(t *testing.T) {
 	}
 }
 
+// Two runners that read the same batches: the one that moves the pointer
+// second finds the other's snapshot there, published while it ran, and
+// does not replace it with its own (older) one of the same batches.
+func TestRunDoesNotReplaceASnapshotOfTheSameBatches(t *testing.T) {
+	ctx := context.Background()
+	st := publish.NewMemory()
+	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	other := newTestRunner(t, st)
+	hook := &manifestHookStore{Store: st}
+	hook.onManifest = func() {
+		if res, err := other.RunOnce(ctx); err != nil || res.Skipped {
+			t.Errorf("the other runner: skipped %v, %v", res.Skipped, err)
+		}
+	}
+	res, err := newTestRunner(t, hook).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSuperseded(t, st, res)
+}
+
 func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 	ctx := context.Background()
 	st := publish.NewMemory()

@@ -19,8 +19,9 @@ import (
 // every 0.25 s: two jobs hosts by mistake, or one host's runner beside an
 // `eo pipeline run` elsewhere. Each new pointer must name a snapshot built
 // from every batch the one it replaced was built from, and created no
-// earlier: the pointer moves by compare-and-swap (a conditional PUT), and a
-// run that lost the race to a snapshot with more batches does not publish.
+// earlier unless built from more: the pointer moves by compare-and-swap (a
+// conditional PUT), and a run that lost the race to a snapshot with more
+// batches, or with the same ones, does not publish.
 func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts MinIO and two eo jobs")
@@ -72,16 +73,18 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 		}
 		if len(seen) > 0 {
 			prev := seen[len(seen)-1]
-			if m.CreatedAt.Before(prev.CreatedAt) {
-				t.Errorf("the pointer moved from %s (created %s) to %s, created earlier (%s)",
-					prev.SnapshotID, prev.CreatedAt, m.SnapshotID, m.CreatedAt)
-			}
 			have := strings.Split(m.Extra["raw_batches"], ",")
 			for id := range strings.SplitSeq(prev.Extra["raw_batches"], ",") {
 				if !slices.Contains(have, id) {
 					t.Errorf("the pointer moved from %s to %s, which was not built from batch %s: the served data went back",
 						prev.SnapshotID, m.SnapshotID, id)
 				}
+			}
+			// An older snapshot replaces a newer one only when it was built
+			// from more (it listed later and finished first).
+			if m.CreatedAt.Before(prev.CreatedAt) && m.Extra["raw_batches"] == prev.Extra["raw_batches"] {
+				t.Errorf("the pointer moved from %s (created %s) to %s, created earlier (%s) from the same batches",
+					prev.SnapshotID, prev.CreatedAt, m.SnapshotID, m.CreatedAt)
 			}
 		}
 		seen = append(seen, m)
@@ -99,7 +102,7 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 	}
 	t.Logf("%d pointer moves seen; runs published: %d; runs superseded: %d", len(seen), published,
 		strings.Count(hosts[0].out.String()+hosts[1].out.String(), "run superseded"))
-	if len(seen) < 4 {
+	if len(seen) < 3 {
 		t.Fatalf("only %d snapshots served in 25 s:\na:\n%s\nb:\n%s", len(seen), hosts[0].out, hosts[1].out)
 	}
 }
