@@ -116,11 +116,24 @@ func (a *Aggregator) Apply(k MarketKey, q Quote) {
 		if q.CapturedAt.Before(cur.CapturedAt) {
 			return
 		}
-		if q.CapturedAt.Equal(cur.CapturedAt) && cur.Book == q.Contributor && q.Book != q.Contributor {
-			return // same instant: the source book's capture wins over a copy's
+		if q.CapturedAt.Equal(cur.CapturedAt) && q.Book != cur.Book && !preferred(q, cur) {
+			return
 		}
 	}
 	byOutcome[q.Outcome] = q
+}
+
+// preferred reports whether q wins over cur, another book's capture of the
+// same contributor and instant, as the batch picks one (arg_min over (is a
+// copy, book) in 00_odds.sql): the source book's capture, then the smallest
+// book id's, whatever order they arrived in. A book's own later capture of
+// an instant replaces its earlier one (last write wins, as in the batch).
+func preferred(q, cur Quote) bool {
+	qCopy, curCopy := q.Book != q.Contributor, cur.Book != cur.Contributor
+	if qCopy != curCopy {
+		return !qCopy
+	}
+	return q.Book < cur.Book
 }
 
 // Evaluate computes the market at moment t and returns the lines whose

@@ -105,6 +105,30 @@ func TestSameInstantSourceBookWins(t *testing.T) {
 	}
 }
 
+// Two white labels of one book, and not the book, price an outcome at the
+// same instant: the batch takes the smaller book id's price, in whatever
+// order the captures arrive.
+func TestSameInstantSmallestCopyWins(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := MarketKey{Market: "match_winner", MatchID: "m"}
+	for _, order := range [][]Quote{
+		{q("bk-01", "bk-07", "home", 1.95, t0), q("bk-01", "bk-06", "home", 1.80, t0)},
+		{q("bk-01", "bk-06", "home", 1.80, t0), q("bk-01", "bk-07", "home", 1.95, t0)},
+	} {
+		a := NewAggregator()
+		for _, x := range order {
+			a.Apply(k, x)
+		}
+		a.Apply(k, q("bk-01", "bk-06", "away", 2.00, t0))
+		a.Apply(k, q("bk-02", "bk-02", "home", 1.80, t0))
+		a.Apply(k, q("bk-02", "bk-02", "away", 2.00, t0))
+		got := a.Evaluate(k, t0)
+		if len(got) != 2 || got[1].Outcome != "home" || math.Abs(1/got[1].Price-devig(1.8, 2.0)) > 1e-12 {
+			t.Errorf("arrival %s then %s: %+v; want bk-06's 1.80 to count", order[0].Book, order[1].Book, got)
+		}
+	}
+}
+
 func TestIDsMatchTheBatchShape(t *testing.T) {
 	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	id := MarketID(MarketKey{Market: "total_maps", MatchID: "x", Line: 2.5, HasLine: true})
