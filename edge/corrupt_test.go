@@ -190,3 +190,32 @@ func operatorMetrics(t *testing.T, ts *testServer) string {
 	}
 	return string(r.body)
 }
+
+// An edge killed mid-fetch leaves a temp file in its snapshot cache; the
+// next swap's prune removes it once it has not been written for an hour,
+// and keeps a fresh one.
+func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
+	ts := newTestServer(t)
+	dir := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	old, fresh := filepath.Join(dir, ".tmp-odds_lines.parquet-1"), filepath.Join(dir, ".tmp-teams.parquet-2")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishOnce(context.Background(), ts.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the abandoned temp file of a fetch is still in the cache: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh temp file was removed: %v", err)
+	}
+}

@@ -473,11 +473,16 @@ func (s *Server) loadCached(ctx context.Context, why error) error {
 // same layout as a Local store rooted at CacheDir.
 func (s *Server) cacheRoot() string { return filepath.Join(s.o.CacheDir, "snapshots") }
 
-// pruneCache keeps only the served snapshot and one previous in the cache.
+// pruneCache keeps only the served snapshot and one previous in the cache,
+// and removes the temp files of fetches cut short an hour or more ago (an
+// edge killed mid-download).
 func (s *Server) pruneCache(keep string) {
 	ents, err := os.ReadDir(s.cacheRoot())
 	if err != nil {
 		return
+	}
+	if n, err := publish.SweepTemp(s.cacheRoot(), time.Now().Add(-time.Hour)); err != nil || n > 0 {
+		s.log.Info("snapshot cache: temp files of cut fetches removed", "files", n, "err", err)
 	}
 	var dirs []string
 	for _, e := range ents {

@@ -120,6 +120,36 @@ func flockWait(ctx context.Context, f *os.File) error {
 	}
 }
 
+// SweepTemp removes the temp files (tempPrefix) under dir that were last
+// written before cutoff: the leftovers of writers killed between creating
+// and renaming them (an upload or a fetch cut by kill -9 or an OOM kill),
+// which List never shows and nothing else removes. A temp file being
+// written has a fresh modification time; the update lock is kept. It
+// returns how many it removed.
+func SweepTemp(dir string, cutoff time.Time) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile (a pruned folder)
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) || d.Name() == updateLock {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			return nil
+		}
+		if err := os.Remove(p); err == nil {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // writeFileAtomic writes r to dst via a temp file in the same folder: write,
 // fsync, close, rename, fsync folder. On any error the temp file is removed
 // and dst is left as it was.

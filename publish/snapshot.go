@@ -714,7 +714,9 @@ type CleanOptions struct {
 // newest object's ModTime. The snapshot the pointer names and the o.Keep
 // newest complete snapshots are always kept. Each snapshot's manifest is
 // deleted first, so a half-deleted snapshot is already invisible. Only keys
-// under "snapshots/" are touched. Clean returns the removed ids, sorted.
+// under "snapshots/" are touched; in a local store, temp files left by a
+// killed writer an hour or more ago are removed too (SweepTemp). Clean
+// returns the removed ids, sorted.
 func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("publish: clean: negative retention %s", o.Retention)
@@ -727,6 +729,11 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		now = time.Now()
 	}
 	cutoff := now.Add(-o.Retention)
+	if l, ok := s.(*Local); ok {
+		if _, err := SweepTemp(l.Dir(), now.Add(-time.Hour)); err != nil {
+			return nil, fmt.Errorf("publish: clean: %w", err)
+		}
+	}
 
 	protected := map[string]bool{}
 	p, err := ReadPointer(ctx, s)

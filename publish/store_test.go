@@ -442,3 +442,37 @@ func TestOpenS3(t *testing.T) {
 		t.Errorf("OpenLazy contacted the server: %v", err)
 	}
 }
+
+// A writer killed between creating and renaming its temp file (kill -9 in
+// an upload) leaves it behind; Clean on a local store removes such files
+// once they have not been written for an hour, and keeps a fresh one (a
+// write in progress) and the update lock.
+func TestCleanSweepsAbandonedTempFiles(t *testing.T) {
+	ctx := context.Background()
+	s := newTestLocal(t)
+	mustPut(t, s, "snapshots/x/matches.parquet", []byte("PAR1"))
+	if err := s.Update(ctx, "obj", func([]byte) ([]byte, error) { return []byte("x"), nil }); err != nil { // the lock file
+		t.Fatal(err)
+	}
+	old := filepath.Join(s.Dir(), "snapshots", "x", tempPrefix+"odds_lines.parquet-123")
+	fresh := filepath.Join(s.Dir(), "snapshots", tempPrefix+"latest.json-456")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clean(ctx, s, CleanOptions{Retention: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an abandoned temp file is still there: %v", err)
+	}
+	for _, p := range []string{fresh, filepath.Join(s.Dir(), updateLock)} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+}
