@@ -89,3 +89,58 @@ func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// A correction stamped with the same changed_at as the event the snapshot
+// holds (an upstream that stamps whole seconds) wins in the next snapshot,
+// which takes the later-landed of two equal times: the live path shows it
+// at once, keeps it across a swap to a snapshot that does not hold it yet,
+// and the swap to the one that does changes nothing.
+func TestSameInstantCorrectionShowsLive(t *testing.T) {
+	ls := newLiveServer(t, LiveOptions{})
+	ctx := context.Background()
+	m, up := liveMatchOf(t, ls)
+	at := fixtureNow.Add(time.Hour).UTC()
+	first := live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0), ChangedAt: at}
+	if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", []live.Event{first}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/cs2/matches/" + m.ID.String() + "?include=maps"
+	if b := ls.get(t, path).body; !bytes.Contains(b, []byte(`"score_a":1,"score_b":0`)) {
+		t.Fatalf("the snapshot does not hold the first event: %s", b)
+	}
+	fix := first
+	fix.ScoreB = intp(1)
+	ls.live.tracker.Apply([]live.Event{fix})
+	before := ls.get(t, path).body
+	if !bytes.Contains(before, []byte(`"score_a":1,"score_b":1`)) {
+		t.Fatalf("the correction at the same instant is not shown live: %s", before)
+	}
+	// A swap to a snapshot that does not hold the correction yet keeps it.
+	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := ls.get(t, path).body; !bytes.Equal(b, before) {
+		t.Fatalf("a swap before the correction landed lost it:\nlive     %s\nafter    %s", before, b)
+	}
+	if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", []live.Event{fix}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := ls.get(t, path).body; !bytes.Equal(before, after) {
+		t.Fatalf("the swap changed the match:\nlive     %s\nsnapshot %s", before, after)
+	}
+}

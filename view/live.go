@@ -234,7 +234,15 @@ func (a *applier) touch(mi int32) {
 func (a *applier) states(states []MatchState) {
 	for _, st := range states {
 		mi, ok := a.s.matchByID[st.ID]
-		if !ok || st.ChangedAt.UnixMicro() <= a.s.lastEvent[mi] {
+		// An event as old as the snapshot's newest of the match is applied
+		// when the snapshot shows the match otherwise: of two equal times
+		// the batch keeps the later-landed, and the live path receives what
+		// the lander lands, in that order.
+		if !ok {
+			a.ap.Skipped++
+			continue
+		}
+		if t := st.ChangedAt.UnixMicro(); t < a.s.lastEvent[mi] || (t == a.s.lastEvent[mi] && a.s.holds(mi, &st)) {
 			a.ap.Skipped++
 			continue
 		}
@@ -353,14 +361,22 @@ func (a *applier) overlay(v *View, mi int32) bool {
 
 // Rebase returns the view of a newly loaded snapshot with the live changes
 // it does not hold yet: a match state is kept when it is newer than the new
-// snapshot's newest event of the match, a line when it is newer than the
-// new snapshot's newest line of its series.
+// snapshot's newest event of the match (or as old, and the snapshot shows
+// the match otherwise), a line when it is newer than the new snapshot's
+// newest line of its series.
 func (v *View) Rebase(next *Snapshot) *View {
 	nd := &delta{version: v.d.version + 1, matches: map[ID]*liveMatch{}, lines: map[ID][]*liveLine{},
 		over: map[int32]*overlay{}}
 	keep := map[int32]bool{}
 	for id, lm := range v.d.matches {
-		if mi, ok := next.matchByID[id]; ok && lm.ChangedAt.UnixMicro() > next.lastEvent[mi] {
+		mi, ok := next.matchByID[id]
+		if !ok {
+			continue
+		}
+		// A state as old as the snapshot's newest event is kept when the
+		// snapshot shows something else: it holds an earlier event of that
+		// instant, not this one (not landed yet).
+		if t := lm.ChangedAt.UnixMicro(); t > next.lastEvent[mi] || (t == next.lastEvent[mi] && !next.holds(mi, &lm.MatchState)) {
 			nd.matches[id] = lm
 			keep[mi] = true
 		}
@@ -396,6 +412,17 @@ func (v *View) Rebase(next *Snapshot) *View {
 	nd.derive(next, true)
 	return &View{base: next, d: nd}
 }
+
+// holds reports whether match mi's row shows st's status, scores, result
+// and live state: the snapshot holds st's event, or one of the same
+// instant that says the same.
+func (s *Snapshot) holds(mi int32, st *MatchState) bool {
+	m := &s.matches[mi]
+	return m.Status == st.Status && ptrEq(m.ScoreA, st.ScoreA) && ptrEq(m.ScoreB, st.ScoreB) &&
+		ptrEq(m.ResultType, st.ResultType) && bytes.Equal(m.LiveState, st.LiveState)
+}
+
+func ptrEq[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // upsertLine adds l to a match's lines in (captured_at, id) order, or puts
 // it in place of the line with its id when its price or book count differs;

@@ -297,12 +297,26 @@ func mustDetail(t *testing.T, v *View, id ID) []byte {
 
 func TestApplySkipsStaleAndOutOfOrder(t *testing.T) {
 	v0 := New(testSnapshot("s1", nil))
-	// Not newer than the snapshot's newest event of the match: the
-	// snapshot already has it.
+	// Older than the snapshot's newest event of the match: the snapshot
+	// already has what replaced it.
 	v, ap := v0.Apply(Changes{Matches: []MatchState{{ID: m3, Status: "completed", ScoreA: ip(2), ScoreB: ip(0),
-		ChangedAt: t0.Add(-time.Hour)}}})
+		ChangedAt: t0.Add(-2 * time.Hour)}}})
 	if v != v0 || ap.Skipped != 1 {
-		t.Fatalf("a state as old as the snapshot was applied: %+v", ap)
+		t.Fatalf("a state older than the snapshot's was applied: %+v", ap)
+	}
+	// As old as it, showing what the row shows (the snapshot's own event,
+	// delivered again): nothing changes.
+	row, _ := v0.Match(m3)
+	v, ap = v0.Apply(Changes{Matches: []MatchState{{ID: m3, Status: row.Status, ScoreA: row.ScoreA, ScoreB: row.ScoreB,
+		ResultType: row.ResultType, LiveState: row.LiveState, ChangedAt: t0.Add(-time.Hour)}}})
+	if v != v0 || ap.Skipped != 1 {
+		t.Fatalf("the snapshot's own event, again, was applied: %+v", ap)
+	}
+	// As old as it, saying something else (a correction of that instant,
+	// which the batch keeps as the later-landed): applied.
+	if v, ap = v0.Apply(Changes{Matches: []MatchState{{ID: m3, Status: "completed", ScoreA: ip(2), ScoreB: ip(0),
+		ChangedAt: t0.Add(-time.Hour)}}}); v == v0 || len(ap.Matches) != 1 {
+		t.Fatalf("a correction at the snapshot's instant was not applied: %+v", ap)
 	}
 	// A newer edit of the fixture itself (a stage, a stream) does not hide
 	// a live state the snapshot lacks; the row's changed_at stays the newer.
