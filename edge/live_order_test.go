@@ -29,7 +29,6 @@ var settlement = regexp.MustCompile(`"is_winner":[a-z]+,"is_closing":[a-z]+`)
 func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		ls := newLiveServer(t, LiveOptions{})
-		ctx := context.Background()
 		m, up := liveMatchOf(t, ls)
 		var evs []live.Event
 		for _, r := range replayRounds(t, up, seed) {
@@ -55,15 +54,7 @@ func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 				ls.live.tracker.Apply(part[i : i+1])
 			}
 			before := ls.get(t, path).body
-			if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", part, fixtureNow.Add(2*time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
-				t.Fatal(err)
-			}
-			if err := ls.Load(ctx); err != nil {
-				t.Fatal(err)
-			}
+			landAndSwap(t, ls, part, fixtureNow.Add(2*time.Hour))
 			after := ls.get(t, path).body
 			var row struct {
 				Data struct {
@@ -97,19 +88,10 @@ func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 // and the swap to the one that does changes nothing.
 func TestSameInstantCorrectionShowsLive(t *testing.T) {
 	ls := newLiveServer(t, LiveOptions{})
-	ctx := context.Background()
 	m, up := liveMatchOf(t, ls)
 	at := fixtureNow.Add(time.Hour).UTC()
 	first := live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0), ChangedAt: at}
-	if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", []live.Event{first}, at); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	if err := ls.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	landAndSwap(t, ls, []live.Event{first}, at)
 	path := "/v1/cs2/matches/" + m.ID.String() + "?include=maps"
 	if b := ls.get(t, path).body; !bytes.Contains(b, []byte(`"score_a":1,"score_b":0`)) {
 		t.Fatalf("the snapshot does not hold the first event: %s", b)
@@ -122,25 +104,30 @@ func TestSameInstantCorrectionShowsLive(t *testing.T) {
 		t.Fatalf("the correction at the same instant is not shown live: %s", before)
 	}
 	// A swap to a snapshot that does not hold the correction yet keeps it.
-	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	if err := ls.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	landAndSwap(t, ls, nil, at)
 	if b := ls.get(t, path).body; !bytes.Equal(b, before) {
 		t.Fatalf("a swap before the correction landed lost it:\nlive     %s\nafter    %s", before, b)
 	}
-	if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", []live.Event{fix}, at.Add(time.Second)); err != nil {
-		t.Fatal(err)
+	landAndSwap(t, ls, []live.Event{fix}, at.Add(time.Second))
+	if after := ls.get(t, path).body; !bytes.Equal(before, after) {
+		t.Fatalf("the swap changed the match:\nlive     %s\nsnapshot %s", before, after)
+	}
+}
+
+// landAndSwap lands evs (none: nothing) as a live batch at at, runs the
+// pipeline and loads its snapshot on ls.
+func landAndSwap(t *testing.T, ls *liveServer, evs []live.Event, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if len(evs) > 0 {
+		if _, err := live.LandEvents(ctx, ls.store, t.TempDir(), "live", evs, at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := publishOnce(ctx, ls.store, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if err := ls.Load(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if after := ls.get(t, path).body; !bytes.Equal(before, after) {
-		t.Fatalf("the swap changed the match:\nlive     %s\nsnapshot %s", before, after)
 	}
 }

@@ -315,24 +315,9 @@ func (s *manifestHookStore) Put(ctx context.Context, key string, r io.Reader, si
 // pointer moves by compare-and-swap, the run sees the newer snapshot there
 // and does not publish, and what it uploaded is removed again.
 func TestRunDoesNotPublishOverASnapshotPublishedDuringItsUpload(t *testing.T) {
-	ctx := context.Background()
-	st := publish.NewMemory()
-	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
-	other := newTestRunner(t, st)
-	hook := &manifestHookStore{Store: st}
-	hook.onManifest = func() {
-		landFixture(t, st, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
-		if res, err := other.RunOnce(ctx); err != nil || res.Skipped {
-			t.Errorf("the other runner: skipped %v, %v", res.Skipped, err)
-		}
-	}
-	slow := newTestRunner(t, hook)
-	res, err := slow.RunOnce(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, res := raceAtUpload(t, true)
 	ptr := wantSuperseded(t, st, res)
-	objs, err := st.List(ctx, "snapshots/")
+	objs, err := st.List(context.Background(), "snapshots/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,12 +332,25 @@ func TestRunDoesNotPublishOverASnapshotPublishedDuringItsUpload(t *testing.T) {
 // second finds the other's snapshot there, published while it ran, and
 // does not replace it with its own (older) one of the same batches.
 func TestRunDoesNotReplaceASnapshotOfTheSameBatches(t *testing.T) {
+	st, res := raceAtUpload(t, false)
+	wantSuperseded(t, st, res)
+}
+
+// raceAtUpload runs a runner on a store with the fixture landed; once its
+// manifest is uploaded (its pointer not moved yet), another runner lands
+// a second batch (when land) and publishes. It returns the store and the
+// first runner's result.
+func raceAtUpload(t *testing.T, land bool) (publish.Store, Result) {
+	t.Helper()
 	ctx := context.Background()
 	st := publish.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	other := newTestRunner(t, st)
 	hook := &manifestHookStore{Store: st}
 	hook.onManifest = func() {
+		if land {
+			landFixture(t, st, time.Date(2025, 3, 11, 0, 0, 0, 0, time.UTC))
+		}
 		if res, err := other.RunOnce(ctx); err != nil || res.Skipped {
 			t.Errorf("the other runner: skipped %v, %v", res.Skipped, err)
 		}
@@ -361,7 +359,7 @@ func TestRunDoesNotReplaceASnapshotOfTheSameBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSuperseded(t, st, res)
+	return st, res
 }
 
 func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
