@@ -27,10 +27,11 @@ type Tracker struct {
 	events  atomic.Int64
 	dropped atomic.Int64
 	skipped atomic.Int64
-	// rejected counts the score events refused, by reason (scoreProblem).
+	// rejected counts the events refused, by reason (scoreProblem,
+	// mapProblem, priceProblem).
 	rejected sync.Map // string → *atomic.Int64
-	// Now is the clock a score event's changed_at is checked against
-	// (nil: time.Now).
+	// Now is the clock an event's changed_at or captured_at is checked
+	// against, as the lander's landed_at will be (nil: time.Now).
 	Now func() time.Time
 }
 
@@ -45,8 +46,9 @@ type TrackerStats struct {
 	Events  int64 // events for matches the view knows
 	Dropped int64 // events for matches the view does not know (no live_ids entry)
 	Skipped int64 // changes not newer than what the view held
-	// Rejected counts the score events refused because the pipeline
-	// would quarantine what they land as, by the pipeline's reason.
+	// Rejected counts the events (and finished maps) refused because the
+	// pipeline would quarantine what they land as, by the pipeline's
+	// reason.
 	Rejected map[string]int64
 }
 
