@@ -18,10 +18,8 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -511,52 +509,21 @@ func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.
 		return 0, err
 	}
 	defer f.Close()
-	lr := raw.NewLineReader(f, raw.MaxLineBytes)
 	var n int64
-	for {
-		line, no, long, err := lr.Next()
-		if err == io.EOF {
-			return n, nil
+	err = stageLines(ctx, raw.NewLineReader(f, raw.MaxLineBytes), func(l *stagedLine) error {
+		switch {
+		case l.skip:
+			return nil
+		case l.reason != "":
+			return qa.AppendRow(seq, string(e), l.no, l.reason, l.body)
 		}
-		if err != nil {
-			return n, err
-		}
-		lineNo := int32(no)
-		if lineNo%100000 == 0 {
-			if err := ctx.Err(); err != nil {
-				return n, err
-			}
-		}
-		if long {
-			// Quarantined with its first bytes; the next line is read normally.
-			if err := qa.AppendRow(seq, string(e), lineNo, longLineReason, escapeInvalidUTF8(line)+"…"); err != nil {
-				return n, err
-			}
-			continue
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if !utf8.Valid(line) {
-			// DuckDB takes UTF-8 text only: the line is kept with its
-			// invalid bytes written as \xNN.
-			if err := qa.AppendRow(seq, string(e), lineNo, "invalid UTF-8", escapeInvalidUTF8(line)); err != nil {
-				return n, err
-			}
-			continue
-		}
-		if line[0] != '{' || !json.Valid(line) {
-			if err := qa.AppendRow(seq, string(e), lineNo, "malformed JSON", string(line)); err != nil {
-				return n, err
-			}
-			continue
-		}
-		if err := app.AppendRow(seq, lineNo, string(line)); err != nil {
-			return n, err
+		if err := app.AppendRow(seq, l.no, l.body); err != nil {
+			return err
 		}
 		n++
-	}
+		return nil
+	})
+	return n, err
 }
 
 // escapeInvalidUTF8 is a quarantined line's text: the line itself when it is
