@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/publish"
 )
 
@@ -451,29 +451,13 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "EO_CRASH_CHILD="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := proctest.StartChild(t, "TestCrashChild", "EO_CRASH_CHILD="+path)
 	// Wait for the child to report it counted; then kill -9 it mid-flight.
-	buf := make([]byte, 4096)
-	var got strings.Builder
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(got.String(), "COUNTED") {
-		n, err := out.Read(buf)
-		got.Write(buf[:n])
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("child: %v %s", err, got.String())
-		}
+	if !proctest.Within(30*time.Second, 5*time.Millisecond, func() bool { return strings.Contains(child.Out.String(), "COUNTED") }) {
+		t.Fatalf("child: %s", child.Out.String())
 	}
 	time.Sleep(3 * DefaultFlushInterval) // past the documented loss window
-	cmd.Process.Kill()
-	cmd.Wait()
+	child.Kill()
 	e := openEmbedded(t, path, 0)
 	vals, _ := e.Get(ctx(), time.Now(), []string{"q:month:acct"})
 	if vals[0] != 777 {

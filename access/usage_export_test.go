@@ -1,13 +1,11 @@
 package access
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/publish"
 )
 
@@ -152,30 +151,18 @@ func TestPacedExportKilledMidway(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPacedExportChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "EO_EXPORT_CHILD="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := proctest.StartChild(t, "TestPacedExportChild", "EO_EXPORT_CHILD="+dir)
 	files := func() int {
 		m, _ := filepath.Glob(filepath.Join(dir, "store", UsagePrefix, "*", "*", "*.parquet"))
 		return len(m)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for files() == 0 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no export file from the child:\n%s", out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.Within(60*time.Second, 5*time.Millisecond, func() bool { return files() > 0 }) {
+		t.Fatalf("no export file from the child:\n%s", child.Out.String())
 	}
 	time.Sleep(150 * time.Millisecond) // into the next batches
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if strings.Contains(out.String(), "EXPORTED") {
-		t.Fatalf("the child finished its export before the kill; the test needs a slower pace:\n%s", out.String())
+	child.Kill()
+	if strings.Contains(child.Out.String(), "EXPORTED") {
+		t.Fatalf("the child finished its export before the kill; the test needs a slower pace:\n%s", child.Out.String())
 	}
 	before := files()
 	e := openEmbedded(t, filepath.Join(dir, "counters.db"), time.Hour)

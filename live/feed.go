@@ -111,14 +111,30 @@ func (f *MemoryFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 			delete(f.subs, s)
 			f.mu.Unlock()
 		}()
+		// What was published before the end is handed over while out has
+		// room (a lander that stops spools it).
+		drain := func(held []Event) {
+			for _, ev := range held {
+				select {
+				case out <- ev:
+				default:
+					return
+				}
+			}
+			for len(s.ch) > 0 && len(out) < cap(out) {
+				out <- <-s.ch
+			}
+		}
 		for {
 			select {
 			case <-ctx.Done():
+				drain(nil)
 				return
 			case ev := <-s.ch:
 				select {
 				case out <- ev:
 				case <-ctx.Done():
+					drain([]Event{ev})
 					return
 				}
 			}

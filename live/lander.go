@@ -1,8 +1,11 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/eodata/eo/publish"
@@ -11,29 +14,54 @@ import (
 
 // Lander appends live events to the raw landing area, so the next pipeline
 // run includes them: score events become match_updates (and map_results for
-// finished maps), price events price_captures. Records are buffered and
-// landed as one batch every Interval. Run one lander per feed (not one per
-// edge instance): duplicates would be harmless (last-write-wins keys) but
-// wasteful.
+// finished maps), price events price_captures. Run one lander per feed (not
+// one per edge instance): duplicates would be harmless (last-write-wins keys)
+// but wasteful.
+//
+// Every event taken from the feed is first written to a spool on local disk
+// (SpoolDirName under TmpDir), sealed into a segment every Interval, and the
+// sealed segments are landed as one batch by a goroutine of their own. The
+// feed is never held back by the store (a stopped or frozen MinIO held every
+// other subscriber of an in-process feed back once the lander's buffer was
+// full), nothing is lost while the store is down (the spool grows on disk,
+// up to MaxSpoolBytes), and a process that stops or is killed leaves its
+// events in the spool for the next lander on the same folder, which lands
+// them first.
 type Lander struct {
 	Feed  Feed
 	Store publish.Store
-	// TmpDir stages batch files ("" = system default).
+	// TmpDir stages batch files and holds the spool ("" = system default;
+	// give a folder that outlives the process to keep the spool across
+	// restarts).
 	TmpDir string
 	// Interval between landings (default 5s).
 	Interval time.Duration
 	// Source names the batches' source (default "live").
 	Source string
-	Logger *slog.Logger
-	Now    func() time.Time
+	// MaxSpoolBytes bounds the spool on disk (default 1 GiB): past it the
+	// oldest segments are dropped, with an error log line that counts them.
+	MaxSpoolBytes int64
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
+// SpoolDirName is the lander's spool folder under its TmpDir.
+const SpoolDirName = "live-spool"
+
+// rawRec is one raw record of an event, with its entity.
 type rawRec struct {
 	e   raw.Entity
 	rec any
 }
 
-// Run lands events until ctx ends, then lands what is buffered.
+// DefaultMaxSpoolBytes is Lander.MaxSpoolBytes' default.
+const DefaultMaxSpoolBytes = 1 << 30
+
+// maxLandRecords caps one landed batch (a spool that grew during an outage
+// lands in several).
+const maxLandRecords = 200_000
+
+// Run lands events until ctx ends, then lands what is spooled.
 func (l *Lander) Run(ctx context.Context) error {
 	done, err := l.Start(ctx)
 	if err != nil {
@@ -44,7 +72,8 @@ func (l *Lander) Run(ctx context.Context) error {
 }
 
 // Start subscribes (so no event published after it returns is missed) and
-// lands in the background until ctx ends; done closes after the last landing.
+// lands in the background until ctx ends; done closes after the last landing
+// (what it could not land stays in the spool).
 func (l *Lander) Start(ctx context.Context) (<-chan struct{}, error) {
 	if l.Interval <= 0 {
 		l.Interval = 5 * time.Second
@@ -52,58 +81,173 @@ func (l *Lander) Start(ctx context.Context) (<-chan struct{}, error) {
 	if l.Source == "" {
 		l.Source = "live"
 	}
+	if l.MaxSpoolBytes <= 0 {
+		l.MaxSpoolBytes = DefaultMaxSpoolBytes
+	}
 	if l.Logger == nil {
 		l.Logger = slog.Default()
 	}
 	if l.Now == nil {
 		l.Now = time.Now
 	}
-	ch, err := l.Feed.Subscribe(ctx)
+	sp, err := openSpool(filepath.Join(cmp.Or(l.TmpDir, os.TempDir()), SpoolDirName))
 	if err != nil {
 		return nil, err
 	}
+	ch, err := l.Feed.Subscribe(ctx)
+	if err != nil {
+		sp.close()
+		return nil, err
+	}
+	kick := make(chan struct{}, 1)
+	kick <- struct{}{} // what a stopped lander left lands first
+	received := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
+		defer close(received)
+		l.receive(ctx, ch, sp, kick)
+	}()
+	go func() {
 		defer close(done)
-		l.loop(ctx, ch)
+		defer sp.close()
+		l.landLoop(ctx, sp, kick, received)
 	}()
 	return done, nil
 }
 
-func (l *Lander) loop(ctx context.Context, ch <-chan Event) {
+// receive writes every event to the spool and seals a segment every
+// Interval. It never waits for the store.
+func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick chan<- struct{}) {
 	t := time.NewTicker(l.Interval)
 	defer t.Stop()
-	var buf []rawRec
-	flush := func(ctx context.Context) {
-		if len(buf) == 0 {
-			return
-		}
-		if err := l.land(ctx, buf); err != nil {
-			l.Logger.Warn("live: landing live events failed; will retry", "records", len(buf), "err", err)
-			if len(buf) > 100000 {
-				buf = buf[len(buf)-100000:] // bounded: the oldest go first
+	lost := 0 // events that could not be spooled since the last seal (a full disk)
+	add := func(ev Event, flush bool) {
+		if err := sp.add(ev, flush); err != nil {
+			if lost++; lost == 1 {
+				l.Logger.Error("live: an event could not be spooled and is lost", "err", err)
 			}
-			return
 		}
-		buf = buf[:0]
+	}
+	seal := func() {
+		if lost > 1 {
+			l.Logger.Error("live: events could not be spooled and are lost", "events", lost)
+		}
+		lost = 0
+		sealed, err := sp.seal()
+		if err != nil {
+			l.Logger.Error("live: sealing a spool segment failed; its events land with the next one", "err", err)
+		}
+		if sealed {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			flush(fctx)
-			cancel()
+			// The feed closes ch once ctx ends: what it still holds is
+			// spooled first (bounded, in case a feed does not close).
+			for grace := time.After(2 * time.Second); ; {
+				select {
+				case ev, ok := <-ch:
+					if ok {
+						add(ev, false)
+						continue
+					}
+				case <-grace:
+				}
+				break
+			}
+			seal()
 			return
 		case ev, ok := <-ch:
 			if !ok {
-				fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				flush(fctx)
-				cancel()
+				seal()
 				return
 			}
-			buf = append(buf, rawRecords(ev)...)
+			add(ev, len(ch) == 0)
 		case <-t.C:
-			flush(ctx)
+			seal()
+		}
+	}
+}
+
+// landLoop lands the sealed segments when kicked, and once more (bounded)
+// after the receiver stopped.
+func (l *Lander) landLoop(ctx context.Context, sp *spool, kick <-chan struct{}, received <-chan struct{}) {
+	failing := false
+	for {
+		last := false
+		select {
+		case <-kick:
+		case <-received:
+			last = true
+		}
+		lctx, cancel := ctx, context.CancelFunc(func() {})
+		if last {
+			lctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		}
+		err := l.landSpool(lctx, sp)
+		cancel()
+		switch {
+		case err != nil && (last || ctx.Err() == nil):
+			n, size := sp.backlog()
+			l.Logger.Warn("live: landing live events failed; they stay in the spool and land later", "spooled_segments", n,
+				"spooled_bytes", size, "err", err)
+			failing = true
+		case err == nil && failing:
+			l.Logger.Info("live: landing works again; the spool is landed")
+			failing = false
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// landSpool lands the sealed segments, oldest first, in batches of at most
+// maxLandRecords records, removing each batch's segments once it landed.
+func (l *Lander) landSpool(ctx context.Context, sp *spool) error {
+	if dropped, lines := sp.bound(l.MaxSpoolBytes); dropped > 0 {
+		l.Logger.Error("live: the spool is over its bound; the oldest segments are dropped", "segments", dropped,
+			"events", lines, "max_spool_bytes", l.MaxSpoolBytes)
+	}
+	for {
+		segs, err := sp.sealed()
+		if err != nil || len(segs) == 0 {
+			return err
+		}
+		var recs []rawRec
+		var used []string
+		cut := 0
+		for _, seg := range segs {
+			evs, bad, err := readSegment(seg)
+			if err != nil {
+				return err
+			}
+			cut += bad
+			for _, ev := range evs {
+				recs = append(recs, rawRecords(ev)...)
+			}
+			used = append(used, seg)
+			if len(recs) >= maxLandRecords {
+				break
+			}
+		}
+		if cut > 0 {
+			l.Logger.Warn("live: spooled lines cut short by a stopped process are dropped", "lines", cut)
+		}
+		if len(recs) > 0 {
+			if err := l.land(ctx, recs); err != nil {
+				return err
+			}
+		}
+		for _, seg := range used {
+			if err := os.Remove(seg); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // writeTables writes fake Parquet files (the package never parses them) of
@@ -534,40 +535,33 @@ func TestPublishKilledProcess(t *testing.T) {
 	files1 := writeTables(t, t.TempDir(), "matches", "players", "teams")
 	m1 := mustPublish(t, s, newManifest(time.Now().Add(-time.Hour)), files1)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPublishProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	child := proctest.StartChild(t, "TestHelperPublishProcess", helperEnv+"="+dir)
 
 	// Wait for the child's first table file to appear.
-	deadline := time.After(20 * time.Second)
 	var newKey string
-wait:
-	for {
+	proctest.Within(20*time.Second, 10*time.Millisecond, func() bool {
 		for _, k := range listKeys(t, s, "snapshots/") {
 			if k != PointerKey && !strings.HasPrefix(k, "snapshots/"+m1.SnapshotID+"/") {
 				newKey = k
-				break wait
+				return true
 			}
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("helper exited early: %v\n%s", err, out.String())
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatalf("no table file from the helper after 20s\n%s", out.String())
-		case <-time.After(10 * time.Millisecond):
+		case <-child.Exited:
+			return true
+		default:
+			return false
 		}
+	})
+	select {
+	case <-child.Exited:
+		t.Fatalf("helper exited before the kill: %v\n%s", child.Err(), child.Out.String())
+	default:
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+	if newKey == "" {
+		t.Fatalf("no table file from the helper after 20s\n%s", child.Out.String())
 	}
-	<-exited
+	child.Kill()
 	if !strings.HasSuffix(newKey, ".parquet") {
 		t.Errorf("first object of the killed publish = %s, want a table file", newKey)
 	}

@@ -1,0 +1,204 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// spool is a lander's events on local disk: current.ndjson takes the
+// events as they arrive (one JSON event a line), and is sealed into
+// seg-<n>.ndjson, numbered in arrival order, to be landed and removed. The
+// folder is locked (flock) while a lander uses it. The receiving goroutine
+// owns the current file; the landing goroutine reads and removes sealed
+// segments only.
+type spool struct {
+	dir  string
+	lock *os.File
+	cur  *os.File
+	w    *bufio.Writer
+	n    int    // events in cur
+	next uint64 // the next sealed segment's number
+}
+
+const (
+	spoolCurrent = "current.ndjson"
+	spoolPrefix  = "seg-"
+	spoolSuffix  = ".ndjson"
+)
+
+// openSpool opens (creating) the spool in dir and seals what a stopped
+// lander left in its current file.
+func openSpool(dir string) (*spool, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("live: spool: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("live: spool: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("live: another lander uses the spool %s (one lander per work folder): %w", dir, err)
+	}
+	s := &spool{dir: dir, lock: lock}
+	segs, err := s.sealed()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if len(segs) > 0 {
+		s.next = segNumber(segs[len(segs)-1]) + 1
+	}
+	cur := filepath.Join(dir, spoolCurrent)
+	if fi, err := os.Stat(cur); err == nil && fi.Size() > 0 {
+		if err := os.Rename(cur, s.segPath(s.next)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("live: spool: %w", err)
+		}
+		s.next++
+	}
+	return s, nil
+}
+
+func (s *spool) segPath(n uint64) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%020d%s", spoolPrefix, n, spoolSuffix))
+}
+
+func segNumber(path string) uint64 {
+	n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), spoolPrefix), spoolSuffix), 10, 64)
+	return n
+}
+
+// add appends ev to the current file; flush hands the buffered lines to
+// the operating system (the caller says so when no other event is waiting:
+// a killed process loses at most what it had not handed over).
+func (s *spool) add(ev Event, flush bool) error {
+	if s.cur == nil {
+		// Appending: a current file whose sealing failed keeps its
+		// events, sealed with the next ones.
+		f, err := os.OpenFile(filepath.Join(s.dir, spoolCurrent), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		s.cur, s.w = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	s.w.Write(line)
+	if err := s.w.WriteByte('\n'); err != nil {
+		return err
+	}
+	s.n++
+	if flush {
+		return s.w.Flush()
+	}
+	return nil
+}
+
+// seal closes the current file as the next segment; false when it holds
+// no event.
+func (s *spool) seal() (bool, error) {
+	if s.cur == nil || s.n == 0 {
+		return false, nil
+	}
+	f := s.cur
+	s.cur, s.n = nil, 0
+	err := errors.Join(s.w.Flush(), f.Sync(), f.Close())
+	if err != nil {
+		return false, err
+	}
+	if err := os.Rename(f.Name(), s.segPath(s.next)); err != nil {
+		return false, err
+	}
+	s.next++
+	if d, err := os.Open(s.dir); err == nil { // the rename survives a power loss too
+		d.Sync()
+		d.Close()
+	}
+	return true, nil
+}
+
+// sealed lists the sealed segments, oldest first.
+func (s *spool) sealed() ([]string, error) {
+	segs, err := filepath.Glob(filepath.Join(s.dir, spoolPrefix+"*"+spoolSuffix))
+	slices.Sort(segs) // zero-padded numbers: name order is arrival order
+	return segs, err
+}
+
+// backlog is the sealed segments' count and bytes.
+func (s *spool) backlog() (n int, size int64) {
+	segs, _ := s.sealed()
+	for _, p := range segs {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
+	}
+	return len(segs), size
+}
+
+// bound removes the oldest sealed segments while the spool is over max
+// bytes; it returns how many segments and events it removed.
+func (s *spool) bound(max int64) (dropped, events int) {
+	segs, _ := s.sealed()
+	sizes := make([]int64, len(segs))
+	var total int64
+	for i, p := range segs {
+		if fi, err := os.Stat(p); err == nil {
+			sizes[i] = fi.Size()
+			total += fi.Size()
+		}
+	}
+	for i := 0; i < len(segs) && total > max; i++ {
+		if body, err := os.ReadFile(segs[i]); err == nil {
+			events += bytes.Count(body, []byte{'\n'})
+		}
+		if os.Remove(segs[i]) == nil {
+			dropped++
+			total -= sizes[i]
+		}
+	}
+	return dropped, events
+}
+
+// close releases the spool's lock (and the current file, unsealed: the
+// next lander seals it).
+func (s *spool) close() {
+	if s.cur != nil {
+		s.w.Flush()
+		s.cur.Close()
+	}
+	s.lock.Close()
+}
+
+// readSegment decodes a segment's events; bad counts the lines that are not
+// an event (a line cut short by a killed process).
+func readSegment(path string) (evs []Event, bad int, err error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	for line := range bytes.Lines(body) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var ev Event
+		if json.Unmarshal(line, &ev) != nil {
+			bad++
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	return evs, bad, nil
+}
