@@ -55,6 +55,7 @@ type keySource interface {
 type keyringData struct {
 	stamp    string // of the source state these were read from
 	keys     map[[sha256.Size]byte]keyEntry
+	byID     map[string][sha256.Size]byte // key id -> its entry in keys
 	accounts map[string]Account
 	// known maps a presented key that matched a record of keys to that
 	// record (string -> *keyEntry), so that a key's requests after its
@@ -68,7 +69,8 @@ type keyringData struct {
 }
 
 func newKeyringData() *keyringData {
-	return &keyringData{keys: map[[sha256.Size]byte]keyEntry{}, accounts: map[string]Account{}}
+	return &keyringData{keys: map[[sha256.Size]byte]keyEntry{}, byID: map[string][sha256.Size]byte{},
+		accounts: map[string]Account{}}
 }
 
 // addKey adds the key record v stored under the hex hash h.
@@ -82,6 +84,7 @@ func (d *keyringData) addKey(h, v []byte) error {
 		return fmt.Errorf("key record %.8s…: hash does not match its entry", h)
 	}
 	d.keys[sum] = keyEntry{Key: key, sum: sum, display: key.Display()}
+	d.byID[key.ID] = sum
 	return nil
 }
 
@@ -294,6 +297,20 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (Principal, error)
 		}
 	}
 	return Principal{KeyID: rec.ID, AccountID: rec.AccountID, Plan: rec.Plan, Display: rec.display}, nil
+}
+
+// Active reports whether the key with this id exists and is neither revoked
+// nor expired now: what a connection or ticket opened with the key (a
+// WebSocket) is checked against after the key itself was presented.
+func (k *Keyring) Active(keyID string) bool {
+	d := k.cur.Get()
+	sum, ok := d.byID[keyID]
+	if !ok {
+		return false
+	}
+	rec := d.keys[sum]
+	now := k.now()
+	return (rec.RevokedAt == nil || now.Before(*rec.RevokedAt)) && (rec.ExpiresAt == nil || now.Before(*rec.ExpiresAt))
 }
 
 // GetAccount returns an account (Meter's AccountLookup).

@@ -127,9 +127,15 @@ func TestKeyringFollowsTheStore(t *testing.T) {
 	if _, err := kr.Authenticate(ctx(), plain); err != nil {
 		t.Fatalf("old key inside the grace period: %v", err)
 	}
+	if !kr.Active(keyID) {
+		t.Fatal("Active: the rotated key inside its grace period is not active")
+	}
 	clk.Add(time.Second)
 	if _, err := kr.Authenticate(ctx(), plain); err != ErrInvalidKey {
 		t.Fatalf("old key after 24 h: %v", err)
+	}
+	if kr.Active(keyID) || kr.Active("no-such-key") {
+		t.Fatal("Active: an expired or unknown key id is active")
 	}
 
 	// Revocation, of a key the keyring has seen since its last reload

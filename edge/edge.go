@@ -41,6 +41,14 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 
+// KeyChecker is implemented by an Authenticator that can say whether a key
+// it resolved earlier is still usable (access.Keyring). The WebSocket path
+// checks it when a ticket is redeemed and, every second, for the open
+// connections: a revoked or expired key loses them as it loses REST.
+type KeyChecker interface {
+	Active(keyID string) bool
+}
+
 // Values of Options.CursorGrace.
 const (
 	DefaultCursorGrace = 15 * time.Minute
@@ -519,6 +527,12 @@ func (s *Server) Start(ctx context.Context) error {
 		go s.retryLive(ctx)
 	}
 	go s.watch(ctx)
+	if kc, ok := s.o.Auth.(KeyChecker); ok {
+		go reload.Every(ctx, time.Second, func(context.Context) error {
+			s.live.closeInactive(kc)
+			return nil
+		}, func(error) {})
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,9 @@ type liveState struct {
 	// (edge/changes_live.go).
 	changes *liveChanges
 	conns   atomic.Int64
+	// open holds the open connections (*wsConn -> struct{}), for
+	// closeInactive.
+	open sync.Map
 	// ws counts the WebSocket channel for /metrics (edge/ws.go).
 	ws wsStats
 }

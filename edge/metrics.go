@@ -172,6 +172,7 @@ func (m *metrics) registerWS(ws func() *wsStats, hist func() live.HistoryStats) 
 		scrape.Counter("eo_ws_connections_total", "WebSocket connections admitted on this instance (past the per-key cap).", func() float64 { return float64(ws().accepted.Load()) }),
 		scrape.Counter("eo_ws_frames_dropped_total", "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).", func() float64 { return float64(ws().dropped.Load()) }),
 		scrape.Counter("eo_ws_slow_consumer_closes_total", "WebSocket connections cut off as slow consumers.", func() float64 { return float64(ws().slowCloses.Load()) }),
+		scrape.Counter("eo_ws_revoked_key_closes_total", "WebSocket connections closed because their key was revoked or expired.", func() float64 { return float64(ws().revokedCloses.Load()) }),
 		scrape.Gauge("eo_ws_subscriptions", "Subscriptions (connection, target) held by the open WebSocket connections.", func() float64 { return float64(ws().subs.Load()) }),
 	)
 	for k := range numFrameKinds {

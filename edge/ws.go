@@ -76,6 +76,10 @@ func (s *Server) wsHandshake() fiber.Handler {
 			if !ok || !s.o.Now().Before(t.ExpiresAt) {
 				return errTicket
 			}
+			// A ticket minted before its key was revoked opens nothing.
+			if kc, isKC := s.o.Auth.(KeyChecker); isKC && !kc.Active(t.KeyID) {
+				return errTicket
+			}
 			p = access.Principal{KeyID: t.KeyID, AccountID: t.AccountID, Plan: t.Plan}
 		case c.Query("apiKey") != "":
 			var err error
@@ -116,14 +120,15 @@ var frameKindNames = [numFrameKinds]string{frameUpdate: "update", frameSnapshot:
 // wsStats count the WebSocket channel of an edge for /metrics: atomics,
 // updated by every connection's reader and writer.
 type wsStats struct {
-	accepted   atomic.Uint64                // connections admitted (past the per-key cap)
-	refused    [2]atomic.Uint64             // handshakes upgraded then refused: refuseLimit, refuseUnavailable
-	sent       [numFrameKinds]atomic.Uint64 // frames written to clients, by kind
-	dropped    atomic.Uint64                // frames not queued: the connection's queue was full
-	slowCloses atomic.Uint64                // connections cut off as slow consumers
-	subs       atomic.Int64                 // subscriptions held by open connections
-	resumes    [2]atomic.Uint64             // subscribes with since_seq: resumeReplayed, resumeResync
-	replayed   atomic.Uint64                // updates sent to resuming clients from the history
+	accepted      atomic.Uint64                // connections admitted (past the per-key cap)
+	refused       [2]atomic.Uint64             // handshakes upgraded then refused: refuseLimit, refuseUnavailable
+	sent          [numFrameKinds]atomic.Uint64 // frames written to clients, by kind
+	dropped       atomic.Uint64                // frames not queued: the connection's queue was full
+	slowCloses    atomic.Uint64                // connections cut off as slow consumers
+	revokedCloses atomic.Uint64                // connections closed because their key was revoked or expired
+	subs          atomic.Int64                 // subscriptions held by open connections
+	resumes       [2]atomic.Uint64             // subscribes with since_seq: resumeReplayed, resumeResync
+	replayed      atomic.Uint64                // updates sent to resuming clients from the history
 }
 
 // Indexes of wsStats.resumes, and their outcome labels.
@@ -159,6 +164,10 @@ type wsConn struct {
 	once sync.Once
 	subs map[string]bool // reader goroutine only
 	dead atomic.Bool
+	key  string // the key it was opened with (its id)
+	// revoked is closed when the key was revoked or expired (revoke).
+	revoked    chan struct{}
+	revokeOnce sync.Once
 }
 
 // kill makes the reader return, which frees the slot and ends the
@@ -224,6 +233,26 @@ func (w *wsConn) waitRoom() bool {
 	return true
 }
 
+// closeInactive ends the connections whose key is revoked or expired: an
+// error frame (invalid_api_key) and close code 1008, as a refused connection
+// gets.
+func (l *liveState) closeInactive(kc KeyChecker) {
+	l.open.Range(func(k, _ any) bool {
+		w := k.(*wsConn)
+		if !w.dead.Load() && !kc.Active(w.key) {
+			l.ws.revokedCloses.Add(1)
+			w.revoke()
+		}
+		return true
+	})
+}
+
+// revoke makes the writer tell the client its key no longer opens the
+// channel and end the connection (once).
+func (w *wsConn) revoke() {
+	w.revokeOnce.Do(func() { close(w.revoked) })
+}
+
 func errorFrame(code, target, msg string) []byte {
 	m := map[string]string{"type": "error", "code": code, "message": msg}
 	if target != "" {
@@ -265,7 +294,9 @@ func (l *liveState) serveConn(c *websocket.Conn) {
 	l.conns.Add(1)
 	l.ws.accepted.Add(1)
 	w := &wsConn{l: l, c: c, send: make(chan outFrame, l.o.SendQueue), slow: make(chan struct{}), done: make(chan struct{}),
-		subs: map[string]bool{}}
+		subs: map[string]bool{}, key: p.KeyID, revoked: make(chan struct{})}
+	l.open.Store(w, struct{}{})
+	defer l.open.Delete(w)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -286,6 +317,20 @@ func (l *liveState) serveConn(c *websocket.Conn) {
 	<-writerDone
 }
 
+// closeWith tells the client why in an error frame and closes the
+// WebSocket (1008 policy violation, the code as reason) before cutting the
+// connection, best effort: a client that reads again sees a clean close,
+// not a dropped connection (1006).
+func (w *wsConn) closeWith(code, msg string) {
+	deadline := time.Now().Add(time.Second)
+	_ = w.c.SetWriteDeadline(deadline)
+	if w.c.WriteMessage(websocket.TextMessage, errorFrame(code, "", msg)) == nil {
+		w.l.ws.sent[frameError].Add(1)
+		_ = w.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, code), deadline)
+	}
+	w.kill()
+}
+
 func (w *wsConn) writeLoop() {
 	l := w.l
 	ping := time.NewTicker(l.o.PingInterval)
@@ -295,19 +340,10 @@ func (w *wsConn) writeLoop() {
 		case <-w.done:
 			return
 		case <-w.slow:
-			// Best effort: tell the client why and close the WebSocket
-			// (1008 policy violation, reason slow_consumer) before cutting
-			// the connection: a client that reads again sees a clean close,
-			// not a dropped connection (1006).
-			deadline := time.Now().Add(time.Second)
-			_ = w.c.SetWriteDeadline(deadline)
-			if w.c.WriteMessage(websocket.TextMessage, errorFrame("slow_consumer", "",
-				"the client did not read its frames fast enough; reconnect and subscribe again")) == nil {
-				l.ws.sent[frameError].Add(1)
-				_ = w.c.WriteControl(websocket.CloseMessage,
-					websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "slow_consumer"), deadline)
-			}
-			w.kill()
+			w.closeWith("slow_consumer", "the client did not read its frames fast enough; reconnect and subscribe again")
+			return
+		case <-w.revoked:
+			w.closeWith("invalid_api_key", "the API key of this connection was revoked or has expired")
 			return
 		case f := <-w.send:
 			select {

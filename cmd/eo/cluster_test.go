@@ -138,13 +138,39 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	})
 
 	t.Run("a key revoked with eo keys is refused by every edge within 2 s", func(t *testing.T) {
-		if err := run(context.Background(), []string{"keys", "revoke", "--key", c.keyIDs["standard"]}); err != nil {
+		// Before the revocation: a WebSocket of the key open on each edge,
+		// and a ticket of it not redeemed yet.
+		var open []*wsConn
+		for _, e := range c.edges {
+			conn, _, err := websocket.DefaultDialer.Dial("ws://"+e.addr+c.ticket(t, e, c.keys["revocable"]), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			open = append(open, &wsConn{conn})
+		}
+		unredeemed := c.ticket(t, c.edges[0], c.keys["revocable"])
+		if err := run(context.Background(), []string{"keys", "revoke", "--key", c.keyIDs["revocable"]}); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(2 * time.Second)
+		for i, ws := range open {
+			// The open connections are told and closed (1008).
+			ws.SetReadDeadline(deadline.Add(time.Second)) // the edges check every second
+			_, msg, err := ws.ReadMessage()
+			if err != nil || !strings.Contains(string(msg), `"code":"invalid_api_key"`) {
+				t.Fatalf("edge %s: the revoked key's WebSocket got %s %v, want an invalid_api_key frame", c.edges[i].addr, msg, err)
+			}
+			if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+				t.Fatalf("edge %s: after the frame: %v, want a close 1008", c.edges[i].addr, err)
+			}
+		}
+		if _, resp, err := websocket.DefaultDialer.Dial("ws://"+c.edges[1].addr+unredeemed, nil); err == nil || resp == nil || resp.StatusCode != 401 {
+			t.Fatalf("a ticket minted before the revocation opened a WebSocket: %v %v", resp, err)
+		}
 		for _, e := range c.edges {
 			for {
-				code, _ := e.get("/v1/cs2/teams?limit=1", c.keys["standard"])
+				code, _ := e.get("/v1/cs2/teams?limit=1", c.keys["revocable"])
 				if code == 401 {
 					break
 				}
@@ -297,10 +323,13 @@ func sharedKeys(t *testing.T, url string) (keys, ids map[string]string) {
 	}
 	defer st.Close()
 	keys, ids = map[string]string{}, map[string]string{}
-	plans := []string{access.PlanTrial, access.PlanStandard, access.PlanInternal}
+	// "revocable" is a second internal key, the one the revocation test
+	// revokes (the standard key's bucket is spent by then).
+	plans := []string{access.PlanTrial, access.PlanStandard, access.PlanInternal, access.PlanInternal}
+	names := []string{access.PlanTrial, access.PlanStandard, access.PlanInternal, "revocable"}
 	plain, kid := createKeys(t, st, plans...)
-	for i, plan := range plans {
-		keys[plan], ids[plan] = plain[i], kid[i]
+	for i, name := range names {
+		keys[name], ids[name] = plain[i], kid[i]
 	}
 	return keys, ids
 }
@@ -493,11 +522,24 @@ func (ws *wsConn) barrier(t *testing.T, target string) {
 	}
 }
 
-// dial mints a ticket on edge mint and opens a WebSocket on edge on with it.
+// dial mints a ticket of the internal key on edge mint and opens a
+// WebSocket on edge on with it.
 func (c *cluster) dial(t *testing.T, mint, on *edgeProc) *wsConn {
 	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+on.addr+c.ticket(t, mint, c.keys["internal"]), nil)
+	if err != nil {
+		t.Fatalf("a ticket of %s on %s: %v", mint.addr, on.addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &wsConn{conn}
+}
+
+// ticket mints a WebSocket ticket of key on edge mint and returns its URL
+// path.
+func (c *cluster) ticket(t *testing.T, mint *edgeProc, key string) string {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+mint.addr+"/v1/cs2/ws-token", nil)
-	req.Header.Set("Authorization", "Bearer "+c.keys["internal"])
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := noKeepAlive.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -512,12 +554,7 @@ func (c *cluster) dial(t *testing.T, mint, on *edgeProc) *wsConn {
 	if err != nil || tok.Data.URL == "" {
 		t.Fatalf("ws-token on %s: %d %v", mint.addr, resp.StatusCode, err)
 	}
-	conn, _, err := websocket.DefaultDialer.Dial("ws://"+on.addr+tok.Data.URL, nil)
-	if err != nil {
-		t.Fatalf("a ticket of %s on %s: %v", mint.addr, on.addr, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &wsConn{conn}
+	return tok.Data.URL
 }
 
 func (ws *wsConn) read(t *testing.T) wsFrame {
