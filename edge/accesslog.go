@@ -51,7 +51,7 @@ func (s *Server) logAccess(c *fiber.Ctx, st *reqState, route string, d time.Dura
 	attrs := [...]slog.Attr{
 		slog.String("method", c.Method()),
 		slog.String("route", route),
-		slog.String("path", redactKeys(string(c.Request().URI().PathOriginal()))),
+		slog.String("path", redactedPath(c)),
 		slog.String("query", redactedQuery(c)),
 		slog.Int("status", status),
 		slog.Int("bytes", len(resp.Body())),
@@ -78,7 +78,7 @@ func redactedQuery(c *fiber.Ctx) string {
 			b.WriteByte('&')
 		}
 		name := string(k)
-		b.WriteString(url.QueryEscape(name))
+		b.WriteString(url.QueryEscape(redactKeys(name)))
 		b.WriteByte('=')
 		if secretParam(name) {
 			b.WriteString(redacted)
@@ -87,6 +87,19 @@ func redactedQuery(c *fiber.Ctx) string {
 		}
 	})
 	return b.String()
+}
+
+// redactedPath is the request's path as sent, or, when a key hides in it
+// percent-encoded (eo%5Flive_…), the decoded path with the key redacted.
+func redactedPath(c *fiber.Ctx) string {
+	orig := redactKeys(string(c.Request().URI().PathOriginal()))
+	if !strings.Contains(orig, "%") {
+		return orig
+	}
+	if dec, err := url.PathUnescape(orig); err == nil && redactKeys(dec) != dec {
+		return redactKeys(dec)
+	}
+	return orig
 }
 
 // redactKeys replaces whatever looks like an API key in s (a key's prefix

@@ -40,17 +40,19 @@ func TestAccessLog(t *testing.T) {
 	}
 	list := "/v1/cs2/matches?limit=1&apiKey=" + goodKey
 	first := send(list, "", "")
-	send(list, "", "")                                   // a miss: remembered, then stored
-	hit := send(list, "", "")                            // from the page cache
-	send(list, "", hit.Header.Get("ETag"))               // 304
-	send("/v1/cs2/matches?apikey="+goodKey, goodKey, "") // 400: not a parameter, still a key
-	send("/v1/cs2/matches?apiKey="+unknownKey, "", "")   // 401
-	send("/v1/cs2/teams/"+goodKey, goodKey, "")          // a key in the path: 404
-	send("/metrics", goodKey, "")                        // 403, the key id known
-	send("/nowhere", "", "")                             // no route
+	send(list, "", "")                                                          // a miss: remembered, then stored
+	hit := send(list, "", "")                                                   // from the page cache
+	send(list, "", hit.Header.Get("ETag"))                                      // 304
+	send("/v1/cs2/matches?apikey="+goodKey, goodKey, "")                        // 400: not a parameter, still a key
+	send("/v1/cs2/matches?apiKey="+unknownKey, "", "")                          // 401
+	send("/v1/cs2/teams/"+goodKey, goodKey, "")                                 // a key in the path: 404
+	send("/v1/cs2/teams/"+strings.ReplaceAll(goodKey, "_", "%5F"), goodKey, "") // percent-encoded: 404
+	send("/v1/cs2/matches?"+goodKey+"=1", goodKey, "")                          // a key as a parameter's name: 400
+	send("/metrics", goodKey, "")                                               // 403, the key id known
+	send("/nowhere", "", "")                                                    // no route
 
 	out := buf.String()
-	for _, secret := range []string{goodKey, unknownKey, "eo_live_"} {
+	for _, secret := range []string{goodKey, unknownKey, "eo_live_", goodKey[8:]} {
 		if strings.Contains(out, secret) {
 			t.Fatalf("the access log holds %q:\n%s", secret, out)
 		}
@@ -67,8 +69,8 @@ func TestAccessLog(t *testing.T) {
 		}
 		lines = append(lines, a)
 	}
-	if len(lines) != 9 {
-		t.Fatalf("%d lines for 9 requests:\n%s", len(lines), out)
+	if len(lines) != 11 {
+		t.Fatalf("%d lines for 11 requests:\n%s", len(lines), out)
 	}
 	want := []struct {
 		route, path, query, cache string
@@ -82,6 +84,8 @@ func TestAccessLog(t *testing.T) {
 		{"/v1/:game/matches", "/v1/cs2/matches", "apikey=REDACTED", "none", 400, "k1"},
 		{"/v1/:game/matches", "/v1/cs2/matches", "apiKey=REDACTED", "none", 401, ""},
 		{"/v1/:game/teams/:id", "/v1/cs2/teams/REDACTED", "", "miss", 404, "k1"},
+		{"/v1/:game/teams/:id", "/v1/cs2/teams/REDACTED", "", "miss", 404, "k1"},
+		{"/v1/:game/matches", "/v1/cs2/matches", "REDACTED=1", "none", 400, "k1"},
 		{"/metrics", "/metrics", "", "none", 403, "k1"},
 		{"unmatched", "/nowhere", "", "none", 404, ""},
 	}

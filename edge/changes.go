@@ -174,7 +174,9 @@ func appendChange(b []byte, game string, e *changeEntry) []byte {
 	b = append(b, `","kind":"`...)
 	b = append(b, e.kind...)
 	b = append(b, `","changed_at":"`...)
-	b = e.at.UTC().AppendFormat(b, time.RFC3339Nano)
+	// Microseconds, as every other time the service serves (a live entry's
+	// time is the edge's clock, which has nanoseconds).
+	b = e.at.UTC().Truncate(time.Microsecond).AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","source":"`...)
 	b = append(b, e.source...)
 	b = append(b, `","href":"/v1/`...)

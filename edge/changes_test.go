@@ -58,6 +58,7 @@ func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
 	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(start)); len(p.Data) != 0 || p.Meta.HasMore {
 		t.Fatalf("nothing changed, yet %+v", p)
 	}
+	ls.now = ls.now.Add(123456789 * time.Nanosecond) // the edge's clock has nanoseconds; changed_at does not
 	for _, b := range batches[:4] {
 		ls.live.tracker.Apply(b)
 	}
@@ -69,6 +70,9 @@ func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
 		for _, e := range p.Data {
 			if e.Source != "live" || e.Kind != "updated" || e.EntityID != m.ID.String() {
 				t.Fatalf("entry %+v", e)
+			}
+			if want := ls.now.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano); e.ChangedAt != want {
+				t.Fatalf("changed_at %q, want %q (microseconds)", e.ChangedAt, want)
 			}
 			got = append(got, e.EntityType)
 		}

@@ -215,6 +215,7 @@ func New(o Options) (*Server, error) {
 		ReadBufferSize:  ReadBufferSize,
 		WriteBufferSize: WriteBufferSize,
 	})
+	s.app.Server().Handler = s.knownMethodsOnly(s.app.Server().Handler)
 	s.live = newLiveState(s, o.Live)
 	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)
 	s.metrics.registerLive(s.LiveStats, func() float64 {

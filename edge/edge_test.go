@@ -324,6 +324,7 @@ func TestIDHandling(t *testing.T) {
 		{"/v1/cs2/odds?match=nope", 400, "invalid_parameter", false},
 		{"/v1/cs2/players?team=nope", 400, "invalid_parameter", false},
 		{"/v1/cs2/teams/" + team.Slug + "/head-to-head?opponent=NOPE!", 400, "invalid_parameter", false},
+		{"/v1/cs2/teams/" + team.Slug + "/head-to-head?opponent=" + team.ID.String(), 400, "invalid_parameter", false},
 	}
 	for _, c := range cases {
 		r := ts.get(t, c.path)

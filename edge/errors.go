@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -68,7 +69,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 			if fe.Code >= 500 {
 				ae = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error", Cause: err}
 			} else {
-				ae = apiErr(fe.Code, "invalid_parameter", "%s", fe.Message)
+				ae = apiErr(fe.Code, "invalid_parameter", "%s", publicMessage(fe.Message))
 			}
 		}
 	default:
@@ -88,4 +89,22 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderRetryAfter, fmt.Sprint(ae.RetryAfter))
 	}
 	return c.Status(ae.Status).JSON(body)
+}
+
+// publicMessage is the message of an error fasthttp raised while it read a
+// request (400, 413, 431 before any routing) as a client may see it:
+// fasthttp appends the bytes it read ("… Buffer size=150, contents: GET /…
+// Authorization: Bearer eo_live_…"), which would echo the API key into the
+// body, a proxy's log or the client's. What follows the parser's own words
+// is cut; a message that still quotes the request is replaced.
+func publicMessage(m string) string {
+	for _, cut := range []string{". Buffer size=", " in \"", ": \""} {
+		if i := strings.Index(m, cut); i >= 0 {
+			m = m[:i]
+		}
+	}
+	if m == "" || len(m) > 120 || strings.ContainsAny(m, "\"\n\r") {
+		return "malformed HTTP request: the request line or a header could not be parsed"
+	}
+	return m
 }

@@ -170,3 +170,52 @@ func TestAcceptSurvivesDescriptorExhaustion(t *testing.T) {
 		t.Fatal("Accept on a closed listener must fail")
 	}
 }
+
+// TestMalformedRequestsNeitherEchoNorShareAnID: a request fasthttp cannot
+// parse is answered without the bytes it read (they hold the API key), and
+// every such answer has an id of its own. An unknown or lowercase method
+// gets the envelope (405 with Allow on a path the API serves, else 404),
+// and a path with an empty segment is not taken for the route it would be
+// without it.
+func TestMalformedRequestsNeitherEchoNorShareAnID(t *testing.T) {
+	addr := listenTestServer(t, newTestServer(t))
+	ids := map[string]bool{}
+	for range 3 {
+		resps := rawExchange(t, addr, "GET /v1/cs2/coverage HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+goodKey+
+			"\r\ngarbage\r\nConnection: close\r\n\r\n")
+		if len(resps) != 1 {
+			t.Fatalf("%d responses", len(resps))
+		}
+		id := resps[0].Header.Get("X-Request-Id")
+		b, _ := io.ReadAll(resps[0].Body)
+		resps[0].Body = io.NopCloser(strings.NewReader(string(b)))
+		wantRawError(t, resps[0], 400, "invalid_parameter")
+		if strings.Contains(string(b), goodKey[8:]) || strings.Contains(string(b), "coverage") {
+			t.Fatalf("the error echoes the request: %s", b)
+		}
+		if ids[id] {
+			t.Fatalf("two malformed requests share the id %s", id)
+		}
+		ids[id] = true
+	}
+	for _, c := range []struct {
+		req    string
+		status int
+		code   string
+	}{
+		{"FOO /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"},
+		{"get /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"},
+		{"PROPFIND /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"},
+		{"GET //health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"},
+		{"GET //v1/cs2/matches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + goodKey + "\r\nConnection: close\r\n\r\n", 404, "not_found"},
+	} {
+		resps := rawExchange(t, addr, c.req)
+		if len(resps) != 1 {
+			t.Fatalf("%q: %d responses", c.req, len(resps))
+		}
+		wantRawError(t, resps[0], c.status, c.code)
+		if c.status == 405 && resps[0].Header.Get("Allow") != "GET, HEAD" {
+			t.Fatalf("%q: Allow %q", c.req, resps[0].Header.Get("Allow"))
+		}
+	}
+}

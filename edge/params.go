@@ -104,7 +104,7 @@ func (s *Server) checkParams(path string) fiber.Handler {
 			return bad
 		}
 		if hasLimit {
-			if n, err := strconv.Atoi(string(args.Peek("limit"))); err == nil && n > lim.max {
+			if n, err := atoiLimit(string(args.Peek("limit"))); err == nil && n > lim.max {
 				c.Set(HeaderLimitClamped, strconv.Itoa(lim.max))
 			}
 		}

@@ -151,6 +151,14 @@ func TestLimitClampedHeader(t *testing.T) {
 			t.Errorf("%s: %s %q, want none", p, HeaderLimitClamped, got)
 		}
 	}
+	// Past what an int holds: clamped, not the default page.
+	for _, big := range []string{"9223372036854775808", "99999999999999999999"} {
+		r := ts.get(t, "/v1/cs2/teams?limit="+big)
+		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(limTeams.max) || len(r.data(t)) <= limTeams.def {
+			t.Errorf("teams limit=%s: %s %q and %d rows, want %d and more than the default %d", big, HeaderLimitClamped,
+				got, len(r.data(t)), limTeams.max, limTeams.def)
+		}
+	}
 	if got := ts.get(t, "/v1/cs2/odds?limit=5000").header.Get(HeaderLimitClamped); got != fmt.Sprint(limOdds.max) {
 		t.Errorf("odds limit=5000: %s %q", HeaderLimitClamped, got)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	cryptorand "crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
@@ -98,6 +99,13 @@ func assignedID(conn, num uint64) (b [16]byte) {
 	return b
 }
 
+// unreadConn stands for the connection in the ids of requests that were
+// not read whole (fasthttp's connection numbers start at 1 and never reach
+// it); unreadSeq numbers them.
+const unreadConn = 1<<40 - 1
+
+var unreadSeq atomic.Uint64
+
 // idPrefix is the first 6 bytes of every id this process assigns.
 var idPrefix = func() (p [6]byte) {
 	if _, err := cryptorand.Read(p[:]); err != nil {
@@ -127,7 +135,14 @@ func requestState(c *fiber.Ctx) *reqState {
 		c.Response().Header.SetCanonical(hdrRequestID, cid)
 		return st
 	}
-	b := assignedID(c.Context().ConnID(), c.Context().ConnRequestNum())
+	conn, num := c.Context().ConnID(), c.Context().ConnRequestNum()
+	if conn == 0 && num == 0 {
+		// An error fasthttp raises before the request was read whole
+		// (400, 408, 413, 431) comes without the connection's numbers:
+		// numbered apart, so that no two share an id.
+		conn, num = unreadConn, unreadSeq.Add(1)
+	}
+	b := assignedID(conn, num)
 	hex.Encode(st.idHex[:], b[:])
 	// The array lives as long as st and is never written again, so the
 	// string may share it instead of being a second allocation.

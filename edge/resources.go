@@ -105,6 +105,10 @@ func (s *Server) headToHead(c *fiber.Ctx) error {
 	if !ok {
 		return notFound("opponent team")
 	}
+	if opp == team {
+		// A team never plays itself: the record would be its whole one.
+		return badParam("opponent must be another team than {id}")
+	}
 	return sendSingle(c, v.HeadToHead(team, opp))
 }
 

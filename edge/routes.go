@@ -2,6 +2,9 @@ package edge
 
 import (
 	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,9 +112,11 @@ func (rm *routeMethods) add(template, method string) {
 	}{segs, []string{method}})
 }
 
-// allow lists the methods of the routes whose template matches path.
+// allow lists the methods of the routes whose template matches path. One
+// trailing slash is optional, as in routing; an empty segment ("//")
+// matches nothing, as in routing.
 func (rm routeMethods) allow(path string) []string {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
 	var out []string
 	for _, r := range rm {
 		if len(r.segs) != len(segs) {
@@ -145,6 +150,42 @@ func (s *Server) noRoute(c *fiber.Ctx) error {
 			c.Method(), strings.Join(allow, ", "))
 	}
 	return fiber.ErrNotFound
+}
+
+// knownMethodsOnly answers a request whose method Fiber does not route (an
+// unknown token such as FOO or PROPFIND, or a lowercase "get") with the
+// error envelope and a request id, as every other error: Fiber itself
+// answers those with a plain-text 400 before any middleware runs. The
+// answer is the one noRoute gives a routed method: 405 with Allow on a
+// path the API serves, else 404.
+func (s *Server) knownMethodsOnly(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	methods := s.app.Config().RequestMethods
+	if len(methods) == 0 {
+		methods = fiber.DefaultMethods
+	}
+	return func(fc *fasthttp.RequestCtx) {
+		m := fc.Method()
+		for _, k := range methods {
+			if string(m) == k {
+				next(fc)
+				return
+			}
+		}
+		status, code, msg := fiber.StatusNotFound, "not_found", "no such endpoint"
+		if allow := s.methods.allow(string(fc.Path())); len(allow) > 0 {
+			fc.Response.Header.Set(fiber.HeaderAllow, strings.Join(allow, ", "))
+			status, code = fiber.StatusMethodNotAllowed, "method_not_allowed"
+			msg = "this method is not served here; this path answers " + strings.Join(allow, ", ")
+		}
+		id := assignedID(fc.ConnID(), fc.ConnRequestNum())
+		var body errorBody
+		body.Error.Code, body.Error.Message, body.Error.RequestID = code, msg, hex.EncodeToString(id[:])
+		b, _ := json.Marshal(body)
+		fc.Response.Header.Set(string(hdrRequestID), body.Error.RequestID)
+		fc.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+		fc.SetStatusCode(status)
+		fc.SetBody(b)
+	}
 }
 
 // requestMiddleware assigns the request id (header and error bodies share
@@ -244,7 +285,7 @@ func hasHeaderName(line []byte, name string) bool {
 // parseLimit reads limit: missing, non-numeric or below 1 gives the default;
 // above the maximum is clamped. Never an error.
 func parseLimit(c *fiber.Ctx, l pageLimits) int {
-	n, err := strconv.Atoi(c.Query("limit"))
+	n, err := atoiLimit(c.Query("limit"))
 	if err != nil || n < 1 {
 		return l.def
 	}
@@ -252,6 +293,17 @@ func parseLimit(c *fiber.Ctx, l pageLimits) int {
 		return l.max
 	}
 	return n
+}
+
+// atoiLimit parses a limit value. A whole number too large for an int
+// (limit=99999999999999999999) is the largest int: above the maximum,
+// clamped like any other, where it used to be an error and so the default.
+func atoiLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.HasPrefix(v, "-") {
+		return math.MaxInt, nil
+	}
+	return n, err
 }
 
 // queryID parses an optional id query parameter (nil when absent, 400
