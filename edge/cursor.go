@@ -189,18 +189,38 @@ func (cc cursorCodec) open(s string, fn func(body []byte) bool) bool {
 	return fn(cb.body)
 }
 
-// snapshotOf reports whether cursor s was minted on snapshot id (verified:
-// it chooses which loaded snapshot serves the request).
-func (cc cursorCodec) snapshotOf(s, id string) bool {
+// withSnapshot calls fn with the snapshot id cursor s was minted on
+// (verified: it chooses which loaded snapshot serves the request; the bytes
+// are valid during the call only, so comparing them allocates nothing). It
+// reports whether s is a valid cursor that names one.
+func (cc cursorCodec) withSnapshot(s string, fn func(snap []byte)) bool {
+	if s == "" {
+		return false
+	}
 	return cc.open(s, func(body []byte) bool {
 		if f, ok := parseBinary(body); ok {
-			return string(f.snap) == id
+			if len(f.snap) == 0 {
+				return false
+			}
+			fn(f.snap)
+			return true
 		}
 		var c struct {
 			Snap string `json:"s"`
 		}
-		return json.Unmarshal(body, &c) == nil && c.Snap == id
+		if json.Unmarshal(body, &c) != nil || c.Snap == "" {
+			return false
+		}
+		fn([]byte(c.Snap))
+		return true
 	})
+}
+
+// snapshot is the snapshot cursor s was minted on (tests, and the rare
+// caller that keeps it).
+func (cc cursorCodec) snapshot(s string) (id string, ok bool) {
+	ok = cc.withSnapshot(s, func(snap []byte) { id = string(snap) })
+	return id, ok
 }
 
 // decode verifies and parses a cursor for a resource kind and sort spec.

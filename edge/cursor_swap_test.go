@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +33,22 @@ func TestPagingAcrossChangedSwap(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		grace, after time.Duration // after: clock advance between the swap and the next page
+		// more: swaps after the one with the correction; keep: the
+		// replaced snapshots kept (0: the default).
+		more, keep int
 	}{
-		{"within the default grace", 15 * time.Minute, 14 * time.Minute},
-		{"grace disabled", NoCursorGrace, 0},
-		{"grace expired", 15 * time.Minute, 15*time.Minute + time.Second},
+		{"within the default grace", 15 * time.Minute, 14 * time.Minute, 0, 0},
+		{"grace disabled", NoCursorGrace, 0, 0, 0},
+		{"grace expired", 15 * time.Minute, 15*time.Minute + time.Second, 0, 0},
+		{"three swaps within the grace", 15 * time.Minute, 10 * time.Minute, 2, 0},
+		{"three swaps, two snapshots kept", 15 * time.Minute, 10 * time.Minute, 2, 2},
 	} {
 		grace := c.grace
 		ts := newTestServer(t)
 		ts.o.CursorGrace = grace
+		if c.keep > 0 {
+			ts.o.CursorGraceSnapshots = c.keep
+		}
 		ctx := context.Background()
 		const list = "/v1/cs2/matches?limit=9"
 		want := pageAll(t, ts, list)
@@ -81,11 +91,25 @@ func TestPagingAcrossChangedSwap(t *testing.T) {
 		if now := pageAll(t, ts, list); now[0] != want[20] {
 			t.Fatalf("the correction did not move the match to the top: first is %s", now[0])
 		}
+		for range c.more { // swaps of the corrected data, a few minutes apart
+			ts.now = ts.now.Add(time.Minute)
+			before := ts.Current().ID
+			if _, err := publishOnce(ctx, ts.store, t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			if err := ts.Load(ctx); err != nil || ts.Current().ID == before {
+				t.Fatalf("swap did not happen: %v", err)
+			}
+		}
 
-		ts.now = ts.now.Add(c.after)
+		ts.now = ts.now.Add(c.after - time.Duration(c.more)*time.Minute)
+		kept := grace > c.after && (c.keep == 0 || c.keep > c.more)
+		if cont := ts.get(t, list+"&cursor="+url.QueryEscape(next)).header.Get(HeaderCursorContinued); (cont == "true") == kept {
+			t.Fatalf("%s: %s %q", c.name, HeaderCursorContinued, cont)
+		}
 		got = append(got, pageFrom(t, ts, list, next)...)
 		same := strings.Join(got, ",") == strings.Join(want, ",")
-		if grace > c.after {
+		if kept {
 			if !same {
 				t.Fatalf("%s: paging across a swap: got %d rows, want the first snapshot's %d", c.name, len(got), len(want))
 			}
@@ -123,11 +147,12 @@ func findRawMatch(t *testing.T, rawDir, upstream string) raw.Match {
 	return raw.Match{}
 }
 
-// A replaced snapshot stays in memory only while it is the one pinned for
-// cursors: after further swaps it is released (a timer per swap used to hold
-// every snapshot of the grace period).
+// A replaced snapshot stays in memory only while it is pinned for cursors:
+// past CursorGraceSnapshots, the oldest is released (a timer per swap used
+// to hold every snapshot of the grace period).
 func TestReplacedSnapshotsAreReleased(t *testing.T) {
 	ts := newTestServer(t)
+	ts.o.CursorGraceSnapshots = 2
 	ctx := context.Background()
 	_, m, err := publish.LoadLatest(ctx, ts.store)
 	if err != nil {
@@ -135,7 +160,7 @@ func TestReplacedSnapshotsAreReleased(t *testing.T) {
 	}
 	dir := filepath.Join(ts.cacheRoot(), m.SnapshotID)
 	first := weak.Make(ts.Current())
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		meta := viewMeta(m)
 		meta.ID = fmt.Sprintf("%s-copy%d", m.SnapshotID, i)
 		next, err := view.Load(ctx, dir, meta)
@@ -144,12 +169,16 @@ func TestReplacedSnapshotsAreReleased(t *testing.T) {
 		}
 		ts.swap(next)
 	}
-	if pp := ts.prev.Load(); pp == nil || pp.v.ID() != m.SnapshotID+"-copy1" {
-		t.Fatalf("the snapshot replaced last is not pinned for its cursors: %+v", pp)
+	var ids []string
+	for _, p := range *ts.pinned.Load() {
+		ids = append(ids, p.v.ID())
+	}
+	if want := []string{m.SnapshotID + "-copy2", m.SnapshotID + "-copy1"}; !slices.Equal(ids, want) {
+		t.Fatalf("pinned %v, want %v (the two replaced last, newest first)", ids, want)
 	}
 	runtime.GC()
 	runtime.GC()
 	if first.Value() != nil {
-		t.Fatal("a snapshot replaced three swaps ago is still in memory")
+		t.Fatal("a snapshot replaced four swaps ago is still in memory")
 	}
 }

@@ -23,7 +23,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		if !ok || got.Val != val || got.ID != cursorID || got.Kind != "teams" || got.Sort != "-name" {
 			t.Fatalf("%+v: decoded %+v, %v", val, got, ok)
 		}
-		if !cc.snapshotOf(s, c.Snap) || cc.snapshotOf(s, "other") {
+		if id, ok := cc.snapshot(s); !ok || id != c.Snap {
 			t.Errorf("%+v: snapshotOf wrong", val)
 		}
 		if _, ok := cc.decode(s, "players", "-name", "name"); ok {
@@ -64,7 +64,7 @@ func TestCursorLegacyJSON(t *testing.T) {
 	if !ok || got.Val.Str != "astralis" || got.ID != cursorID {
 		t.Fatalf("legacy cursor: %+v %v", got, ok)
 	}
-	if !cc.snapshotOf(old, "snap-1") {
+	if id, ok := cc.snapshot(old); !ok || id != "snap-1" {
 		t.Error("legacy cursor: snapshot not read")
 	}
 	sorted := sign(map[string]any{"o": "-name", "v": map[string]any{}, "i": cursorID.String(), "k": "teams"})

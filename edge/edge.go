@@ -53,6 +53,9 @@ type KeyChecker interface {
 const (
 	DefaultCursorGrace = 15 * time.Minute
 	NoCursorGrace      = -1 * time.Nanosecond
+	// DefaultCursorGraceSnapshots keeps the grace whole at a swap every 2
+	// minutes (eo up's schedule; eo jobs' default is every 15).
+	DefaultCursorGraceSnapshots = 8
 )
 
 // Options configures the edge. Zero values take the documented defaults.
@@ -97,6 +100,12 @@ type Options struct {
 	// value: never, cursors then continue on the new snapshot by key). The replaced snapshot stays in memory for
 	// that long.
 	CursorGrace time.Duration
+	// CursorGraceSnapshots bounds how many replaced snapshots are kept for
+	// their cursors at once (default DefaultCursorGraceSnapshots): with
+	// swaps more often than CursorGrace / this, the oldest is dropped
+	// before its grace ends and its walks continue on the newest snapshot
+	// (X-Cursor-Continued says so).
+	CursorGraceSnapshots int
 	// MaxConns is how many connections are served at once; one more is
 	// answered 503 and closed (default: the open-file limit less a
 	// reserve, see connLimit).
@@ -132,10 +141,11 @@ type Server struct {
 	state loadState
 	// live is the live path (edge/live.go).
 	live *liveState
-	// prev is the last view of the replaced snapshot, kept for CursorGrace
-	// (nil: none); swaps counts the swaps that pinned one.
-	prev  atomic.Pointer[pinnedView]
-	swaps atomic.Uint64
+	// pinned are the last views of replaced snapshots still within their
+	// CursorGrace, newest first (an immutable slice, replaced whole);
+	// swaps counts the swaps that pinned one.
+	pinned atomic.Pointer[[]*pinnedView]
+	swaps  atomic.Uint64
 	// pages is the page cache of the served view (edge/pagecache.go);
 	// noPageCache turns it off (tests of the assembly path).
 	pages       atomic.Pointer[pageCache]
@@ -177,6 +187,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.CursorGrace == 0 {
 		o.CursorGrace = DefaultCursorGrace
+	}
+	if o.CursorGraceSnapshots <= 0 {
+		o.CursorGraceSnapshots = DefaultCursorGraceSnapshots
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = connLimit()
@@ -248,16 +261,68 @@ func (s *Server) Current() *view.Snapshot {
 	return nil
 }
 
-// viewFor returns the view a request with a cursor reads: for a cursor minted on the
-// replaced snapshot while its grace lasts, that snapshot's last view (the
-// walk keeps the rows it started on); else the current view.
-func (s *Server) viewFor(cursor string) *view.View {
+// viewFor returns the view a request with a cursor reads: for a cursor
+// minted on a replaced snapshot still within its grace, that snapshot's
+// last view (the walk keeps the rows it started on); else the current view.
+// continued is true when the cursor names a snapshot that is neither (its
+// walk goes on in the current view by key).
+func (s *Server) viewFor(cursor string) (v *view.View, continued bool) {
 	cur := s.view.Load()
-	if pp := s.prev.Load(); pp != nil && (cur == nil || cur.ID() != pp.v.ID()) &&
-		s.o.Now().Before(pp.until) && s.cursors.snapshotOf(cursor, pp.v.ID()) {
-		return pp.v
+	if cur == nil {
+		return nil, false
 	}
-	return cur
+	v = cur
+	pp := s.pinned.Load()
+	s.cursors.withSnapshot(cursor, func(snap []byte) {
+		if string(snap) == cur.ID() {
+			return
+		}
+		if pp != nil {
+			now := s.o.Now()
+			for _, p := range *pp {
+				if string(snap) == p.v.ID() && now.Before(p.until) {
+					v = p.v
+					return
+				}
+			}
+		}
+		continued = true
+	})
+	return v, continued
+}
+
+// pin keeps cur, just replaced, for its cursors: newest first, with the
+// views whose grace has not ended, at most CursorGraceSnapshots.
+func (s *Server) pin(cur *view.View, gen uint64) {
+	now := s.o.Now()
+	list := []*pinnedView{{v: cur, until: now.Add(s.o.CursorGrace), gen: gen}}
+	if pp := s.pinned.Load(); pp != nil {
+		for _, p := range *pp {
+			if len(list) < s.o.CursorGraceSnapshots && now.Before(p.until) && p.v.ID() != cur.ID() {
+				list = append(list, p)
+			}
+		}
+	}
+	s.pinned.Store(&list)
+}
+
+// unpin drops the view that swap gen pinned (its grace is over).
+func (s *Server) unpin(gen uint64) {
+	for {
+		pp := s.pinned.Load()
+		if pp == nil {
+			return
+		}
+		list := make([]*pinnedView, 0, len(*pp))
+		for _, p := range *pp {
+			if p.gen != gen {
+				list = append(list, p)
+			}
+		}
+		if len(list) == len(*pp) || s.pinned.CompareAndSwap(pp, &list) {
+			return
+		}
+	}
 }
 
 // swap serves a newly loaded snapshot: the live changes it does not hold yet
@@ -272,10 +337,9 @@ func (s *Server) swap(next *view.Snapshot) {
 		if cur != nil && cur.ID() != next.ID && s.o.CursorGrace > 0 {
 			// Pages of cursors minted on the old snapshot keep coming from
 			// its last view for the grace period (pinned before the new view
-			// is served, so no cursor falls in between); the one it
-			// replaces is dropped.
+			// is served, so no cursor falls in between).
 			gen = s.swaps.Add(1)
-			s.prev.Store(&pinnedView{v: cur, until: s.o.Now().Add(s.o.CursorGrace), gen: gen})
+			s.pin(cur, gen)
 		}
 		// Subscribers get the frames the new snapshot changed once it is
 		// served (Current.Update).
@@ -290,19 +354,13 @@ func (s *Server) swap(next *view.Snapshot) {
 			"snapshot", next.ID, "pipeline_version", next.Meta.PipelineVersion, "missing_tables", miss)
 	}
 	if gen != 0 {
-		// The timer holds the generation, not the view: a timer per swap
-		// that held its view would keep every snapshot of the last
-		// CursorGrace in memory (at a swap every 2 minutes, seven). It only
-		// frees memory: whether a cursor is still within the grace is
-		// decided on the edge's clock (Options.Now) in viewFor.
-		// Dropping it leaves its memory to the collector and the
-		// background scavenger: a forced collection here would stall
-		// requests as it does after a swap (Load).
-		time.AfterFunc(s.o.CursorGrace, func() {
-			if pp := s.prev.Load(); pp != nil && pp.gen == gen {
-				s.prev.CompareAndSwap(pp, nil)
-			}
-		})
+		// The timer holds the generation, not the view (the list holds
+		// at most CursorGraceSnapshots). It only frees memory: whether a
+		// cursor is still within the grace is decided on the edge's clock
+		// (Options.Now) in viewFor. Dropping it leaves its memory to the
+		// collector and the background scavenger: a forced collection
+		// here would stall requests as it does after a swap (Load).
+		time.AfterFunc(s.o.CursorGrace, func() { s.unpin(gen) })
 	}
 }
 

@@ -73,6 +73,11 @@ const maxQueryParams = 32
 // requested limit was above the endpoint's maximum.
 const HeaderLimitClamped = "X-Limit-Clamped"
 
+// HeaderCursorContinued is set (to "true") on a page whose cursor was
+// minted on a snapshot the edge no longer keeps: the walk continues on the
+// newest snapshot by key, so rows may have been skipped or repeated.
+const HeaderCursorContinued = "X-Cursor-Continued"
+
 // checkParams is the strict-parameter check of the route at path (a key of
 // routeParams). It runs before the page cache, so a cached page is never
 // served to a request that would have been refused.

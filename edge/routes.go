@@ -210,7 +210,10 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	}
 	var v *view.View
 	if cv := c.Query("cursor"); cv != "" {
-		v = s.viewFor(cv)
+		var continued bool
+		if v, continued = s.viewFor(cv); continued {
+			c.Set(HeaderCursorContinued, "true")
+		}
 	} else {
 		v = s.view.Load()
 	}

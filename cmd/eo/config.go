@@ -44,6 +44,7 @@ type Config struct {
 	CORSOrigins         []string      // EO_CORS_ORIGINS, comma-separated
 	CursorSecret        string        // EO_CURSOR_SECRET; empty: WORK/cursor.secret
 	CursorGrace         time.Duration // EO_CURSOR_GRACE (edge.NoCursorGrace for "0" or negative)
+	CursorGraceSnaps    int           // EO_CURSOR_GRACE_SNAPSHOTS
 	PollInterval        time.Duration // EO_POLL_INTERVAL
 	MaxConns            int           // EO_MAX_CONNS; 0: the open-file limit less a reserve
 	// GoMemLimit is set when GOMEMLIMIT is: the runtime then has the
@@ -89,6 +90,7 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		JobsMetricsAddr:     e.str("EO_JOBS_METRICS_ADDR", ""),
 		CursorSecret:        e.str("EO_CURSOR_SECRET", ""),
 		CursorGrace:         e.duration("EO_CURSOR_GRACE", edge.DefaultCursorGrace, "a duration such as 15m (0 or negative: off)"),
+		CursorGraceSnaps:    e.count("EO_CURSOR_GRACE_SNAPSHOTS", edge.DefaultCursorGraceSnapshots, 1, "a count of at least 1"),
 		PollInterval:        e.positive("EO_POLL_INTERVAL", 10*time.Second),
 		MaxConns:            e.count("EO_MAX_CONNS", 0, 0, "a count (0: the open-file limit less a reserve)"),
 		GoMemLimit:          e.str("GOMEMLIMIT", "") != "",
