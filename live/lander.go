@@ -120,22 +120,21 @@ func (l *Lander) Start(ctx context.Context) (<-chan struct{}, error) {
 func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick chan<- struct{}) {
 	t := time.NewTicker(l.Interval)
 	defer t.Stop()
-	lost := 0 // events that could not be spooled since the last seal (a full disk)
-	add := func(ev Event, flush bool) {
-		if err := sp.add(ev, flush); err != nil {
-			if lost++; lost == 1 {
-				l.Logger.Error("live: an event could not be spooled and is lost", "err", err)
-			}
-		}
-	}
+	failing := false // sealing failed: the events wait in memory
+	var failedAt time.Time
 	seal := func() {
-		if lost > 1 {
-			l.Logger.Error("live: events could not be spooled and are lost", "events", lost)
+		sealed, dropped, err := sp.seal()
+		if dropped > 0 {
+			l.Logger.Error("live: events held in memory while the spool could not be written were dropped (the oldest first)",
+				"events", dropped, "max_held", maxHeld)
 		}
-		lost = 0
-		sealed, err := sp.seal()
-		if err != nil {
-			l.Logger.Error("live: sealing a spool segment failed; its events land with the next one", "err", err)
+		switch {
+		case err != nil && (!failing || time.Since(failedAt) > time.Minute):
+			l.Logger.Error("live: the spool cannot be written; events are held in memory until it can", "held", len(sp.held), "err", err)
+			failing, failedAt = true, time.Now()
+		case err == nil && failing:
+			l.Logger.Info("live: the spool is written again; the events held in memory are spooled")
+			failing = false
 		}
 		if sealed {
 			select {
@@ -153,7 +152,7 @@ func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick c
 				select {
 				case ev, ok := <-ch:
 					if ok {
-						add(ev, false)
+						sp.add(ev, false)
 						continue
 					}
 				case <-grace:
@@ -167,7 +166,7 @@ func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick c
 				seal()
 				return
 			}
-			add(ev, len(ch) == 0)
+			sp.add(ev, len(ch) == 0)
 		case <-t.C:
 			seal()
 		}

@@ -20,13 +20,40 @@ import (
 // folder is locked (flock) while a lander uses it. The receiving goroutine
 // owns the current file; the landing goroutine reads and removes sealed
 // segments only.
+//
+// The current segment's events are also held in memory until it is
+// sealed: when a write fails (a full disk), the file is given up and the
+// events wait in memory (up to maxHeld, the oldest dropped past it), and
+// the next seal writes them all to a new file. A full disk costs nothing
+// but memory while it lasts; only a kill during it loses the held events.
 type spool struct {
-	dir  string
-	lock *os.File
-	cur  *os.File
-	w    *bufio.Writer
-	n    int    // events in cur
-	next uint64 // the next sealed segment's number
+	dir    string
+	lock   *os.File
+	cur    spoolFile
+	w      *bufio.Writer
+	held   []Event // the events since the last seal, in order
+	broken bool    // a write failed: cur is given up, held is all there is
+	// dropped counts the held events dropped past maxHeld since the last
+	// successful seal.
+	dropped int
+	next    uint64 // the next sealed segment's number
+	// create opens the current file (os.OpenFile; tests inject failures).
+	create func(name string) (spoolFile, error)
+}
+
+// spoolFile is what the spool needs of its current file.
+type spoolFile interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// maxHeld bounds the events held in memory while the spool cannot be
+// written (about 100 MB of events).
+const maxHeld = 100_000
+
+func createSpoolFile(name string) (spoolFile, error) {
+	return os.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 }
 
 const (
@@ -49,7 +76,7 @@ func openSpool(dir string) (*spool, error) {
 		lock.Close()
 		return nil, fmt.Errorf("live: another lander uses the spool %s (one lander per work folder): %w", dir, err)
 	}
-	s := &spool{dir: dir, lock: lock}
+	s := &spool{dir: dir, lock: lock, create: createSpoolFile}
 	segs, err := s.sealed()
 	if err != nil {
 		s.close()
@@ -80,12 +107,26 @@ func segNumber(path string) uint64 {
 
 // add appends ev to the current file; flush hands the buffered lines to
 // the operating system (the caller says so when no other event is waiting:
-// a killed process loses at most what it had not handed over).
-func (s *spool) add(ev Event, flush bool) error {
+// a killed process loses at most what it had not handed over). A write
+// that fails leaves ev, and the segment's other events, held in memory for
+// the next seal.
+func (s *spool) add(ev Event, flush bool) {
+	if len(s.held) >= maxHeld {
+		s.held = s.held[1:]
+		s.dropped++
+	}
+	s.held = append(s.held, ev)
+	if s.broken {
+		return
+	}
+	if err := s.write(ev, flush); err != nil {
+		s.giveUp()
+	}
+}
+
+func (s *spool) write(ev Event, flush bool) error {
 	if s.cur == nil {
-		// Appending: a current file whose sealing failed keeps its
-		// events, sealed with the next ones.
-		f, err := os.OpenFile(filepath.Join(s.dir, spoolCurrent), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		f, err := s.create(filepath.Join(s.dir, spoolCurrent))
 		if err != nil {
 			return err
 		}
@@ -99,34 +140,58 @@ func (s *spool) add(ev Event, flush bool) error {
 	if err := s.w.WriteByte('\n'); err != nil {
 		return err
 	}
-	s.n++
 	if flush {
 		return s.w.Flush()
 	}
 	return nil
 }
 
-// seal closes the current file as the next segment; false when it holds
-// no event.
-func (s *spool) seal() (bool, error) {
-	if s.cur == nil || s.n == 0 {
-		return false, nil
+// giveUp closes and removes the current file after a failed write: what it
+// holds is incomplete, and the held events will be written again.
+func (s *spool) giveUp() {
+	s.broken = true
+	if s.cur != nil {
+		s.cur.Close()
+		s.cur, s.w = nil, nil
 	}
-	f := s.cur
-	s.cur, s.n = nil, 0
-	err := errors.Join(s.w.Flush(), f.Sync(), f.Close())
+	os.Remove(filepath.Join(s.dir, spoolCurrent))
+}
+
+// seal makes the held events the next segment: flushed, synced and renamed
+// (written again first, after a failed write). false when none is held; on
+// an error they stay held for the next seal. dropped is how many held
+// events were dropped past maxHeld since the last seal that worked.
+func (s *spool) seal() (sealed bool, dropped int, err error) {
+	if len(s.held) == 0 {
+		return false, 0, nil
+	}
+	if s.broken {
+		s.broken = false
+		for i := range s.held {
+			if err = s.write(s.held[i], false); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		f := s.cur
+		s.cur = nil
+		if err = errors.Join(s.w.Flush(), f.Sync(), f.Close()); err == nil {
+			err = os.Rename(filepath.Join(s.dir, spoolCurrent), s.segPath(s.next))
+		}
+	}
 	if err != nil {
-		return false, err
-	}
-	if err := os.Rename(f.Name(), s.segPath(s.next)); err != nil {
-		return false, err
+		s.giveUp()
+		return false, s.dropped, err
 	}
 	s.next++
+	s.held = s.held[:0]
+	dropped, s.dropped = s.dropped, 0
 	if d, err := os.Open(s.dir); err == nil { // the rename survives a power loss too
 		d.Sync()
 		d.Close()
 	}
-	return true, nil
+	return true, dropped, nil
 }
 
 // sealed lists the sealed segments, oldest first.
