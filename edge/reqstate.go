@@ -45,30 +45,37 @@ type reqHeaders struct {
 	authorization, acceptEncoding, ifNoneMatch, requestID []byte
 }
 
-// read fills h from the request's headers; of a repeated header, the
-// first counts (as Peek has it).
+// read fills h from the request's headers. Of a repeated Authorization or
+// X-Request-Id the first counts (as Peek has it); repeated If-None-Match
+// and Accept-Encoding lines are lists, combined into one value as RFC 9110
+// §5.3 has it (a copy, in that rare case only).
 func (h *reqHeaders) read(rh *fasthttp.RequestHeader) {
 	rh.VisitAll(func(k, v []byte) {
 		var dst *[]byte
+		list := false
 		switch len(k) {
 		case len("Authorization"): // and If-None-Match
 			switch {
 			case bytes.EqualFold(k, hdrAuthorization):
 				dst = &h.authorization
 			case bytes.EqualFold(k, hdrIfNoneMatch):
-				dst = &h.ifNoneMatch
+				dst, list = &h.ifNoneMatch, true
 			}
 		case len("Accept-Encoding"):
 			if bytes.EqualFold(k, hdrAcceptEncoding) {
-				dst = &h.acceptEncoding
+				dst, list = &h.acceptEncoding, true
 			}
 		case len("X-Request-Id"):
 			if bytes.EqualFold(k, hdrRequestID) {
 				dst = &h.requestID
 			}
 		}
-		if dst != nil && *dst == nil {
+		switch {
+		case dst == nil:
+		case *dst == nil:
 			*dst = v
+		case list:
+			*dst = append(append(append(make([]byte, 0, len(*dst)+2+len(v)), *dst...), ", "...), v...)
 		}
 	})
 }

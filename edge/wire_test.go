@@ -58,7 +58,7 @@ func appGet(t testing.TB, app *fiber.App, path string, headers ...string) (*http
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		req.Header.Add(headers[i], headers[i+1]) // a name given twice is sent as two lines
 	}
 	resp, err := app.Test(req, 10000)
 	if err != nil {
@@ -139,6 +139,11 @@ func TestCompressionNegotiation(t *testing.T) {
 		}
 		tags[enc] = resp.Header.Get("ETag")
 	}
+	// Two Accept-Encoding lines are one list: br refused on the first,
+	// gzip offered on the second.
+	if resp, _ := wireGet(t, ts, list, "Accept-Encoding", "br;q=0", "Accept-Encoding", "gzip"); resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("Accept-Encoding on two lines: Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
+	}
 	seen := map[string]bool{}
 	for enc, tag := range tags {
 		if tag == "" || seen[tag] {
@@ -180,6 +185,11 @@ func TestETagAndNotModified(t *testing.T) {
 		if r.StatusCode != 304 || len(b) != 0 || r.Header.Get("ETag") != tag {
 			t.Errorf("If-None-Match %s: %d, %d bytes, ETag %q; want 304, none, %s", inm, r.StatusCode, len(b), r.Header.Get("ETag"), tag)
 		}
+	}
+	// Two If-None-Match lines are one list (RFC 9110 §5.3): the tag on the
+	// second line counts.
+	if r, _ := wireGet(t, ts, path, "If-None-Match", `"other"`, "If-None-Match", tag); r.StatusCode != 304 {
+		t.Errorf("If-None-Match on two lines, the tag on the second: %d, want 304", r.StatusCode)
 	}
 	if r, b := wireGet(t, ts, path, "If-None-Match", `"other"`); r.StatusCode != 200 || !bytes.Equal(b, body) {
 		t.Errorf("a stale tag: %d, want the 200", r.StatusCode)
