@@ -167,6 +167,9 @@ func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick c
 				return
 			}
 			sp.add(ev, len(ch) == 0)
+			if sp.due() {
+				seal()
+			}
 		case <-t.C:
 			seal()
 		}

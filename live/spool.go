@@ -111,7 +111,8 @@ func segNumber(path string) uint64 {
 // that fails leaves ev, and the segment's other events, held in memory for
 // the next seal.
 func (s *spool) add(ev Event, flush bool) {
-	if len(s.held) >= maxHeld {
+	if s.broken && len(s.held) >= maxHeld {
+		// Only while the disk refuses: held is then all there is of them.
 		s.held = s.held[1:]
 		s.dropped++
 	}
@@ -123,6 +124,12 @@ func (s *spool) add(ev Event, flush bool) {
 		s.giveUp()
 	}
 }
+
+// due reports whether the current segment should be sealed now, before
+// its interval ends: it holds maxHeld events that are on disk (a feed
+// faster than maxHeld an interval), so memory stays bounded without
+// dropping what the file has.
+func (s *spool) due() bool { return !s.broken && len(s.held) >= maxHeld }
 
 func (s *spool) write(ev Event, flush bool) error {
 	if s.cur == nil {
@@ -201,13 +208,23 @@ func (s *spool) sealed() ([]string, error) {
 	return segs, err
 }
 
+// sizes lists the sealed segments, oldest first, and their sizes.
+func (s *spool) sizes() ([]string, []int64) {
+	segs, _ := s.sealed()
+	sizes := make([]int64, len(segs))
+	for i, p := range segs {
+		if fi, err := os.Stat(p); err == nil {
+			sizes[i] = fi.Size()
+		}
+	}
+	return segs, sizes
+}
+
 // backlog is the sealed segments' count and bytes.
 func (s *spool) backlog() (n int, size int64) {
-	segs, _ := s.sealed()
-	for _, p := range segs {
-		if fi, err := os.Stat(p); err == nil {
-			size += fi.Size()
-		}
+	segs, sizes := s.sizes()
+	for _, b := range sizes {
+		size += b
 	}
 	return len(segs), size
 }
@@ -215,14 +232,10 @@ func (s *spool) backlog() (n int, size int64) {
 // bound removes the oldest sealed segments while the spool is over max
 // bytes; it returns how many segments and events it removed.
 func (s *spool) bound(max int64) (dropped, events int) {
-	segs, _ := s.sealed()
-	sizes := make([]int64, len(segs))
+	segs, sizes := s.sizes()
 	var total int64
-	for i, p := range segs {
-		if fi, err := os.Stat(p); err == nil {
-			sizes[i] = fi.Size()
-			total += fi.Size()
-		}
+	for _, b := range sizes {
+		total += b
 	}
 	for i := 0; i < len(segs) && total > max; i++ {
 		if body, err := os.ReadFile(segs[i]); err == nil {

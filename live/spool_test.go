@@ -110,4 +110,18 @@ func TestSpoolHoldsEventsWhileTheDiskIsFull(t *testing.T) {
 	if len(evs) != maxHeld || evs[0].CapturedAt.Unix() != int64(35+3) {
 		t.Fatalf("the last segment holds %d events from %d", len(evs), evs[0].CapturedAt.Unix())
 	}
+
+	// With the disk fine, maxHeld events written make the segment due for
+	// sealing; none is dropped (they are on disk).
+	add(maxHeld + 1)
+	if !s.due() {
+		t.Fatal("a segment of more than maxHeld events on disk is not due for sealing")
+	}
+	if ok, dropped, err := s.seal(); !ok || err != nil || dropped != 0 {
+		t.Fatalf("seal of a due segment: %v, %d dropped, %v", ok, dropped, err)
+	}
+	segs, _ = s.sealed()
+	if evs, _, _ = readSegment(segs[len(segs)-1]); len(evs) != maxHeld+1 {
+		t.Fatalf("the due segment holds %d events, want %d", len(evs), maxHeld+1)
+	}
 }
