@@ -204,6 +204,7 @@ func TestMalformedRequestsNeitherEchoNorShareAnID(t *testing.T) {
 		code   string
 	}{
 		{"FOO /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"},
+		{"FOO /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nX-Request-Id: client-id-1\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"},
 		{"get /v1/cs2/matches HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"},
 		{"PROPFIND /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"},
 		{"GET //health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"},
@@ -214,6 +215,9 @@ func TestMalformedRequestsNeitherEchoNorShareAnID(t *testing.T) {
 			t.Fatalf("%q: %d responses", c.req, len(resps))
 		}
 		wantRawError(t, resps[0], c.status, c.code)
+		if strings.Contains(c.req, "client-id-1") && resps[0].Header.Get("X-Request-Id") != "client-id-1" {
+			t.Fatalf("%q: X-Request-Id %q, want the client's", c.req, resps[0].Header.Get("X-Request-Id"))
+		}
 		if c.status == 405 && resps[0].Header.Get("Allow") != "GET, HEAD" {
 			t.Fatalf("%q: Allow %q", c.req, resps[0].Header.Get("Allow"))
 		}

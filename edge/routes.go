@@ -177,9 +177,14 @@ func (s *Server) knownMethodsOnly(next fasthttp.RequestHandler) fasthttp.Request
 			status, code = fiber.StatusMethodNotAllowed, "method_not_allowed"
 			msg = "this method is not served here; this path answers " + strings.Join(allow, ", ")
 		}
-		id := assignedID(fc.ConnID(), fc.ConnRequestNum())
 		var body errorBody
-		body.Error.Code, body.Error.Message, body.Error.RequestID = code, msg, hex.EncodeToString(id[:])
+		body.Error.Code, body.Error.Message = code, msg
+		if cid := fc.Request.Header.Peek(fiber.HeaderXRequestID); validRequestID(cid) {
+			body.Error.RequestID = string(cid) // the client's own, as every other response echoes it
+		} else {
+			id := assignedID(fc.ConnID(), fc.ConnRequestNum())
+			body.Error.RequestID = hex.EncodeToString(id[:])
+		}
 		b, _ := json.Marshal(body)
 		fc.Response.Header.Set(string(hdrRequestID), body.Error.RequestID)
 		fc.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
