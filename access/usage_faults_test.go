@@ -20,10 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/publish"
 )
 
@@ -522,24 +522,13 @@ func TestUsageMetrics(t *testing.T) {
 	}
 	defer e.Close()
 	x := NewUsageExporter(e, publish.NewMemory(), time.Hour, nil)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(Metrics(e, x)...)
 	for i := 0; i < 12; i++ {
 		e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
 	}
 	get := func() map[string]float64 {
-		mfs, err := reg.Gather()
+		out, err := scrape.Values(Metrics(e, x)...)
 		if err != nil {
 			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			m := mf.GetMetric()[0]
-			if m.GetGauge() != nil {
-				out[mf.GetName()] = m.GetGauge().GetValue()
-			} else {
-				out[mf.GetName()] = m.GetCounter().GetValue()
-			}
 		}
 		return out
 	}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,13 @@ type Options struct {
 	// that a crash in native code (DuckDB) ends that run only, and its
 	// memory goes back to the system when it ends.
 	Exec func(context.Context, pipelines.Options) (pipelines.Report, error)
+	// RunTimeout bounds a run, from its start to its publish: past it the
+	// run's context ends (a child pipeline is told to stop, then killed),
+	// the run fails with ErrRunTimeout and the next tick runs again. 0: no
+	// bound. Without one, a run that hangs (a frozen child, a native call
+	// that never returns) held the run lock for good: every later tick was
+	// skipped as "still in progress" and no snapshot was published again.
+	RunTimeout time.Duration
 }
 
 // Result says what a run did.
@@ -64,6 +72,10 @@ type Result struct {
 // or in another process on the same work folder.
 var ErrBusy = errors.New("jobs: a run is already in progress")
 
+// ErrRunTimeout is the error (errors.Is) of a run stopped by
+// Options.RunTimeout.
+var ErrRunTimeout = errors.New("jobs: the run took longer than its time limit")
+
 // batchesKey is the manifest Extra key that records which raw batches a
 // snapshot was built from.
 const batchesKey = "raw_batches"
@@ -73,6 +85,9 @@ type Runner struct {
 	o       Options
 	mu      sync.Mutex
 	metrics *runMetrics
+	// since is when the run in progress started (unix nanoseconds; 0:
+	// none), for the scheduler's log and eo_pipeline_run_in_progress_seconds.
+	since atomic.Int64
 }
 
 // NewRunner returns a Runner with defaults filled in.
@@ -92,7 +107,9 @@ func NewRunner(o Options) *Runner {
 	if o.Exec == nil {
 		o.Exec = pipelines.Run
 	}
-	return &Runner{o: o, metrics: newRunMetrics()}
+	r := &Runner{o: o}
+	r.metrics = newRunMetrics(r.Running)
+	return r
 }
 
 // batchFingerprint is the sorted list of batch ids, joined; a batch the
@@ -155,16 +172,35 @@ func unread(cur, fp string) string {
 // Every call is counted in the runner's metrics (Collectors).
 func (r *Runner) RunOnce(ctx context.Context) (Result, error) {
 	start := time.Now()
+	if r.o.RunTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.o.RunTimeout, ErrRunTimeout)
+		defer cancel()
+	}
 	res, err := r.runOnce(ctx)
+	if err != nil && !errors.Is(err, ErrBusy) && errors.Is(context.Cause(ctx), ErrRunTimeout) {
+		err = fmt.Errorf("%w of %s (EO_RUN_TIMEOUT, --run-timeout); stopped: %w", ErrRunTimeout, r.o.RunTimeout, err)
+	}
 	r.metrics.record(res, err, time.Since(start), r.o.Now())
 	return res, err
 }
 
+// Running is how long the run in progress in this Runner has been running
+// (0: none).
+func (r *Runner) Running() time.Duration {
+	if s := r.since.Load(); s != 0 {
+		return time.Since(time.Unix(0, s))
+	}
+	return 0
+}
+
 func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	if !r.mu.TryLock() {
-		return Result{}, ErrBusy
+		return Result{}, fmt.Errorf("%w (in this process, for %s)", ErrBusy, r.Running().Round(time.Second))
 	}
 	defer r.mu.Unlock()
+	r.since.Store(time.Now().UnixNano())
+	defer r.since.Store(0)
 	lock, err := lockWork(r.o.Pipeline.WorkDir)
 	if err != nil {
 		return Result{}, err

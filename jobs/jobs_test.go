@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -399,5 +400,55 @@ func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 	again := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Force: true})
 	if res, err := again.RunOnce(ctx); err != nil || res.Skipped {
 		t.Fatalf("a run after a batch was removed: skipped %v, %v", res.Skipped, err)
+	}
+}
+
+// A run cut by its time limit at any point (in-process here: DuckDB's
+// queries end with the context) fails with ErrRunTimeout, publishes
+// nothing, and leaves the work folder fit for the next run, which
+// publishes the same tables as a run never cut.
+func TestRunTimeoutCutsARunAnywhere(t *testing.T) {
+	ctx := context.Background()
+	ref := publish.NewMemory()
+	landFixture(t, ref, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+	want, err := newTestRunner(t, ref).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(m publish.Manifest) map[string]int64 {
+		out := map[string]int64{}
+		for _, tb := range m.Tables {
+			out[tb.Name] = tb.Rows
+		}
+		return out
+	}
+	cut := 0
+	for _, limit := range []time.Duration{time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond} {
+		st := publish.NewMemory()
+		landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
+		o := Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, RunTimeout: limit}
+		_, err := NewRunner(o).RunOnce(ctx)
+		if err == nil {
+			continue // the run was quicker than the limit
+		}
+		if !errors.Is(err, ErrRunTimeout) || !strings.Contains(err.Error(), limit.String()) {
+			t.Fatalf("limit %s: %v, want ErrRunTimeout naming the limit", limit, err)
+		}
+		t.Logf("limit %s: %v", limit, err)
+		cut++
+		if _, err := publish.ReadPointer(ctx, st); !errors.Is(err, publish.ErrNoSnapshot) {
+			t.Fatalf("limit %s: the cut run published (%v)", limit, err)
+		}
+		o.RunTimeout = 0
+		got, err := NewRunner(o).RunOnce(ctx)
+		if err != nil {
+			t.Fatalf("limit %s: the run after the cut one: %v", limit, err)
+		}
+		if g, w := rows(got.Manifest), rows(want.Manifest); !maps.Equal(g, w) {
+			t.Fatalf("limit %s: after a cut run the next published %v, a run never cut %v", limit, g, w)
+		}
+	}
+	if cut == 0 {
+		t.Fatal("no limit cut a run")
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/pipelines"
 )
 
@@ -25,9 +26,10 @@ type runMetrics struct {
 	rows        *prometheus.GaugeVec
 	quarantined *prometheus.GaugeVec
 	lastSuccess prometheus.Gauge
+	inProgress  prometheus.GaugeFunc
 }
 
-func newRunMetrics() *runMetrics {
+func newRunMetrics(running func() time.Duration) *runMetrics {
 	m := &runMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eo_pipeline_runs_total",
@@ -54,6 +56,9 @@ func newRunMetrics() *runMetrics {
 			Name: "eo_pipeline_last_success_timestamp_seconds",
 			Help: "When a run last published a snapshot, unix seconds (0: not since start).",
 		}),
+		inProgress: scrape.Gauge("eo_pipeline_run_in_progress_seconds",
+			"How long the run in progress has been running (0: none); a run past its time limit (EO_RUN_TIMEOUT) is stopped.",
+			func() float64 { return running().Seconds() }),
 	}
 	for _, o := range []string{OutcomeOK, OutcomeFailed, OutcomeSkipped} {
 		m.runs.WithLabelValues(o) // every outcome is exported from the start, at 0
@@ -107,9 +112,10 @@ func (m *runMetrics) record(res Result, err error, d time.Duration, now time.Tim
 // Collectors are the runner's metrics, to register on a Prometheus
 // registry: eo_pipeline_runs_total{outcome}, eo_pipeline_run_modes_total{mode},
 // eo_pipeline_run_duration_seconds, eo_pipeline_published_rows{table},
-// eo_pipeline_quarantined_rows{entity} and
-// eo_pipeline_last_success_timestamp_seconds.
+// eo_pipeline_quarantined_rows{entity},
+// eo_pipeline_last_success_timestamp_seconds and
+// eo_pipeline_run_in_progress_seconds.
 func (r *Runner) Collectors() []prometheus.Collector {
 	m := r.metrics
-	return []prometheus.Collector{m.runs, m.modes, m.duration, m.rows, m.quarantined, m.lastSuccess}
+	return []prometheus.Collector{m.runs, m.modes, m.duration, m.rows, m.quarantined, m.lastSuccess, m.inProgress}
 }

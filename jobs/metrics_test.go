@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,45 +12,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 )
 
-// gather reads collectors as "name{label="value",...}" → value; a
-// histogram as its name_count and name_sum.
+// gather reads collectors (scrape.Values).
 func gather(t *testing.T, cs []prometheus.Collector) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
+	m, err := scrape.Values(cs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			sort.Strings(labels)
-			name := mf.GetName()
-			if len(labels) > 0 {
-				name += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[name] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[name] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[name+"_count"] = float64(m.Histogram.GetSampleCount())
-				out[name+"_sum"] = m.Histogram.GetSampleSum()
-			}
-		}
-	}
-	return out
+	return m
 }
 
 // publishFails fails every write under snapshots/ while on: the pipeline
@@ -77,7 +51,7 @@ func TestRunMetrics(t *testing.T) {
 	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Now: func() time.Time { return at }})
 	if m := gather(t, r.Collectors()); m[`eo_pipeline_runs_total{outcome="ok"}`] != 0 ||
-		len(m) != 8 || m["eo_pipeline_last_success_timestamp_seconds"] != 0 {
+		len(m) != 9 || m["eo_pipeline_last_success_timestamp_seconds"] != 0 || m["eo_pipeline_run_in_progress_seconds"] != 0 {
 		t.Fatalf("before any run: %v", m)
 	}
 	if _, err := r.RunOnce(ctx); !errors.Is(err, pipelines.ErrNoBatches) {

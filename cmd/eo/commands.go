@@ -37,6 +37,9 @@ type common struct {
 	duckMemory  string
 	duckThreads int
 	full        bool
+	// runTimeout bounds each scheduled run (--run-timeout, EO_RUN_TIMEOUT;
+	// set by registerScheduled).
+	runTimeout time.Duration
 	// noMetering serves without limits, quotas or usage records (eo serve
 	// --no-metering: benchmarks, or a deployment metered by its gateway).
 	noMetering bool
@@ -66,6 +69,13 @@ func (c *common) registerPipeline(fs *flag.FlagSet) {
 		"DuckDB worker threads for the pipeline (default 0: one per core); fewer use less memory at once")
 	fs.BoolVar(&c.full, "full", false,
 		"rebuild every table from every landed batch, even when the last run's state allows an incremental run")
+}
+
+// registerScheduled adds the flags of the commands that run the pipeline on
+// a schedule (eo jobs, eo up).
+func (c *common) registerScheduled(fs *flag.FlagSet) {
+	fs.DurationVar(&c.runTimeout, "run-timeout", c.cfg.RunTimeout,
+		"stop a run that takes longer than this (its pipeline child is told to stop, then killed); the next tick runs again (0: no bound)")
 }
 
 // registerEdge adds the flags of the commands that serve the edge.
@@ -196,7 +206,7 @@ func newScheduledRunner(c common, log *slog.Logger, st publish.Store, published 
 		return nil, fmt.Errorf("the pipeline's child process: %w", err)
 	}
 	return jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Published: published,
-		Exec: childPipeline(exe, c)}), nil
+		Exec: childPipeline(exe, c, childStopGrace), RunTimeout: c.runTimeout}), nil
 }
 
 // pipelineOptions are the pipeline's options from c's flags.
@@ -300,6 +310,7 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("jobs")
 	c.registerPipeline(fs)
+	c.registerScheduled(fs)
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
 	metricsAddr := fs.String("metrics-addr", cfg.JobsMetricsAddr,
 		"serve the pipeline runs' Prometheus metrics at http://ADDR/metrics (no key: keep it private); empty: none")
@@ -423,6 +434,7 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("up")
 	c.registerPipeline(fs)
+	c.registerScheduled(fs)
 	addr := fs.String("addr", cfg.Addr, "listen address")
 	c.registerEdge(fs)
 	matches := fs.Int("matches", 5000, "matches to generate when the store has no raw batch")

@@ -26,6 +26,9 @@ type Config struct {
 	DuckDBThreads     int    // EO_DUCKDB_THREADS; 0: DuckDB's default
 	Schedule          string // EO_SCHEDULE: eo jobs
 	UpSchedule        string // EO_UP_SCHEDULE: eo up's in-process runs
+	// RunTimeout is EO_RUN_TIMEOUT: how long a scheduled run (eo jobs,
+	// eo up) may take before it is stopped (0 or negative: no bound).
+	RunTimeout time.Duration
 
 	// S3 holds the endpoint, credentials and call bounds of an s3:// store
 	// (EO_S3_*); the bucket and prefix come from the location.
@@ -52,6 +55,11 @@ type Config struct {
 	GoMemLimit bool
 }
 
+// DefaultRunTimeout is EO_RUN_TIMEOUT's default: about five times a full
+// rebuild of 100,000 matches on 2 processors (BENCHMARKS.md), so only a
+// run that hangs reaches it.
+const DefaultRunTimeout = 30 * time.Minute
+
 // loadConfig reads the environment through lookup (os.LookupEnv in main)
 // and checks every value: a malformed one fails the command at start, with
 // the variable's name and what it wants, whether or not the command uses it.
@@ -67,6 +75,7 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		DuckDBThreads: e.count("EO_DUCKDB_THREADS", 0, 0, "a count of threads (0: one per core)"),
 		Schedule:      e.str("EO_SCHEDULE", "*/15 * * * *"),
 		UpSchedule:    e.str("EO_UP_SCHEDULE", "*/2 * * * *"),
+		RunTimeout:    e.duration("EO_RUN_TIMEOUT", DefaultRunTimeout, "a duration such as 30m (0 or negative: no bound)"),
 		S3: publish.S3Options{
 			Endpoint:   e.str("EO_S3_ENDPOINT", ""),
 			AccessKey:  e.str("EO_S3_ACCESS_KEY", ""),

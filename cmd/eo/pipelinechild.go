@@ -36,13 +36,17 @@ type stepResult struct {
 }
 
 // childStopGrace is how long a child has to stop after SIGTERM (the
-// scheduler is shutting down) before it is killed.
+// scheduler is shutting down, or the run is past its time limit) before it
+// is killed.
 const childStopGrace = 30 * time.Second
 
 // childPipeline is a jobs.Options.Exec that runs each pipeline run as
 // `exe pipeline step` with c's store, work folder, DuckDB limits and log
-// format; its log lines go to this process's standard error.
-func childPipeline(exe string, c common) func(context.Context, pipelines.Options) (pipelines.Report, error) {
+// format; its log lines go to this process's standard error. When the
+// run's context ends the child gets SIGTERM and SIGCONT (a frozen child
+// could not act on the first), and SIGKILL grace later if it is still
+// there.
+func childPipeline(exe string, c common, grace time.Duration) func(context.Context, pipelines.Options) (pipelines.Report, error) {
 	return func(ctx context.Context, o pipelines.Options) (pipelines.Report, error) {
 		args := []string{"pipeline", "step", "--store", c.store, "--work", c.work}
 		if o.MemoryLimit != "" {
@@ -66,8 +70,12 @@ func childPipeline(exe string, c common) func(context.Context, pipelines.Options
 		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = childStopGrace
+		cmd.Cancel = func() error {
+			err := cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Process.Signal(syscall.SIGCONT)
+			return err
+		}
+		cmd.WaitDelay = grace
 		runErr := cmd.Run()
 		var res stepResult
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {

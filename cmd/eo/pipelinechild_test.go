@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/publish"
 )
@@ -58,7 +59,7 @@ func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 	}
 	c := common{cfg: Config{}, store: store, work: work}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Exec: childPipeline(script, c)})
+	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Exec: childPipeline(script, c, childStopGrace)})
 
 	_, err = r.RunOnce(ctx)
 	if err == nil || !strings.Contains(err.Error(), "ended by signal segmentation fault") {
@@ -163,4 +164,115 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	if err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work}); err != nil {
 		t.Fatalf("the run after the child ended: %v", err)
 	}
+}
+
+// A scheduled run whose pipeline child hangs is stopped at the run's time
+// limit, and the next run publishes. Before the limit a frozen child held
+// the run lock for good: every later tick of eo jobs was skipped as "a run
+// is still in progress" and no snapshot was published again. Two children:
+// a real `eo pipeline step` frozen with SIGSTOP (told to stop, it is thawed
+// and stops by itself), and one that ignores SIGTERM (killed at the grace).
+func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
+	ctx := context.Background()
+	dir, store, work := generatedWorld(t, 40)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deaf := filepath.Join(dir, "eo-deaf-child")
+	if err := os.WriteFile(deaf, []byte("#!/bin/sh\ntrap '' TERM\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := publish.NewLocal(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := common{cfg: Config{}, store: store, work: work}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name, exe string
+		freeze    bool
+	}{{"frozen", self, true}, {"deaf to SIGTERM", deaf, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit, grace = 3 * time.Second, 2 * time.Second
+			r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Exec: childPipeline(tc.exe, c, grace),
+				RunTimeout: limit})
+			type result struct {
+				res jobs.Result
+				err error
+			}
+			done := make(chan result, 1)
+			start := time.Now()
+			go func() { res, err := r.RunOnce(ctx); done <- result{res, err} }()
+			var child int
+			if !proctest.Within(30*time.Second, 2*time.Millisecond, func() bool { child = childOf(os.Getpid()); return child != 0 }) {
+				t.Fatal("the run started no child")
+			}
+			if tc.freeze {
+				if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				defer syscall.Kill(child, syscall.SIGKILL)
+				if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// While it hangs: a second run is refused, saying for how long
+			// this one has run, and the gauge shows it.
+			time.Sleep(time.Second)
+			if _, err := r.RunOnce(ctx); !errors.Is(err, jobs.ErrBusy) || !strings.Contains(err.Error(), "in this process, for") {
+				t.Fatalf("a run while the hung one holds the lock: %v, want ErrBusy with its age", err)
+			}
+			if m := gatherMetrics(t, r); m["eo_pipeline_run_in_progress_seconds"] < 0.5 {
+				t.Fatalf("eo_pipeline_run_in_progress_seconds = %v while a run hangs", m["eo_pipeline_run_in_progress_seconds"])
+			}
+			var got result
+			select {
+			case got = <-done:
+			case <-time.After(limit + grace + 30*time.Second):
+				t.Fatal("the hung run was never stopped")
+			}
+			if !errors.Is(got.err, jobs.ErrRunTimeout) || !strings.Contains(got.err.Error(), "3s") {
+				t.Fatalf("the hung run ended with %v, want ErrRunTimeout naming the limit", got.err)
+			}
+			// Thawed with its SIGTERM, the frozen child stops by itself; the
+			// deaf one is killed at the grace.
+			if killed := strings.Contains(got.err.Error(), "ended by signal killed"); killed == tc.freeze {
+				t.Fatalf("the hung run ended with %v; killed: %v, want %v", got.err, killed, !tc.freeze)
+			}
+			if took := time.Since(start); took < limit {
+				t.Fatalf("the run was stopped after %s, before its limit", took)
+			}
+			if !proctest.Within(10*time.Second, 10*time.Millisecond, func() bool { return gone(child) }) {
+				t.Fatal("the hung child outlived its run")
+			}
+			if _, err := publish.ReadPointer(ctx, st); err == nil {
+				t.Fatal("the stopped run published a snapshot")
+			}
+			if m := gatherMetrics(t, r); m["eo_pipeline_run_in_progress_seconds"] != 0 || m[`eo_pipeline_runs_total{outcome="failed"}`] != 1 {
+				t.Fatalf("after the stop: %v", m)
+			}
+		})
+	}
+	// The lock went with the child: the next run, a real child left alone,
+	// publishes.
+	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Exec: childPipeline(self, c, childStopGrace),
+		RunTimeout: 5 * time.Minute})
+	res, err := r.RunOnce(ctx)
+	if err != nil {
+		t.Fatalf("the run after the stopped ones: %v", err)
+	}
+	if ptr, err := publish.ReadPointer(ctx, st); err != nil || ptr.SnapshotID != res.Manifest.SnapshotID {
+		t.Fatalf("the next run published %q, the pointer names %q (%v)", res.Manifest.SnapshotID, ptr.SnapshotID, err)
+	}
+}
+
+// gatherMetrics reads r's metrics (scrape.Values).
+func gatherMetrics(t *testing.T, r *jobs.Runner) map[string]float64 {
+	t.Helper()
+	m, err := scrape.Values(r.Collectors()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
