@@ -3,6 +3,7 @@ package access
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +157,56 @@ func TestRedisEmptiedIsNewSource(t *testing.T) {
 		t.Fatal("an emptied Redis kept its source id")
 	}
 	wantExactlyOnce(t, exportedIDs(t, st), idSet("after", 20, idSet("before", 30, nil)))
+}
+
+// A backlog of usage events built while Redis was frozen drains once it
+// resumes, without flooding the stream. Before, the whole backlog went in
+// one pipeline: over a link on which it cannot be written and answered
+// within the call timeout (300 ms), Redis kept the part it had read and the
+// client sent everything again every 100 ms, for ever (the stream grew by
+// duplicates, the breaker kept opening, the buffer never drained). Here
+// the client reaches Redis through a link of 8 MB/s: the 200,000 events
+// are about 40 MB, a chunk of them 400 KB. A few transactions cut by the
+// freeze may land twice (their EXEC sat in the socket while Redis was
+// stopped); nothing more.
+func TestRedisUsageBacklogDrainsAfterAnOutage(t *testing.T) {
+	srv := redistest.StartServer(t)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := proctest.NewProxy(t, u.Host)
+	link.Rate = 8 << 20
+	u.Host = link.Addr
+	r := openRedis(t, u.String(), "t:")
+	const n = 200_000
+	srv.Freeze()
+	for i := range n {
+		if err := r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x",
+			Status: 200, RequestID: fmt.Sprint(i)}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	time.Sleep(time.Second) // flushes fail, the breaker opens
+	if s := r.UsageStats(); s.Retained < n {
+		t.Fatalf("while Redis is frozen: %+v retained, want the %d recorded", s, n)
+	}
+	srv.Resume()
+	// Drained: the stream holds them all, and the client counts no event
+	// as waiting or in flight beyond what the stream holds.
+	var xlen int64
+	if !proctest.Within(90*time.Second, 50*time.Millisecond, func() bool {
+		xlen = r.c.XLen(ctx(), r.usageStream()).Val()
+		return xlen >= n && r.UsageStats().Retained == xlen
+	}) {
+		t.Fatalf("the backlog did not drain: stream %d of %d events, %+v", xlen, n, r.UsageStats())
+	}
+	time.Sleep(time.Second)
+	if again := r.c.XLen(ctx(), r.usageStream()).Val(); again != xlen || xlen > n+8*usageFlushChunk {
+		t.Fatalf("the stream holds %d entries, then %d, for %d events", xlen, again, n)
+	}
+	if h := r.Health(); !h.OK {
+		t.Fatalf("health after the drain: %+v", h)
+	}
+	t.Logf("%d events, %d stream entries", n, xlen)
 }

@@ -187,7 +187,13 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		if ctr, err = c.counters(ctx, log); err != nil {
 			return err
 		}
-		defer ctr.Close()
+		defer func() {
+			// The last usage events are written as the counters close: a
+			// failure loses them, so say so.
+			if err := ctr.Close(); err != nil {
+				log.Error("closing the counters: usage events still buffered may be lost", "err", err)
+			}
+		}()
 		pl, err := plans(c.cfg.Plans)
 		if err != nil {
 			return err

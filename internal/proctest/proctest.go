@@ -1,7 +1,8 @@
 // Package proctest holds what the fault and load tests share: what the
 // server helpers (MinIO, redis-server) need of the processes they control,
 // a buffer for the output of a process or logger, goroutines that keep
-// the code under test busy (Hammer), and a wait for a condition (Within).
+// the code under test busy (Hammer), a TCP proxy for network faults
+// (Proxy: a slow link, a silent one), and a wait for a condition (Within).
 package proctest
 
 import (
