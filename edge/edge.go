@@ -579,11 +579,14 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("%w (and %v)", err, cerr)
 		}
 	}
-	if err := s.RunLive(ctx); err != nil {
-		// The snapshot serves without the feed (Redis down at start): the
-		// live path subscribes once the feed answers.
-		s.log.Warn("live feed unavailable at start: no live updates until it answers; retrying every second", "err", err)
-		go s.retryLive(ctx)
+	if s.live.o.Feed != nil {
+		err := s.RunLive(ctx)
+		if err != nil {
+			// The snapshot serves without the feed (Redis down at start):
+			// the live path subscribes once the feed answers.
+			s.log.Warn("live feed unavailable at start: no live updates until it answers; retrying every second", "err", err)
+		}
+		go s.keepLive(ctx, err == nil)
 	}
 	go s.watch(ctx)
 	if kc, ok := s.o.Auth.(KeyChecker); ok {
@@ -595,17 +598,35 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// retryLive subscribes to the feed every second until it works or ctx ends
-// (on the service's one reload loop, reload.Every).
-func (s *Server) retryLive(ctx context.Context) {
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	reload.Every(rctx, time.Second, func(context.Context) error {
-		if err := s.RunLive(ctx); err != nil { // ctx: the subscription outlives the retry loop
-			return err
+// keepLive keeps the live path subscribed to the feed of Options.Feed
+// until ctx ends (on the service's one reload loop, reload.Every): each
+// second after the subscription failed (Redis down at
+// start: the snapshot serves without the feed meanwhile) or ended (a
+// connection found dead: live.RedisFeed.Idle). Before, a subscription that
+// ended was never made again, and the edge showed no live change until it
+// restarted. Events published in between are a gap in the feed's
+// positions: a client resuming across it gets a resync.
+func (s *Server) keepLive(ctx context.Context, subscribed bool) {
+	failing := !subscribed
+	reload.Every(ctx, time.Second, func(context.Context) error {
+		if s.live.tracker.Running() {
+			return nil
 		}
-		s.log.Info("live feed subscribed")
-		stop()
+		if subscribed {
+			s.log.Warn("live feed subscription ended (its connection closed or went silent); subscribing again")
+			subscribed = false
+		}
+		if err := s.RunLive(ctx); err != nil {
+			if !failing {
+				s.log.Warn("live feed unavailable: no live updates until it answers; retrying every second", "err", err)
+				failing = true
+			}
+			return nil
+		}
+		if failing {
+			s.log.Info("live feed subscribed")
+		}
+		subscribed, failing = true, false
 		return nil
 	}, func(error) {})
 }

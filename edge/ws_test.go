@@ -785,3 +785,64 @@ func TestUnpacedSubscribesPastTheCap(t *testing.T) {
 	c.send(map[string]string{"type": "unsubscribe", "target": targets[0]})
 	c.expect("unsubscribed", targets[0])
 }
+
+// The live path subscribes again when its feed subscription ends. A Redis
+// connection that goes silent without closing (a failover whose old host
+// vanished) is given up by the feed (live.RedisFeed.Idle); the edge then
+// subscribes again each second until the link works, and live changes reach
+// REST again. Before, an ended subscription was never made again: the edge
+// showed no live change until it restarted.
+func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
+	srv := redistest.StartServer(t)
+	opt, err := redis.ParseURL(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := redis.NewClient(opt)
+	defer direct.Close()
+	link := proctest.NewProxy(t, opt.Addr)
+	opt.Addr = link.Addr
+	// The service's bounds on every Redis call (access.ClientOptions).
+	opt.ReadTimeout, opt.WriteTimeout, opt.DialTimeout, opt.PoolTimeout = 300*time.Millisecond, 300*time.Millisecond,
+		300*time.Millisecond, 300*time.Millisecond
+	proxied := redis.NewClient(opt)
+	defer proxied.Close()
+	ls := newLiveServer(t, LiveOptions{Feed: &live.RedisFeed{Client: proxied, Idle: 200 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ls.Server.keepLive(ctx, true)
+	m, up := liveMatchOf(t, ls)
+	pub := &live.RedisFeed{Client: direct}
+	scoreShows := func(a int, at time.Time) {
+		t.Helper()
+		if err := pub.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
+			ScoreA: intp(a), ScoreB: intp(0), ChangedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`"score_a":%d,`, a)
+		if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool {
+			return strings.Contains(string(ls.get(t, "/v1/cs2/matches/"+m.ID.String()).body), want)
+		}) {
+			t.Fatalf("REST never showed score_a %d: %s", a, ls.get(t, "/v1/cs2/matches/"+m.ID.String()).body)
+		}
+	}
+	scoreShows(0, fixtureNow.Add(time.Hour))
+	link.Blackhole()
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.live.tracker.Running() }) {
+		t.Fatal("the subscription over the silent link never ended")
+	}
+	time.Sleep(2 * time.Second) // attempts through the silent link fail
+	link.Restore()
+	// Pub/sub keeps nothing for an absent subscriber: publish (again) until
+	// the live path, subscribed again, shows it.
+	want := `"score_a":1,`
+	if !proctest.Within(30*time.Second, 250*time.Millisecond, func() bool {
+		if err := pub.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
+			ScoreA: intp(1), ScoreB: intp(0), ChangedAt: fixtureNow.Add(2 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(ls.get(t, "/v1/cs2/matches/"+m.ID.String()).body), want)
+	}) {
+		t.Fatal("the live path never subscribed again: REST never showed the score published after the link came back")
+	}
+}

@@ -1,10 +1,12 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,6 +155,10 @@ func (f *MemoryFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 type RedisFeed struct {
 	Client  *redis.Client
 	Channel string // default "eo:live:v1"
+	// Idle is how long a subscription may go without a message before it
+	// is PINGed; one that then stays silent for as long again is given up
+	// (default DefaultFeedIdle).
+	Idle time.Duration
 }
 
 func (f *RedisFeed) channel() string {
@@ -204,9 +210,20 @@ func (f *RedisFeed) Position(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
+// DefaultFeedIdle is RedisFeed.Idle's default: how long a Redis
+// subscription may go without a message before it is PINGed; a
+// subscription that then stays silent for as long again is given up (its
+// channel closes) and the subscriber subscribes anew. A connection can die without closing (a Redis failover whose old
+// host vanished, a proxy that stops forwarding): reads wait for ever,
+// writes still succeed, and go-redis's own health check, a PING whose
+// reply it does not wait for, never notices. Every edge then froze its
+// live scores and odds, /health said ok, and the lander landed nothing.
+const DefaultFeedIdle = 5 * time.Second
+
 // Subscribe returns once Redis confirmed the subscription, so an event
 // published after it returns is received; an error when it did not within
-// subscribeTimeout.
+// subscribeTimeout. The channel closes when ctx ends or when the
+// connection is found dead (Idle): subscribe again.
 func (f *RedisFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 	ps := f.Client.Subscribe(ctx, f.channel())
 	// Bounded: a frozen server accepts the connection and never confirms.
@@ -214,28 +231,49 @@ func (f *RedisFeed) Subscribe(ctx context.Context) (<-chan Event, error) {
 		ps.Close()
 		return nil, fmt.Errorf("live: subscribe %s: %w", f.channel(), err)
 	}
+	idle := cmp.Or(f.Idle, DefaultFeedIdle)
 	out := make(chan Event, 4096)
-	msgs := ps.Channel(redis.WithChannelSize(4096))
 	go func() {
 		defer close(out)
 		defer ps.Close()
-		for {
+		pinged := false
+		for ctx.Err() == nil {
+			msg, err := ps.ReceiveTimeout(ctx, idle)
+			if err != nil {
+				var ne net.Error
+				switch {
+				case ctx.Err() != nil:
+					return
+				case errors.As(err, &ne) && ne.Timeout():
+					if pinged {
+						return // no reply to the PING either: the connection is dead
+					}
+					pinged = true
+					_ = ps.Ping(ctx)
+				default:
+					// Closed or refused: go-redis reconnects and subscribes
+					// again at the next receive (events in between are a
+					// gap the tracker sees in the sequence numbers).
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				continue
+			}
+			pinged = false
+			m, ok := msg.(*redis.Message)
+			if !ok {
+				continue // a PING's reply, a (re)subscription's confirmation
+			}
+			var ev Event
+			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+				continue // not ours; never log the payload (it may name a book)
+			}
 			select {
+			case out <- ev:
 			case <-ctx.Done():
 				return
-			case m, ok := <-msgs:
-				if !ok {
-					return
-				}
-				var ev Event
-				if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-					continue // not ours; never log the payload (it may name a book)
-				}
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
 			}
 		}
 	}()

@@ -99,8 +99,9 @@ func (l *RedisLimiter) Acquire(ctx context.Context, key string, limit int) (func
 	if ok != 1 {
 		return nil, false, nil
 	}
-	stop := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTicker(ttl / 3)
 		defer t.Stop()
 		for {
@@ -109,7 +110,13 @@ func (l *RedisLimiter) Acquire(ctx context.Context, key string, limit int) (func
 				return
 			case <-t.C:
 				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				l.Client.ZAddXX(rctx, zkey, redis.Z{Score: float64(time.Now().Add(ttl).UnixMilli()), Member: member})
+				// A plain ZADD: a lease Redis lost (restarted empty, or away
+				// longer than the TTL) is counted again. With ZADD XX an
+				// open connection stayed uncounted for good, and the key
+				// could open its cap again after each such incident. The
+				// release waits for this goroutine, so it never adds back
+				// a released lease.
+				l.Client.ZAdd(rctx, zkey, redis.Z{Score: float64(time.Now().Add(ttl).UnixMilli()), Member: member})
 				l.Client.PExpire(rctx, zkey, 2*ttl)
 				cancel()
 			}
@@ -119,6 +126,7 @@ func (l *RedisLimiter) Acquire(ctx context.Context, key string, limit int) (func
 	return func() {
 		once.Do(func() {
 			close(stop)
+			<-done
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			l.Client.ZRem(rctx, zkey, member)

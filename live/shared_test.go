@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // The same suites run against the in-memory and the Redis implementations.
@@ -110,6 +111,31 @@ func TestRedisLeaseLapses(t *testing.T) {
 	}
 }
 
+// A lease Redis lost (restarted empty, or away longer than the TTL) is
+// counted again at the next refresh: with ZADD XX the open connection
+// stayed uncounted for good, and the key could open its cap again. A
+// released lease is never added back by a refresh.
+func TestRedisLeaseLostIsCountedAgain(t *testing.T) {
+	c := redistest.Client(t)
+	l := &RedisLimiter{Client: c, TTL: 300 * time.Millisecond}
+	ctx := context.Background()
+	rel, ok, err := l.Acquire(ctx, "k", 1)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	c.Del(ctx, "eo:wsconn:k") // what a Redis restarted empty holds
+	time.Sleep(400 * time.Millisecond)
+	if rel2, ok, _ := l.Acquire(ctx, "k", 1); ok {
+		rel2()
+		t.Fatal("a lease Redis lost was not counted again: the key opened a second connection past its cap of 1")
+	}
+	rel()
+	time.Sleep(400 * time.Millisecond)
+	if n := c.ZCard(ctx, "eo:wsconn:k").Val(); n != 0 {
+		t.Fatalf("%d leases held after the release", n)
+	}
+}
+
 func TestFeeds(t *testing.T) {
 	for name, mk := range pairs(func() Feed { return NewMemoryFeed() },
 		func(c *redis.Client) Feed { return &RedisFeed{Client: c} }) {
@@ -147,3 +173,69 @@ func TestFeeds(t *testing.T) {
 }
 
 func redisZ(at time.Time) redis.Z { return redis.Z{Score: float64(at.UnixMilli()), Member: "crashed"} }
+
+// A subscription whose connection goes silent without closing (a Redis
+// failover whose old host vanished, a proxy that stops forwarding) is
+// given up within twice Idle: its channel closes, so the subscriber (the
+// edge's tracker, the lander) subscribes again. Before, reads waited for
+// ever, go-redis's health-check PING was written without its reply being
+// awaited, and the channel stayed open and silent.
+func TestRedisFeedGivesUpASilentConnection(t *testing.T) {
+	srv := redistest.StartServer(t)
+	opt, err := redis.ParseURL(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := proctest.NewProxy(t, opt.Addr)
+	opt.Addr = link.Addr
+	sub := &RedisFeed{Client: redis.NewClient(opt), Idle: 200 * time.Millisecond}
+	defer sub.Client.Close()
+	direct, err := redis.ParseURL(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &RedisFeed{Client: redis.NewClient(direct)}
+	defer pub.Client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := sub.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish(ctx, Event{Kind: KindScore, MatchID: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-ch:
+		if ev.MatchID != "m" {
+			t.Fatalf("received %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event through the working link")
+	}
+	// Quiet for longer than Idle on a working link: the PING's reply keeps
+	// the subscription.
+	time.Sleep(time.Second)
+	if err := pub.Publish(ctx, Event{Kind: KindScore, MatchID: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-ch:
+		if !ok || ev.MatchID != "m2" {
+			t.Fatalf("after a quiet second: %+v, open %v", ev, ok)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a quiet working subscription stopped delivering")
+	}
+	link.Blackhole()
+	start := time.Now()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("an event through a silent link")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription over a silent link never ended")
+	}
+	t.Logf("given up after %s", time.Since(start).Round(10*time.Millisecond))
+}
