@@ -84,6 +84,7 @@ type marketState struct {
 	quotes map[string]map[string]Quote // contributor -> outcome -> quote
 	last   map[string]MarketLine       // outcome -> last published line
 	before map[string]MarketLine       // outcome -> the line published before last (an earlier instant)
+	at     time.Time                   // the newest instant the market was evaluated at
 }
 
 // Aggregator keeps every live market's quotes and published lines. It is
@@ -137,7 +138,16 @@ func preferred(q, cur Quote) bool {
 }
 
 // Evaluate computes the market at moment t and returns the lines whose
-// published price changed (append-on-change), stamped t.
+// published price changed (append-on-change), stamped t. A t before the
+// newest instant the market was evaluated at is taken as that instant: a
+// capture that arrives after a later capture of another book (two books'
+// feeds, one slower) is part of the market's current quotes, and the
+// batch's line at that newest instant, an as-of of every capture up to it,
+// includes it. Evaluated at its own older instant, its line went into the
+// history under a head that still held the stale price, and
+// append-on-change kept that price served until the next snapshot.
+// (The batch also has a line at the late capture's own instant; the live
+// path does not, until the next snapshot brings it.)
 func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -145,6 +155,10 @@ func (a *Aggregator) Evaluate(k MarketKey, t time.Time) []MarketLine {
 	if st == nil {
 		return nil
 	}
+	if t.Before(st.at) {
+		t = st.at
+	}
+	st.at = t
 	prices, counts := Aggregate(st.quotes)
 	var out []MarketLine
 	outcomes := slices.Sorted(maps.Keys(prices))

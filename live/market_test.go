@@ -1,8 +1,11 @@
 package live
 
 import (
+	"maps"
 	"math"
+	"math/rand/v2"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 )
@@ -201,5 +204,95 @@ func TestEvaluateAnInstantAgain(t *testing.T) {
 	}
 	if latest := b.Latest(k.MatchID); latest[0].Price != before[0].Price || !latest[0].CapturedAt.Equal(t0) {
 		t.Fatalf("after the retraction the latest line is %+v, want t0's", latest[0])
+	}
+}
+
+// Books' feeds are not in step: a capture can arrive after a later capture
+// of another book. Whatever the delivery order, the price the live path
+// serves for each outcome (its line with the newest captured_at, lines
+// replaced by id and retracted as the view applies them) is the price the
+// batch serves: each outcome's last published price, the market evaluated
+// as of every capture instant. Before, a late capture was evaluated at its
+// own instant: its line went into the history, the head kept the stale
+// price, and append-on-change kept it served until the next snapshot.
+func TestLateCapturesMoveTheServedPrice(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := MarketKey{Market: "match_winner", MatchID: "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"}
+	books := []string{"bk-01", "bk-02", "bk-03", "bk-04"}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		// Each book prices both legs at some of 12 instants.
+		type capture struct {
+			q       Quote
+			arrives time.Duration
+		}
+		var caps []capture
+		for i := range 12 {
+			at := t0.Add(time.Duration(i) * 10 * time.Second)
+			for _, b := range books {
+				if i > 0 && rng.IntN(3) == 0 {
+					continue
+				}
+				lag := time.Duration(rng.IntN(4)) * 10 * time.Second // a slow feed, now and then
+				h := 1.3 + rng.Float64()
+				caps = append(caps, capture{q("b"+b, b, "home", h, at), lag},
+					capture{q("b"+b, b, "away", 1/(1.06-1/h), at), lag})
+			}
+		}
+		// The batch: as of every instant, append-on-change.
+		want := map[string]float64{}
+		for i := range 12 {
+			at := t0.Add(time.Duration(i) * 10 * time.Second)
+			quotes := map[string]map[string]Quote{}
+			for _, c := range caps {
+				if !c.q.CapturedAt.After(at) {
+					if quotes[c.q.Contributor] == nil {
+						quotes[c.q.Contributor] = map[string]Quote{}
+					}
+					if cur, ok := quotes[c.q.Contributor][c.q.Outcome]; !ok || !c.q.CapturedAt.Before(cur.CapturedAt) {
+						quotes[c.q.Contributor][c.q.Outcome] = c.q
+					}
+				}
+			}
+			prices, _ := Aggregate(quotes)
+			maps.Copy(want, prices)
+		}
+		// The live path: captures delivered by arrival time, in batches of
+		// what arrived together, each market evaluated at the newest
+		// capture of the batch (Tracker.Apply).
+		slices.SortStableFunc(caps, func(a, b capture) int {
+			return a.q.CapturedAt.Add(a.arrives).Compare(b.q.CapturedAt.Add(b.arrives))
+		})
+		a := NewAggregator()
+		served := map[string]MarketLine{} // line id -> line, as the view holds them
+		for i := 0; i < len(caps); {
+			arrival := caps[i].q.CapturedAt.Add(caps[i].arrives)
+			var newest time.Time
+			for ; i < len(caps) && caps[i].q.CapturedAt.Add(caps[i].arrives).Equal(arrival); i++ {
+				a.Apply(k, caps[i].q)
+				if caps[i].q.CapturedAt.After(newest) {
+					newest = caps[i].q.CapturedAt
+				}
+			}
+			for _, l := range a.Evaluate(k, newest) {
+				if l.Retract {
+					delete(served, l.ID())
+				} else {
+					served[l.ID()] = l
+				}
+			}
+		}
+		got := map[string]MarketLine{}
+		for _, l := range served {
+			if h, ok := got[l.Outcome]; !ok || l.CapturedAt.After(h.CapturedAt) {
+				got[l.Outcome] = l
+			}
+		}
+		for o, w := range want {
+			if got[o].Price != w {
+				t.Fatalf("seed %d: %s served at %.6f (line of %s), the batch's price is %.6f", seed, o, got[o].Price,
+					got[o].CapturedAt.Format("15:04:05"), w)
+			}
+		}
 	}
 }
