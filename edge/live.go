@@ -119,10 +119,13 @@ func newLiveState(s *Server, o LiveOptions) *liveState {
 
 // LiveStats are counters of the live path.
 type LiveStats struct {
-	Connections    int64 // WebSocket connections open on this instance
-	Events         int64 // feed events applied
-	DroppedEvents  int64 // events whose match the snapshot does not know
-	OverlayMatches int   // matches with live state or lines newer than the snapshot
+	Connections   int64 // WebSocket connections open on this instance
+	Events        int64 // feed events applied
+	DroppedEvents int64 // events whose match the snapshot does not know
+	// WithheldLines are live eo_market lines not served: they counted fewer
+	// books than the snapshot's line of their series.
+	WithheldLines  int64
+	OverlayMatches int // matches with live state or lines newer than the snapshot
 	// RejectedEvents are the score events (and finished maps) refused
 	// because the pipeline would quarantine them, by reason
 	// (live.RejectReasons).
@@ -136,7 +139,7 @@ func (s *Server) LiveStats() LiveStats {
 	if v := s.view.Load(); v != nil {
 		n = v.LiveMatches()
 	}
-	return LiveStats{Connections: s.live.conns.Load(), Events: st.Events, DroppedEvents: st.Dropped, OverlayMatches: n,
+	return LiveStats{Connections: s.live.conns.Load(), Events: st.Events, DroppedEvents: st.Dropped, WithheldLines: st.Withheld, OverlayMatches: n,
 		RejectedEvents: st.Rejected}
 }
 

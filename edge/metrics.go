@@ -149,6 +149,7 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 	m.reg.MustRegister(
 		scrape.Counter("eo_live_events_total", "Live feed events applied to the served view.", func() float64 { return float64(stats().Events) }),
 		scrape.Counter("eo_live_events_dropped_total", "Live feed events for matches the snapshot does not know.", func() float64 { return float64(stats().DroppedEvents) }),
+		scrape.Counter("eo_live_lines_withheld_total", "Live eo_market lines not served because they count fewer books than the snapshot's line of their series (the edge has not seen every book price since it started, or an instant's prices arrived in two batches and this was the first); the snapshot's line is served meanwhile.", func() float64 { return float64(stats().WithheldLines) }),
 		scrape.Gauge("eo_live_matches", "Matches with live state or odds lines newer than the served snapshot.", func() float64 { return float64(stats().OverlayMatches) }),
 		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
 		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),

@@ -22,11 +22,12 @@ type Tracker struct {
 	pos     Position // under cur's writers' lock
 	// last is, per match of the batch being applied, the feed position
 	// of its last score event and of its last price event (EventSeq).
-	last    map[view.ID][2]uint64
-	running atomic.Bool
-	events  atomic.Int64
-	dropped atomic.Int64
-	skipped atomic.Int64
+	last     map[view.ID][2]uint64
+	running  atomic.Bool
+	events   atomic.Int64
+	dropped  atomic.Int64
+	skipped  atomic.Int64
+	withheld atomic.Int64
 	// rejected counts the events refused, by reason (scoreProblem,
 	// mapProblem, priceProblem).
 	rejected sync.Map // string → *atomic.Int64
@@ -46,6 +47,9 @@ type TrackerStats struct {
 	Events  int64 // events for matches the view knows
 	Dropped int64 // events for matches the view does not know (no live_ids entry)
 	Skipped int64 // changes not newer than what the view held
+	// Withheld counts eo_market lines not served because they count fewer
+	// books than the snapshot's line of their series.
+	Withheld int64
 	// Rejected counts the events (and finished maps) refused because the
 	// pipeline would quarantine what they land as, by the pipeline's
 	// reason.
@@ -54,7 +58,7 @@ type TrackerStats struct {
 
 // Stats reports the tracker's counters.
 func (t *Tracker) Stats() TrackerStats {
-	st := TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load(),
+	st := TrackerStats{Events: t.events.Load(), Dropped: t.dropped.Load(), Skipped: t.skipped.Load(), Withheld: t.withheld.Load(),
 		Rejected: map[string]int64{}}
 	t.rejected.Range(func(k, v any) bool {
 		st.Rejected[k.(string)] = v.(*atomic.Int64).Load()
@@ -248,6 +252,7 @@ func (t *Tracker) Apply(evs []Event) {
 		}
 		nv, ap := v.Apply(ch)
 		t.skipped.Add(int64(ap.Skipped))
+		t.withheld.Add(int64(ap.Withheld))
 		if nv == v {
 			return nil, nil
 		}

@@ -78,6 +78,9 @@ type Applied struct {
 	// Skipped counts changes not applied: unknown match, or not newer than
 	// what the view holds (the snapshot already has it, or out of order).
 	Skipped int
+	// Withheld counts live lines not applied because they count fewer
+	// books than the snapshot's line of their series (Snapshot.supersedes).
+	Withheld int
 }
 
 // OddsUpdate is one match's new live lines.
@@ -272,8 +275,12 @@ func (a *applier) lines(lines []LiveLine) {
 			continue
 		}
 		l := &liveLine{LiveLine: ln, at: ln.CapturedAt.UnixMicro()}
-		if h := a.s.head(ln.MatchID, ln.MarketID, ln.Outcome, "eo_market"); h != nil && l.at <= h.at {
+		switch a.s.supersedes(l) {
+		case supersededByTime:
 			a.ap.Skipped++ // the snapshot already has this series up to here
+			continue
+		case supersededByBooks:
+			a.ap.Withheld++
 			continue
 		}
 		// A line of an instant already held is replaced, or retracted: the
@@ -388,7 +395,7 @@ func (v *View) Rebase(next *Snapshot) *View {
 		}
 		var kept []*liveLine
 		for _, l := range ls {
-			if h := next.head(id, l.MarketID, l.Outcome, "eo_market"); h != nil && l.at <= h.at {
+			if next.supersedes(l) != 0 {
 				continue
 			}
 			kept = append(kept, &liveLine{LiveLine: l.LiveLine, at: l.at})
@@ -482,6 +489,35 @@ func (s *Snapshot) head(match, market ID, outcome, source string) *seriesHead {
 		}
 	}
 	return nil
+}
+
+// Why a snapshot's line of a series makes a live line of it unservable.
+const (
+	supersededByTime  = 1 + iota // the snapshot has the series up to the live line's instant or later
+	supersededByBooks            // the live line counts fewer books than the snapshot's
+)
+
+// supersedes says whether the snapshot's newest line of l's series makes
+// l unservable (0: it does not). Book by book: a series' book_count never
+// falls in the batch (a book that priced a market stays in it, its latest
+// price as of each instant), so a live line that counts fewer books than
+// the snapshot's is the median of only the books the edge has seen since
+// it started (a restart, a new edge, a gap in the feed), not the market's.
+// Served, it gave another price than the other edges and the next snapshot
+// (with book_count 2 where they had 4). The snapshot's line is served until
+// every book has priced again.
+func (s *Snapshot) supersedes(l *liveLine) int {
+	h := s.head(l.MatchID, l.MarketID, l.Outcome, "eo_market")
+	if h == nil {
+		return 0
+	}
+	if l.at <= h.at {
+		return supersededByTime
+	}
+	if r := &s.odds.rows[h.row]; r.flags&hasBook != 0 && int32(l.BookCount) < r.book {
+		return supersededByBooks
+	}
+	return 0
 }
 
 // renderLine renders a live line as the batch labels it

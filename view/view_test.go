@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -362,8 +363,8 @@ func decodeLines(t *testing.T, rows [][]byte) []oddsJSON {
 
 func liveLines(at time.Time, home, away float64) []LiveLine {
 	return []LiveLine{
-		{ID: ID{0x99, byte(at.Minute()), 1}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "home", Price: home, BookCount: 2, CapturedAt: at},
-		{ID: ID{0x99, byte(at.Minute()), 2}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "away", Price: away, BookCount: 2, CapturedAt: at},
+		{ID: ID{0x99, byte(at.Minute()), 1}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "home", Price: home, BookCount: 3, CapturedAt: at},
+		{ID: ID{0x99, byte(at.Minute()), 2}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "away", Price: away, BookCount: 3, CapturedAt: at},
 	}
 }
 
@@ -485,7 +486,7 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 		for _, l := range liveLines(at, 1.70, 2.20) {
 			mid := m1
 			t.odds = append(t.odds, OddsLine{ID: l.ID, MatchID: &mid, MarketID: l.MarketID, Market: l.Market,
-				Source: "eo_market", BookCount: ip(2), OutcomeKey: l.Outcome, Price: l.Price, CapturedAt: l.CapturedAt})
+				Source: "eo_market", BookCount: ip(3), OutcomeKey: l.Outcome, Price: l.Price, CapturedAt: l.CapturedAt})
 		}
 	})
 	v2 := v1.Rebase(s2)
@@ -516,7 +517,7 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 		for _, l := range append(liveLines(at, 1.70, 2.20), liveLines(at.Add(time.Minute), 1.65, 2.30)...) {
 			mid := m1
 			t.odds = append(t.odds, OddsLine{ID: l.ID, MatchID: &mid, MarketID: l.MarketID, Market: l.Market,
-				Source: "eo_market", BookCount: ip(2), OutcomeKey: l.Outcome, Price: l.Price, CapturedAt: l.CapturedAt})
+				Source: "eo_market", BookCount: ip(3), OutcomeKey: l.Outcome, Price: l.Price, CapturedAt: l.CapturedAt})
 		}
 	})
 	if v3 := v2.Rebase(s3); v3.LiveMatches() != 0 {
@@ -658,7 +659,7 @@ func TestApplyALateLine(t *testing.T) {
 	mkt := ID{0x88} // a series the snapshot lacks: its open is its first live line
 	line := func(b byte, at time.Time, price float64) LiveLine {
 		return LiveLine{ID: ID{0x77, b}, MarketID: mkt, MatchID: m1, Market: "map_winner", MapNumber: 1,
-			Outcome: "home", Price: price, BookCount: 2, CapturedAt: at}
+			Outcome: "home", Price: price, BookCount: 3, CapturedAt: at}
 	}
 	v1, _ := v0.Apply(Changes{Lines: []LiveLine{line(2, t0.Add(10*time.Minute), 1.5)}})
 	v2, ap := v1.Apply(Changes{Lines: []LiveLine{line(1, t0.Add(5*time.Minute), 1.9)}})
@@ -784,5 +785,46 @@ func pageOdds(t *testing.T, v *View, match ID, limit int) []oddsJSON {
 		}
 		k := p.Last
 		after = &k
+	}
+}
+
+// A live line that counts fewer books than the snapshot's line of its
+// series is the median of only the books this edge has seen since it
+// started (a restart, a new edge, a gap in the feed): a series' book_count
+// never falls in the batch. It is withheld, the snapshot's line served,
+// until the live line counts as many books; a swap drops an overlay line
+// that a new snapshot's line outcounts. Before, the restarted edge served
+// its 2-book median while the others and the next snapshot served the
+// 3-book one.
+func TestLiveLinesWithFewerBooksThanTheSnapshotAreWithheld(t *testing.T) {
+	v0 := New(testSnapshot("s1", nil)) // m1's lines count 3 books
+	at := t0.Add(5 * time.Minute)
+	few := liveLines(at, 1.60, 2.40)
+	for i := range few {
+		few[i].BookCount = 2
+	}
+	v1, ap := v0.Apply(Changes{Lines: few})
+	if ap.Withheld != 2 || len(ap.Odds) != 0 || v1 != v0 {
+		t.Fatalf("2-book lines over a 3-book snapshot: %+v", ap)
+	}
+	if frame, _ := v1.AppendOddsFrame(nil, m1); !bytes.Contains(frame, []byte(`"price":1.75`)) {
+		t.Fatalf("the snapshot's line is not served: %s", frame)
+	}
+	v2, ap := v1.Apply(Changes{Lines: liveLines(at.Add(time.Minute), 1.70, 2.20)}) // 3 books
+	if ap.Withheld != 0 || len(ap.Odds) != 1 {
+		t.Fatalf("3-book lines: %+v", ap)
+	}
+	if frame, _ := v2.AppendOddsFrame(nil, m1); !bytes.Contains(frame, []byte(`"price":1.7,`)) {
+		t.Fatalf("the live line is not served: %s", frame)
+	}
+	// A new snapshot whose line of the series (older than the overlay's)
+	// counts 4 books: the 3-book overlay line goes.
+	s2 := testSnapshot("s2", func(t *tables) {
+		for i := range t.odds {
+			t.odds[i].BookCount = ip(4)
+		}
+	})
+	if v3 := v2.Rebase(s2); v3.LiveMatches() != 0 {
+		t.Fatalf("a 3-book overlay line kept over a 4-book snapshot: %d live matches", v3.LiveMatches())
 	}
 }
