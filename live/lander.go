@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/eodata/eo/publish"
@@ -43,6 +44,31 @@ type Lander struct {
 	MaxSpoolBytes int64
 	Logger        *slog.Logger
 	Now           func() time.Time
+
+	// lastSeq is the feed position of the newest event received, across
+	// subscriptions; missed counts the positions skipped (Missed).
+	lastSeq uint64
+	missed  atomic.Int64
+}
+
+// Missed is how many events the feed's positions show this lander never
+// received: published while it was not subscribed (a reconnect after a
+// lost connection). Pub/sub keeps nothing for an absent subscriber, so the
+// snapshots lack them; each gap is logged.
+func (l *Lander) Missed() int64 { return l.missed.Load() }
+
+// noteSeq records ev's feed position and logs a gap before it.
+func (l *Lander) noteSeq(ev *Event) {
+	if ev.Seq == 0 {
+		return
+	}
+	if l.lastSeq != 0 && ev.Seq > l.lastSeq+1 {
+		n := ev.Seq - l.lastSeq - 1
+		l.missed.Add(int64(n))
+		l.Logger.Warn("live: the feed skipped events this lander never received (published while it was not subscribed); they will not be landed",
+			"missed", n, "from_seq", l.lastSeq+1, "to_seq", ev.Seq-1, "missed_total", l.missed.Load())
+	}
+	l.lastSeq = max(l.lastSeq, ev.Seq)
 }
 
 // SpoolDirName is the lander's spool folder under its TmpDir.
@@ -152,6 +178,7 @@ func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick c
 				select {
 				case ev, ok := <-ch:
 					if ok {
+						l.noteSeq(&ev)
 						sp.add(ev, false)
 						continue
 					}
@@ -166,6 +193,7 @@ func (l *Lander) receive(ctx context.Context, ch <-chan Event, sp *spool, kick c
 				seal()
 				return
 			}
+			l.noteSeq(&ev)
 			sp.add(ev, len(ch) == 0)
 			if sp.due() {
 				seal()

@@ -270,3 +270,61 @@ func TestLanderKillChild(t *testing.T) {
 	fmt.Println("SPOOLED")
 	time.Sleep(time.Minute) // killed by the parent
 }
+
+// subscriptions is a feed whose every Subscribe delivers the next of its
+// runs of events and then ends, as a Redis subscription does when its
+// connection is lost; nothing is published through it.
+type subscriptions struct {
+	mu   sync.Mutex
+	runs [][]live.Event
+}
+
+func (f *subscriptions) Publish(context.Context, live.Event) error {
+	return errors.New("not a publisher")
+}
+
+func (f *subscriptions) Subscribe(context.Context) (<-chan live.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan live.Event, 16)
+	if len(f.runs) > 0 {
+		for _, ev := range f.runs[0] {
+			ch <- ev
+		}
+		f.runs = f.runs[1:]
+	}
+	close(ch)
+	return ch, nil
+}
+
+// Events published while the lander was not subscribed (between two
+// subscriptions, or skipped by the feed) are gaps in the feed's positions:
+// each is logged and counted, the events it received all land. Before, the
+// lander ignored the positions: nothing said that price captures were lost
+// for good.
+func TestLanderCountsTheEventsItNeverReceived(t *testing.T) {
+	ev := func(seq uint64) live.Event { e := priceEvent(int(seq)); e.Seq = seq; return e }
+	feed := &subscriptions{runs: [][]live.Event{{ev(10), ev(11), ev(14)}, {ev(20)}}}
+	st := publish.NewMemory()
+	var log proctest.Buffer
+	l := &live.Lander{Feed: feed, Store: st, TmpDir: t.TempDir(), Interval: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	for range 2 { // as eo jobs' lander does: subscribe again when a subscription ends
+		done, err := l.Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	if got := l.Missed(); got != 7 {
+		t.Fatalf("missed %d events, want 7 (12-13 and 15-19)\n%s", got, log.String())
+	}
+	for _, want := range []string{"missed=2 from_seq=12 to_seq=13", "missed=5 from_seq=15 to_seq=19"} {
+		if !strings.Contains(log.String(), want) {
+			t.Fatalf("no %q in the log:\n%s", want, log.String())
+		}
+	}
+	if got := landedCaptures(t, st); got != 4 {
+		t.Fatalf("%d captures landed, want the 4 received", got)
+	}
+}

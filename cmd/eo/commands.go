@@ -19,7 +19,9 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/jobs"
+	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
@@ -320,19 +322,27 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
+	var lander *live.Lander
 	if cfg.RedisURL != "" && *landEvery > 0 {
-		stop, err := startFeedLander(ctx, cfg, log, st, c.work, *landEvery)
+		stop, l, err := startFeedLander(ctx, cfg, log, st, c.work, *landEvery)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		lander = l
 	}
 	runner, err := newScheduledRunner(c, log, st, nil)
 	if err != nil {
 		return err
 	}
 	if *metricsAddr != "" {
-		if _, err := serveMetrics(ctx, log, *metricsAddr, runner.Collectors()); err != nil {
+		collectors := runner.Collectors()
+		if lander != nil {
+			collectors = append(collectors, scrape.Counter("eo_live_lander_missed_events_total",
+				"Live feed events the lander never received (gaps in the feed's positions: published while it was not subscribed); they are not landed.",
+				scrape.Float(lander.Missed)))
+		}
+		if _, err := serveMetrics(ctx, log, *metricsAddr, collectors); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 	}

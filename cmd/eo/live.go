@@ -95,10 +95,10 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 // what the edges showed live. It subscribes again when a subscription
 // ends (Redis restarted); events published while it is not subscribed are
 // not landed. The returned func waits for the last landing after ctx ends.
-func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publish.Store, work string, every time.Duration) (func(), error) {
+func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publish.Store, work string, every time.Duration) (func(), *live.Lander, error) {
 	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rc := redis.NewClient(ro)
 	l := &live.Lander{Feed: &live.RedisFeed{Client: rc}, Store: st, TmpDir: work, Logger: log, Interval: every}
@@ -119,5 +119,5 @@ func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publi
 			<-done
 		}
 	}()
-	return func() { <-stopped; rc.Close() }, nil
+	return func() { <-stopped; rc.Close() }, l, nil
 }
