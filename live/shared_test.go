@@ -91,14 +91,22 @@ func TestConnLimiters(t *testing.T) {
 	}
 }
 
-func TestRedisLeaseLapses(t *testing.T) {
+// heldLease takes the one slot of key "k" on a fresh Redis, with a 300 ms
+// lease.
+func heldLease(t *testing.T) (*redis.Client, *RedisLimiter, func()) {
+	t.Helper()
 	c := redistest.Client(t)
 	l := &RedisLimiter{Client: c, TTL: 300 * time.Millisecond}
-	ctx := context.Background()
-	rel, ok, err := l.Acquire(ctx, "k", 1)
+	rel, ok, err := l.Acquire(context.Background(), "k", 1)
 	if !ok || err != nil {
 		t.Fatal(ok, err)
 	}
+	return c, l, rel
+}
+
+func TestRedisLeaseLapses(t *testing.T) {
+	c, l, rel := heldLease(t)
+	ctx := context.Background()
 	time.Sleep(700 * time.Millisecond) // refreshed meanwhile: still held
 	if _, ok, _ := l.Acquire(ctx, "k", 1); ok {
 		t.Fatal("a refreshed lease lapsed")
@@ -116,13 +124,8 @@ func TestRedisLeaseLapses(t *testing.T) {
 // stayed uncounted for good, and the key could open its cap again. A
 // released lease is never added back by a refresh.
 func TestRedisLeaseLostIsCountedAgain(t *testing.T) {
-	c := redistest.Client(t)
-	l := &RedisLimiter{Client: c, TTL: 300 * time.Millisecond}
+	c, l, rel := heldLease(t)
 	ctx := context.Background()
-	rel, ok, err := l.Acquire(ctx, "k", 1)
-	if !ok || err != nil {
-		t.Fatal(ok, err)
-	}
 	c.Del(ctx, "eo:wsconn:k") // what a Redis restarted empty holds
 	time.Sleep(400 * time.Millisecond)
 	if rel2, ok, _ := l.Acquire(ctx, "k", 1); ok {

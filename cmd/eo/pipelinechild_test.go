@@ -34,25 +34,41 @@ func generatedWorld(t *testing.T, n int) (dir, store, work string) {
 	return dir, store, work
 }
 
+// childWorld is generatedWorld of 40 matches and this test binary, which
+// runs as eo for `pipeline step` (TestMain).
+func childWorld(t *testing.T) (dir, store, work, self string) {
+	t.Helper()
+	dir, store, work = generatedWorld(t, 40)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, store, work, self
+}
+
+// childScript writes an executable shell script of body in dir; it
+// returns its path.
+func childScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // A scheduled run's pipeline runs in a child process: a child that dies of
 // a signal (DuckDB's SIGSEGV, once, in a COPY to Parquet) fails that run
 // with an error that says so, publishes nothing, and the scheduler's next
 // run, a real `eo pipeline step` child, publishes.
 func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 	ctx := context.Background()
-	dir, store, work := generatedWorld(t, 40)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, store, work, self := childWorld(t)
 	// The child: the first one dies of SIGSEGV, the next ones are this
 	// test binary as eo (TestMain runs main for `pipeline step`).
 	mark := filepath.Join(dir, "crashed-once")
-	script := filepath.Join(dir, "eo-child")
-	body := "#!/bin/sh\nif [ ! -e '" + mark + "' ]; then touch '" + mark + "'; kill -SEGV $$; fi\nexec '" + self + "' \"$@\"\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	script := childScript(t, dir, "eo-child",
+		"if [ ! -e '"+mark+"' ]; then touch '"+mark+"'; kill -SEGV $$; fi\nexec '"+self+"' \"$@\"")
 	st, err := publish.NewLocal(store)
 	if err != nil {
 		t.Fatal(err)
@@ -174,15 +190,8 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 // and stops by itself), and one that ignores SIGTERM (killed at the grace).
 func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 	ctx := context.Background()
-	dir, store, work := generatedWorld(t, 40)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deaf := filepath.Join(dir, "eo-deaf-child")
-	if err := os.WriteFile(deaf, []byte("#!/bin/sh\ntrap '' TERM\nexec sleep 600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, store, work, self := childWorld(t)
+	deaf := childScript(t, dir, "eo-deaf-child", "trap '' TERM\nexec sleep 600")
 	st, err := publish.NewLocal(store)
 	if err != nil {
 		t.Fatal(err)
