@@ -65,9 +65,14 @@ type Replay struct {
 	Now func() time.Time
 	// Started, when set, is called as a match starts playing.
 	Started func(ReplayMatch)
+	// Dry, when set, is called when Next has no match left to play, once
+	// until it gives one again (the world's scheduled matches are all
+	// played: live updates stop until new ones are published).
+	Dry func()
 
 	mu     sync.Mutex
 	played map[string]bool
+	dry    bool
 }
 
 // Run plays until every match is completed (without Next) or ctx ends.
@@ -123,7 +128,12 @@ func (r *Replay) Run(ctx context.Context) error {
 				if ok {
 					r.played[m.UpstreamID] = true
 				}
+				wentDry := !ok && !r.dry && r.Next != nil
+				r.dry = !ok
 				r.mu.Unlock()
+				if wentDry && r.Dry != nil {
+					r.Dry()
+				}
 				if !ok {
 					if err := flush(); err != nil && ctx.Err() == nil {
 						errc <- err

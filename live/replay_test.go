@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -65,13 +66,18 @@ func TestReplayKeepsAMatchLive(t *testing.T) {
 	}
 	clock := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	var clockMu sync.Mutex
+	var dry atomic.Int32 // the source runs dry once: said once
 	rp := &Replay{Feed: feed, Next: next, Slots: 1, RoundEvery: 50 * time.Microsecond, Seed: 3,
-		Now: func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); clock = clock.Add(time.Second); return clock }}
+		Now: func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); clock = clock.Add(time.Second); return clock },
+		Dry: func() { dry.Add(1) }}
 	if err := rp.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(completed) != len(src) {
 		t.Fatalf("%d of %d matches completed", len(completed), len(src))
+	}
+	if n := dry.Load(); n != 1 {
+		t.Fatalf("the source ran dry once; Dry was called %d times", n)
 	}
 
 	status := map[string]string{}

@@ -75,10 +75,15 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 	if ll.speed <= 0 {
 		ll.speed = 1
 	}
+	refill := &fixtureRefill{st: st, work: work, log: log}
 	rp := &live.Replay{Feed: feed, Next: srv.ReplaySource(), Slots: ll.slots,
 		RoundEvery: time.Duration(float64(3*time.Second) / ll.speed), Seed: uint64(time.Now().UnixNano()),
 		Started: func(m live.ReplayMatch) {
 			log.Info("live replay: match starts", "upstream_id", m.UpstreamID, "status", m.Status, "best_of", m.BestOf)
+		},
+		Dry: func() {
+			log.Info("live replay: every scheduled match of the world has been played; landing new fixtures")
+			refill.kick(ctx)
 		}}
 	bg.Go(func() {
 		if err := rp.Run(ctx); err != nil {
