@@ -139,6 +139,7 @@ type Server struct {
 	fromCache atomic.Bool
 	// state is what /health reports of the store and the snapshots.
 	state loadState
+	feed  feedState // the live feed subscription, for /health
 	// live is the live path (edge/live.go).
 	live *liveState
 	// pinned are the last views of replaced snapshots still within their
@@ -585,6 +586,9 @@ func (s *Server) Start(ctx context.Context) error {
 			// The snapshot serves without the feed (Redis down at start):
 			// the live path subscribes once the feed answers.
 			s.log.Warn("live feed unavailable at start: no live updates until it answers; retrying every second", "err", err)
+			s.feed.set("live feed unavailable: " + err.Error())
+		} else {
+			s.feed.set("")
 		}
 		go s.keepLive(ctx, err == nil)
 	}
@@ -600,9 +604,9 @@ func (s *Server) Start(ctx context.Context) error {
 
 // keepLive keeps the live path subscribed to the feed of Options.Feed
 // until ctx ends (on the service's one reload loop, reload.Every): each
-// second after the subscription failed (Redis down at
-// start: the snapshot serves without the feed meanwhile) or ended (a
-// connection found dead: live.RedisFeed.Idle). Before, a subscription that
+// second after the subscription failed (Redis down at start: the snapshot
+// serves without the feed meanwhile) or ended (a connection found dead:
+// live.RedisFeed.Idle), and records it for /health's live_feed. Before, a subscription that
 // ended was never made again, and the edge showed no live change until it
 // restarted. Events published in between are a gap in the feed's
 // positions: a client resuming across it gets a resync.
@@ -614,6 +618,7 @@ func (s *Server) keepLive(ctx context.Context, subscribed bool) {
 		}
 		if subscribed {
 			s.log.Warn("live feed subscription ended (its connection closed or went silent); subscribing again")
+			s.feed.set("the live feed subscription ended (its connection closed or went silent); subscribing again")
 			subscribed = false
 		}
 		if err := s.RunLive(ctx); err != nil {
@@ -621,11 +626,13 @@ func (s *Server) keepLive(ctx context.Context, subscribed bool) {
 				s.log.Warn("live feed unavailable: no live updates until it answers; retrying every second", "err", err)
 				failing = true
 			}
+			s.feed.set("live feed unavailable: " + err.Error())
 			return nil
 		}
 		if failing {
 			s.log.Info("live feed subscribed")
 		}
+		s.feed.set("")
 		subscribed, failing = true, false
 		return nil
 	}, func(error) {})

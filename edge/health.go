@@ -41,12 +41,16 @@ func CheckOf(h access.Health) Check {
 
 // healthChecks are Options.Health, the edge's own "snapshot" (required: a
 // snapshot is served) and "store" (not required: the store answers and the
-// served snapshot is its newest good one), and, when metering is on,
-// "counters": the counters backend's cached health.
+// served snapshot is its newest good one), with a feed configured
+// "live_feed" (not required: the live path is subscribed), and, when
+// metering is on, "counters": the counters backend's cached health.
 func (s *Server) healthChecks() map[string]HealthCheck {
 	checks := make(map[string]HealthCheck, len(s.o.Health)+3)
 	checks["snapshot"] = s.state.snapshotCheck
 	checks["store"] = func() Check { return s.state.storeCheck(s.fromCache.Load()) }
+	if s.live != nil && s.live.o.Feed != nil {
+		checks["live_feed"] = s.feed.check
+	}
 	for name, f := range s.o.Health {
 		checks[name] = f
 	}

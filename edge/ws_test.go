@@ -790,7 +790,7 @@ func TestUnpacedSubscribesPastTheCap(t *testing.T) {
 // connection that goes silent without closing (a failover whose old host
 // vanished) is given up by the feed (live.RedisFeed.Idle); the edge then
 // subscribes again each second until the link works, and live changes reach
-// REST again. Before, an ended subscription was never made again: the edge
+// REST again. Meanwhile /health's live_feed fails (not required). Before, an ended subscription was never made again: the edge
 // showed no live change until it restarted.
 func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	srv := redistest.StartServer(t)
@@ -831,6 +831,10 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.live.tracker.Running() }) {
 		t.Fatal("the subscription over the silent link never ended")
 	}
+	// /health's live_feed fails while the live path is not subscribed.
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Server.feed.check().OK }) {
+		t.Fatal("live_feed stayed ok while the subscription was down")
+	}
 	time.Sleep(2 * time.Second) // attempts through the silent link fail
 	link.Restore()
 	// Pub/sub keeps nothing for an absent subscriber: publish (again) until
@@ -844,5 +848,8 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 		return strings.Contains(string(ls.get(t, "/v1/cs2/matches/"+m.ID.String()).body), want)
 	}) {
 		t.Fatal("the live path never subscribed again: REST never showed the score published after the link came back")
+	}
+	if c := ls.Server.feed.check(); !c.OK || c.Required {
+		t.Fatalf("live_feed after the link came back: %+v", c)
 	}
 }

@@ -213,11 +213,12 @@ func (f *RedisFeed) Position(ctx context.Context) (uint64, error) {
 // DefaultFeedIdle is RedisFeed.Idle's default: how long a Redis
 // subscription may go without a message before it is PINGed; a
 // subscription that then stays silent for as long again is given up (its
-// channel closes) and the subscriber subscribes anew. A connection can die without closing (a Redis failover whose old
-// host vanished, a proxy that stops forwarding): reads wait for ever,
-// writes still succeed, and go-redis's own health check, a PING whose
-// reply it does not wait for, never notices. Every edge then froze its
-// live scores and odds, /health said ok, and the lander landed nothing.
+// channel closes) and the subscriber subscribes anew. A connection can die
+// without closing (a Redis failover whose old host vanished, a proxy that
+// stops forwarding): reads wait for ever, writes still succeed, and
+// go-redis's own health check, a PING whose reply it does not wait for,
+// never notices. Every edge then froze its live scores and odds, /health
+// said ok, and the lander landed nothing.
 const DefaultFeedIdle = 5 * time.Second
 
 // Subscribe returns once Redis confirmed the subscription, so an event
