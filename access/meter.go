@@ -88,6 +88,9 @@ type Counters interface {
 // UsageLog is where usage events wait until ExportUsage has written them to
 // the store; then they are pruned.
 type UsageLog interface {
+	// Record logs ev. It may not keep ev's strings past the call without
+	// copying them: the edge passes a request id whose memory it reuses
+	// for a later request.
 	Record(ctx context.Context, ev UsageEvent) error
 	// UsageSource identifies the log that positions belong to (see
 	// UsageSource); export watermarks are kept per source.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -480,6 +481,7 @@ func (r *Redis) Record(ctx context.Context, ev UsageEvent) error {
 		}
 		return ErrUsageFull
 	}
+	ev.RequestID = strings.Clone(ev.RequestID) // kept past the call (UsageLog.Record)
 	r.pending = append(r.pending, ev)
 	pending := len(r.pending)
 	r.mu.Unlock()

@@ -331,6 +331,52 @@ func (f *failingCounters) Record(ctx context.Context, ev access.UsageEvent) erro
 	return f.Counters.Record(ctx, ev)
 }
 
+// TestUsageEventsKeepTheirRequestIDs: each usage event carries the id its
+// response was sent with, with either backend. The edge pools request
+// states and the id's memory with them, so a backend that kept the id
+// without copying it would record a later request's id (Redis buffers
+// events before writing them).
+func TestUsageEventsKeepTheirRequestIDs(t *testing.T) {
+	url := redistest.Start(t)
+	for _, backend := range []string{"embedded", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			var ms *meteredServer
+			if backend == "redis" {
+				clk := &fakeClock{t: fixtureNow}
+				ms = newMeteredServer(t, openRedisCounters(t, url), openTestKeys(t, clk), nil, clk)
+			} else {
+				ms, _ = embeddedMeteredServer(t)
+			}
+			key := newTestKey(t, ms.keys, access.PlanInternal)
+			sent := map[string]bool{}
+			for range 60 {
+				r := ms.get(t, "/v1/cs2/coverage", key)
+				id := r.header.Get("X-Request-Id")
+				if r.status != 200 || id == "" || sent[id] {
+					t.Fatalf("%d, id %q (seen before: %v)", r.status, id, sent[id])
+				}
+				sent[id] = true
+			}
+			evs, _, err := ms.ctr.ReadUsage(context.Background(), "", 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, ev := range evs {
+				got[ev.RequestID] = true
+			}
+			if len(evs) != len(sent) || len(got) != len(sent) {
+				t.Fatalf("%d events with %d distinct ids for %d requests", len(evs), len(got), len(sent))
+			}
+			for id := range sent {
+				if !got[id] {
+					t.Errorf("no usage event has the id %s", id)
+				}
+			}
+		})
+	}
+}
+
 // TestTwoInstancesShareRedis: two edge instances on one Redis enforce one
 // account quota and one key bucket between them.
 func TestTwoInstancesShareRedis(t *testing.T) {

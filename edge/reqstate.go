@@ -4,6 +4,7 @@ import (
 	"bytes"
 	cryptorand "crypto/rand"
 	"encoding/hex"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -15,11 +16,15 @@ import (
 )
 
 // reqState is what the middleware chain hands down for one request: its
-// id, the view it reads and the principal of its key. It is one
-// allocation in one Locals slot (a pointer boxes into an interface for
-// free; a string or a Principal would be an allocation each), and it is
-// never reused, so a WebSocket handler that outlives the request may keep
-// it.
+// id, the view it reads and the principal of its key, in one Locals slot
+// (a pointer boxes into an interface for free; a string or a Principal
+// would be an allocation each).
+//
+// States are pooled: requestMiddleware returns the request's state to
+// statePool once the response is complete (releaseState), so a request
+// allocates nothing for it. Its id string shares the state's memory, so
+// whatever keeps the id past the request copies it (access.UsageLog's
+// Record says so).
 type reqState struct {
 	idHex     [32]byte
 	id        string // idHex (requestState), shared rather than copied, or the client's own id
@@ -121,8 +126,12 @@ var idPrefix = func() (p [6]byte) {
 	return p
 }()
 
-// stateKey is the Locals key of the request's reqState.
-const stateKey = "eo.req"
+// stateKey is the Locals key of the request's reqState. A pointer, not a
+// string: fasthttp compares a pointer key without comparing strings (each
+// request reads its state several times), and the WebSocket upgrade copies
+// only string-keyed locals into its connection, so no connection keeps a
+// request's state past the request.
+var stateKey = new(byte)
 
 var hdrRequestID = []byte("X-Request-Id")
 
@@ -132,7 +141,7 @@ func requestState(c *fiber.Ctx) *reqState {
 	if st, ok := c.Locals(stateKey).(*reqState); ok {
 		return st
 	}
-	st := new(reqState)
+	st := statePool.Get().(*reqState)
 	st.hdr.read(&c.Request().Header)
 	if cid := st.hdr.requestID; validRequestID(cid) {
 		// The client's own id, so that its logs and ours name the request
@@ -157,6 +166,18 @@ func requestState(c *fiber.Ctx) *reqState {
 	c.Locals(stateKey, st)
 	c.Response().Header.SetCanonical(hdrRequestID, st.idHex[:])
 	return st
+}
+
+// statePool holds the states of completed requests, zeroed.
+var statePool = sync.Pool{New: func() any { return new(reqState) }}
+
+// releaseState ends st, the state of c's request, once its response is
+// complete: it is zeroed and pooled, and c no longer names it (a late
+// requestState(c) makes a new one).
+func releaseState(c *fiber.Ctx, st *reqState) {
+	c.Locals(stateKey, nil)
+	*st = reqState{}
+	statePool.Put(st)
 }
 
 // maxRequestID is the longest client request id the edge echoes.

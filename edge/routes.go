@@ -235,10 +235,7 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 		route = r.Path
 	}
 	s.finished(c, st, route, start)
-	// The header values point into the request's buffer, which the next
-	// request on the connection reuses; a state that outlives this request
-	// (a WebSocket's) must not keep them, nor the key among them.
-	st.hdr = reqHeaders{}
+	releaseState(c, st)
 	return nil
 }
 
