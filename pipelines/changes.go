@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/eodata/eo/publish"
-	eosql "github.com/eodata/eo/sql"
 )
 
 // The change log behind GET /v1/{game}/changes (SNAPSHOT.md, changes):
@@ -33,14 +32,6 @@ var ChangeRetention = 7 * 24 * time.Hour
 const (
 	digestsKey = "state/entity_digests.parquet"
 	changesKey = "state/changes.parquet"
-)
-
-var (
-	sqlChangesTables      = eosql.MustFile("changes/tables.sql")
-	sqlChangesDigests     = eosql.MustFile("changes/digests.sql")
-	sqlChangesKeepDigests = eosql.MustFile("changes/keep_digests.sql")
-	sqlChangesScoped      = eosql.MustFile("changes/digests_scoped.sql")
-	sqlChangesAppend      = eosql.MustFile("changes/append.sql")
 )
 
 // digestedTables are the published tables the digests are made of.

@@ -2,9 +2,15 @@ package pipelines
 
 import eosql "github.com/eodata/eo/sql"
 
-// The statements the Go steps run, from the named files of sql/model and
-// sql/registries (read at package start: a missing file stops every test).
+// The statements the Go steps run, from the named files of sql/changes,
+// sql/model and sql/registries (read at package start: a missing file stops
+// every test).
 var (
+	sqlChangesTables            = eosql.MustFile("changes/tables.sql")
+	sqlChangesDigests           = eosql.MustFile("changes/digests.sql")
+	sqlChangesKeepDigests       = eosql.MustFile("changes/keep_digests.sql")
+	sqlChangesScoped            = eosql.MustFile("changes/digests_scoped.sql")
+	sqlChangesAppend            = eosql.MustFile("changes/append.sql")
 	sqlModelForecastRows        = eosql.MustFile("model/forecast_rows.sql")
 	sqlModelForecasts           = eosql.MustFile("model/forecasts.sql")
 	sqlModelMetrics             = eosql.MustFile("model/metrics.sql")

@@ -45,15 +45,16 @@ INSERT INTO b VALUES (';'); -- a string literal with a semicolon, not at the lin
 	}
 }
 
-// Every statement file under sql/model and sql/registries is read by name in
-// sqlfiles.go: a file left behind by a rename (or never wired in) fails here,
-// as a name without a file fails MustFile when the package starts.
+// Every statement file under sql/changes, sql/model and sql/registries is
+// read by name in sqlfiles.go: a file left behind by a rename (or never wired
+// in) fails here, as a name without a file fails MustFile when the package
+// starts.
 func TestEveryStatementFileIsRead(t *testing.T) {
 	src, err := os.ReadFile("sqlfiles.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, folder := range []string{"model", "registries"} {
+	for _, folder := range []string{"changes", "model", "registries"} {
 		steps, err := eosql.Steps(folder)
 		if err != nil {
 			t.Fatal(err)
