@@ -90,9 +90,7 @@ func (r *run) incrementalSteps(skipped []raw.SkippedBatch, outDir string) []step
 		{"load registries", r.loadRegistries},
 		{"mint ids", r.noNewKeys},
 		{"assign slugs", r.assignSlugs},
-		{"normalise", func(ctx context.Context) (int64, error) {
-			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
-		}},
+		{"normalise", r.normalise},
 		{"derive", r.derive},
 		{"assemble", r.scopedAssemble},
 		{"merge into state", r.mergeScope},

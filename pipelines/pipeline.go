@@ -317,9 +317,7 @@ func (r *run) steps(skipped []raw.SkippedBatch, outDir string) []step {
 		{"load registries", r.loadRegistries},
 		{"mint ids", func(ctx context.Context) (int64, error) { return r.mintIDs(ctx, r.batches) }},
 		{"assign slugs", r.assignSlugs},
-		{"normalise", func(ctx context.Context) (int64, error) {
-			return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
-		}},
+		{"normalise", r.normalise},
 		{"derive", r.derive},
 		{"ratings and model", r.ratingsAndModel},
 		{"assemble", r.assemble},
@@ -716,6 +714,11 @@ func (r *run) execFolder(ctx context.Context, folder, name string) (int64, error
 		}
 	}
 	return 0, fmt.Errorf("no step %s", name)
+}
+
+// normalise builds the normalised out_ tables (service ids and slugs).
+func (r *run) normalise(ctx context.Context) (int64, error) {
+	return r.execFolder(ctx, "normalise", "normalise/02_tables.sql")
 }
 
 // derive runs the derive steps in order: the tables the ratings and model
