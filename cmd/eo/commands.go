@@ -74,8 +74,9 @@ func (c *common) registerPipeline(fs *flag.FlagSet) {
 }
 
 // registerScheduled adds the flags of the commands that run the pipeline on
-// a schedule (eo jobs, eo up).
+// a schedule (eo jobs, eo up): the pipeline's and the run time limit.
 func (c *common) registerScheduled(fs *flag.FlagSet) {
+	c.registerPipeline(fs)
 	fs.DurationVar(&c.runTimeout, "run-timeout", c.cfg.RunTimeout,
 		"stop a run that takes longer than this (its pipeline child is told to stop, then killed); the next tick runs again (0: no bound)")
 }
@@ -311,7 +312,6 @@ func printJSON(v any) error {
 func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("jobs")
-	c.registerPipeline(fs)
 	c.registerScheduled(fs)
 	spec := fs.String("schedule", cfg.Schedule, "cron schedule (UTC, 5 fields)")
 	metricsAddr := fs.String("metrics-addr", cfg.JobsMetricsAddr,
@@ -443,7 +443,6 @@ func writeSecret(path string, b []byte) error {
 func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	c := common{cfg: cfg}
 	fs := c.flags("up")
-	c.registerPipeline(fs)
 	c.registerScheduled(fs)
 	addr := fs.String("addr", cfg.Addr, "listen address")
 	c.registerEdge(fs)
