@@ -1,14 +1,21 @@
 package edge
 
 import (
+	"context"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/access/redistest"
 )
 
 // A client's X-Request-Id is the request's id when it is 1-128 characters
@@ -81,5 +88,106 @@ func TestAssignedRequestIDs(t *testing.T) {
 	if a, b := assignedID(1, 2), assignedID(2, 1); a == b || hex.EncodeToString(a[6:11]) != "0000000001" ||
 		hex.EncodeToString(a[11:]) != "0000000002" {
 		t.Fatalf("assignedID(1, 2) = %x, assignedID(2, 1) = %x", a, b)
+	}
+}
+
+// TestRequestIDsHoldUnderConcurrentRequests: with request states pooled,
+// many keep-alive clients at once (cached pages, error bodies, 304s, with
+// and without their own X-Request-Id) each get their own id, in the header
+// and in an error body alike, and the usage events the Redis backend
+// buffers carry exactly the ids the responses were sent with.
+func TestRequestIDsHoldUnderConcurrentRequests(t *testing.T) {
+	url := redistest.Start(t)
+	clk := &fakeClock{t: fixtureNow}
+	ms := newMeteredServer(t, openRedisCounters(t, url), openTestKeys(t, clk), nil, clk)
+	key := newTestKey(t, ms.keys, access.PlanInternal)
+	addr := listenTestServer(t, ms.testServer)
+	const clients, each = 16, 60
+	first, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/cs2/matches?limit=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	var (
+		mu  sync.Mutex
+		ids = map[string]bool{resp.Header.Get("X-Request-Id"): true}
+		wg  sync.WaitGroup
+	)
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			for i := range each {
+				path, want := "/v1/cs2/matches?limit=1", http.StatusOK
+				req, _ := http.NewRequest(http.MethodGet, "", nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				switch i % 3 {
+				case 1:
+					path, want = "/v1/cs2/matches/not-an-id", http.StatusNotFound
+				case 2:
+					req.Header.Set("If-None-Match", etag)
+					want = http.StatusNotModified
+				}
+				own := ""
+				if i%2 == 1 {
+					own = fmt.Sprintf("client-%d-%d", g, i)
+					req.Header.Set("X-Request-Id", own)
+				}
+				req.URL, _ = req.URL.Parse("http://" + addr + path)
+				r, err := c.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				id := r.Header.Get("X-Request-Id")
+				var env struct {
+					Error *struct {
+						RequestID string `json:"request_id"`
+					} `json:"error"`
+				}
+				_ = json.Unmarshal(body, &env)
+				switch {
+				case r.StatusCode != want:
+					t.Errorf("%s: %d, want %d: %s", path, r.StatusCode, want, body)
+				case own != "" && id != own:
+					t.Errorf("%s: id %q, sent %q", path, id, own)
+				case want == http.StatusNotFound && (env.Error == nil || env.Error.RequestID != id):
+					t.Errorf("%s: error body %s, header id %q", path, body, id)
+				}
+				mu.Lock()
+				if ids[id] {
+					t.Errorf("id %q answered twice", id)
+				}
+				ids[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	evs, _, err := ms.ctr.ReadUsage(context.Background(), "", 10*clients*each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, ev := range evs {
+		got[ev.RequestID] = true
+	}
+	if len(evs) != len(ids) || len(got) != len(ids) {
+		t.Fatalf("%d usage events with %d distinct ids for %d responses", len(evs), len(got), len(ids))
+	}
+	for id := range ids {
+		if !got[id] {
+			t.Errorf("no usage event has the id %s", id)
+		}
 	}
 }
