@@ -357,23 +357,30 @@ func TestUsageEventsKeepTheirRequestIDs(t *testing.T) {
 				}
 				sent[id] = true
 			}
-			evs, _, err := ms.ctr.ReadUsage(context.Background(), "", 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]bool{}
-			for _, ev := range evs {
-				got[ev.RequestID] = true
-			}
-			if len(evs) != len(sent) || len(got) != len(sent) {
-				t.Fatalf("%d events with %d distinct ids for %d requests", len(evs), len(got), len(sent))
-			}
-			for id := range sent {
-				if !got[id] {
-					t.Errorf("no usage event has the id %s", id)
-				}
-			}
+			usageHasIDs(t, ms.ctr, sent)
 		})
+	}
+}
+
+// usageHasIDs: the usage log holds one event for each id of ids, and no
+// other.
+func usageHasIDs(t *testing.T, log access.UsageLog, ids map[string]bool) {
+	t.Helper()
+	evs, _, err := log.ReadUsage(context.Background(), "", 10*len(ids)+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, ev := range evs {
+		got[ev.RequestID] = true
+	}
+	if len(evs) != len(ids) || len(got) != len(ids) {
+		t.Fatalf("%d usage events with %d distinct ids for %d responses", len(evs), len(got), len(ids))
+	}
+	for id := range ids {
+		if !got[id] {
+			t.Errorf("no usage event has the id %s", id)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -174,20 +173,5 @@ func TestRequestIDsHoldUnderConcurrentRequests(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	evs, _, err := ms.ctr.ReadUsage(context.Background(), "", 10*clients*each)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, ev := range evs {
-		got[ev.RequestID] = true
-	}
-	if len(evs) != len(ids) || len(got) != len(ids) {
-		t.Fatalf("%d usage events with %d distinct ids for %d responses", len(evs), len(got), len(ids))
-	}
-	for id := range ids {
-		if !got[id] {
-			t.Errorf("no usage event has the id %s", id)
-		}
-	}
+	usageHasIDs(t, ms.ctr, ids)
 }
