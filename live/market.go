@@ -10,11 +10,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eodata/eo/devig"
 )
 
-// The live eo_market aggregator mirrors the batch step sql/derive/00_odds.sql
-// decision for decision, so a line pushed live equals the line the next
-// pipeline run publishes for the same captures:
+// The live eo_market aggregator makes the batch step's decisions
+// (sql/derive/00_odds.sql and its Go walk, pipelines/odds.go), and
+// evaluates a moment with the same code (package devig), so a line pushed
+// live equals, to the bit, the line the next pipeline run publishes for the
+// same captures:
 //
 //   - Contributor: a book and the white labels copying it are one
 //     contributor (the feed gives the root book in CopiesBook). Its price for
@@ -240,58 +244,36 @@ func (a *Aggregator) ForgetIf(drop func(matchID string) bool) {
 	}
 }
 
-// Aggregate is the eo_market rule on one market's current quotes
-// (contributor -> outcome -> quote): the published price and book_count
-// per outcome. Nothing is published (nil) when fewer than 2
+// Aggregate is the eo_market rule (package devig) on one market's current
+// quotes (contributor -> outcome -> quote): the published price and
+// book_count per outcome. Nothing is published (nil) when fewer than 2
 // outcomes have at least 2 contributors.
 func Aggregate(quotes map[string]map[string]Quote) (map[string]float64, map[string]int) {
-	per := map[string][]float64{}
+	outcomeSet := map[string]bool{}
 	for _, byOutcome := range quotes {
-		if len(byOutcome) < 2 {
-			continue // cannot be de-vigged
-		}
-		// Sum in outcome order, as the batch window does.
-		os := slices.Sorted(maps.Keys(byOutcome))
-		tot := 0.0
-		for _, o := range os {
-			tot += 1 / byOutcome[o].Price
-		}
-		for _, o := range os {
-			per[o] = append(per[o], (1/byOutcome[o].Price)/tot)
+		for o := range byOutcome {
+			outcomeSet[o] = true
 		}
 	}
-	med := map[string]float64{}
-	counts := map[string]int{}
-	for o, ps := range per {
-		if len(ps) < 2 {
-			continue
+	outcomes := slices.Sorted(maps.Keys(outcomeSet))
+	prices := make([]float64, 0, len(quotes)*len(outcomes))
+	for _, byOutcome := range quotes {
+		for _, o := range outcomes {
+			prices = append(prices, byOutcome[o].Price) // 0 when not priced
 		}
-		med[o] = median(ps)
-		counts[o] = len(ps)
 	}
-	if len(med) < 2 {
+	out, counts := make([]float64, len(outcomes)), make([]int, len(outcomes))
+	var ev devig.Evaluator
+	if !ev.Eval(prices, len(quotes), len(outcomes), out, counts) {
 		return nil, nil
 	}
-	os := slices.Sorted(maps.Keys(med))
-	sum := 0.0
-	for _, o := range os {
-		sum += med[o]
+	published, books := map[string]float64{}, map[string]int{}
+	for i, o := range outcomes {
+		if counts[i] > 0 {
+			published[o], books[o] = out[i], counts[i]
+		}
 	}
-	prices := make(map[string]float64, len(med))
-	for _, o := range os {
-		prices[o] = sum / med[o]
-	}
-	return prices, counts
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
+	return published, books
 }
 
 // MarketID is the batch's market_id: eo_uuid(eo_market_key(market, match_id,

@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -40,9 +39,11 @@ type seriesRow struct {
 }
 
 // TestLiveAgreesWithBatch feeds the same captures through the batch
-// pipeline on DuckDB (sql/derive/00_odds.sql) and through the Go
+// pipeline (sql/derive/00_odds*.sql and its Go walk) and through the live
 // aggregator, and requires the same published series: same market ids,
-// outcomes, instants and book counts, prices within 1e-9.
+// outcomes, instants and book counts, and prices to the bit (both evaluate
+// the rule with package devig; pipelines.TestOddsWalkEqualsTheSQLGrid
+// holds the walk to the SQL it replaced).
 func TestLiveAgreesWithBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline")
@@ -160,7 +161,7 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 		case !ok:
 			t.Errorf("batch row missing live: %s %s %s at %s price %.12f", want.market, want.marketID, want.outcome, want.at, want.price)
 			bad++
-		case math.Abs(g.price-want.price) > 1e-9 || g.bookCount != want.bookCount:
+		case g.price != want.price || g.bookCount != want.bookCount:
 			t.Errorf("%s %s at %s: live %.12f (%d books), batch %.12f (%d books)", want.market, want.outcome, want.at,
 				g.price, g.bookCount, want.price, want.bookCount)
 			bad++

@@ -8,14 +8,16 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/devig"
 )
 
 func q(contrib, book, outcome string, price float64, at time.Time) Quote {
 	return Quote{Contributor: contrib, Book: book, Outcome: outcome, Price: price, CapturedAt: at}
 }
 
-// devig is one contributor's normalised probability of the first leg.
-func devig(h, a float64) float64 { return (1 / h) / (1/h + 1/a) }
+// devigLeg is one contributor's normalised probability of the first leg.
+func devigLeg(h, a float64) float64 { return (1 / h) / (1/h + 1/a) }
 
 func TestAggregateRules(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -44,7 +46,7 @@ func TestAggregateRules(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("want both legs, got %v", got)
 	}
-	p1, p2 := devig(1.80, 2.05), devig(1.70, 2.20)
+	p1, p2 := devigLeg(1.80, 2.05), devigLeg(1.70, 2.20)
 	medH := (p1 + p2) / 2 // even count: mean of the two middle values
 	medA := ((1 - p1) + (1 - p2)) / 2
 	wantH := 1 / (medH / (medH + medA))
@@ -77,11 +79,11 @@ func TestAggregateRules(t *testing.T) {
 	a.Apply(k, q("bk-03", "bk-03", "home", 1.50, t5))
 	a.Apply(k, q("bk-03", "bk-03", "away", 2.60, t5))
 	got = a.Evaluate(k, t5)
-	p3 := devig(1.50, 2.60)
+	p3 := devigLeg(1.50, 2.60)
 	ps := []float64{p1, p2, p3}
-	mid := median(ps)
+	mid := devig.Median(slices.Clone(ps))
 	as := []float64{1 - p1, 1 - p2, 1 - p3}
-	midA := median(as)
+	midA := devig.Median(slices.Clone(as))
 	if len(got) != 2 || got[1].Outcome != "home" || got[1].BookCount != 3 || math.Abs(got[1].Price-1/(mid/(mid+midA))) > 1e-12 {
 		t.Errorf("three contributors: %+v (want home %.12f)", got, 1/(mid/(mid+midA)))
 	}
@@ -103,7 +105,7 @@ func TestSameInstantSourceBookWins(t *testing.T) {
 	if len(got) != 2 || got[1].Outcome != "home" {
 		t.Fatalf("%+v", got)
 	}
-	if math.Abs(1/got[1].Price-devig(1.8, 2.0)) > 1e-12 {
+	if math.Abs(1/got[1].Price-devigLeg(1.8, 2.0)) > 1e-12 {
 		t.Errorf("the copy's price won over the source's at the same instant: %+v", got)
 	}
 }
@@ -126,7 +128,7 @@ func TestSameInstantSmallestCopyWins(t *testing.T) {
 		a.Apply(k, q("bk-02", "bk-02", "home", 1.80, t0))
 		a.Apply(k, q("bk-02", "bk-02", "away", 2.00, t0))
 		got := a.Evaluate(k, t0)
-		if len(got) != 2 || got[1].Outcome != "home" || math.Abs(1/got[1].Price-devig(1.8, 2.0)) > 1e-12 {
+		if len(got) != 2 || got[1].Outcome != "home" || math.Abs(1/got[1].Price-devigLeg(1.8, 2.0)) > 1e-12 {
 			t.Errorf("arrival %s then %s: %+v; want bk-06's 1.80 to count", order[0].Book, order[1].Book, got)
 		}
 	}

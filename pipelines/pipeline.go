@@ -150,7 +150,7 @@ var OutputTables = []string{
 	"depth_hitgroups", "depth_duels", "depth_flashes", "lineups", "streams", "sandbox_sample",
 	"team_profiles", "team_map_profiles", // sql/derive/05_team_profiles.sql
 	"player_summaries", "player_map_summaries", // sql/derive/06_player_summaries.sql
-	"odds_lines", // sql/derive/00_odds.sql + sql/assemble/01_odds_lines.sql
+	"odds_lines", // sql/derive/00_odds.sql, pipelines/odds.go, 00_odds_lines.sql + sql/assemble/01_odds_lines.sql
 	// ratings and model (pipelines/model.go)
 	"rankings", "roster_history", "model_metrics", "model_forecasts",
 	// the model review (pipelines/review.go)
@@ -762,6 +762,25 @@ func (r *run) execSteps(ctx context.Context, folder string) error {
 		}
 		// "derive file" for the assemble files too: BENCHMARKS.md greps it.
 		r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name, "step_elapsed", time.Since(t0).Round(time.Millisecond))
+		if next := r.afterFile(s.Name); next != nil {
+			t0 = time.Now()
+			n, err := next(ctx)
+			if err != nil {
+				return fmt.Errorf("after %s: %w", s.Name, err)
+			}
+			r.o.Logger.Info("derive file", "run", r.rep.RunID, "file", s.Name+" (Go part)", "rows", n,
+				"step_elapsed", time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// afterFile is the Go part that runs right after a step file, or nil: the
+// eo_market series (pipelines/odds.go) between the file that keys the
+// captures and the one that labels the lines.
+func (r *run) afterFile(name string) func(context.Context) (int64, error) {
+	if name == "derive/00_odds.sql" {
+		return r.oddsSeries
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 func TestHelpExitsZero(t *testing.T) {
 	commands := [][]string{{}, {"generate"}, {"pipeline"}, {"pipeline", "run"}, {"snapshots"}, {"jobs"}, {"serve"},
 		{"keys"}, {"keys", "create"}, {"keys", "list"}, {"keys", "account", "create"}, {"usage"}, {"usage", "export"},
-		{"up"}, {"bench-bare"}, {"bench-flood"}, {"model"}, {"model", "report"}, {"import"}, {"validate"}}
+		{"up"}, {"bench-bare"}, {"bench-duckdb"}, {"bench-flood"}, {"model"}, {"model", "report"}, {"import"}, {"validate"}}
 	t.Setenv("EO_WORK", t.TempDir())
 	t.Setenv("EO_STORE", t.TempDir())
 	for _, c := range commands {

@@ -95,6 +95,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdUp(ctx, cfg, args[1:])
 	case "bench-bare": // cmd/eo/benchbare.go: the bare Fiber baseline of scripts/bench-edge.sh
 		return cmdBenchBare(ctx, cfg, args[1:])
+	case "bench-duckdb": // cmd/eo/benchduckdb.go: the bare DuckDB baseline of scripts/bench-incremental.sh
+		return cmdBenchDuckDB(ctx, cfg, args[1:])
 	case "bench-flood": // cmd/eo/benchflood.go: the hostile clients of scripts/flood.sh
 		return cmdBenchFlood(ctx, cfg, args[1:])
 	case "model": // cmd/eo/model.go

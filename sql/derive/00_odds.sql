@@ -1,6 +1,11 @@
 -- eo_market: the de-vigged median market line, from the validated per-book
--- captures (v_price_captures) and books (v_books). Runs before 01_matches,
--- which reads odds_matches for data_available.odds. Settlement (is_winner)
+-- captures (v_price_captures) and books (v_books), in three parts: this file
+-- keys the captures (markets, contributors, one price per contributor,
+-- outcome and instant); the Go step after it (pipelines/odds.go) walks each
+-- market's moments in time order and evaluates the rule below at each
+-- (package devig, which the live path evaluates too) into odds_series;
+-- 00_odds_lines.sql labels the series as out_market_lines. Runs before
+-- 01_matches, which reads odds_matches for data_available.odds. Settlement (is_winner)
 -- and closing flags are applied in sql/assemble/01_odds_lines.sql, once out_matches and the model lines exist.
 --
 -- Nothing that leaves this step names a book: book ids and per-book prices
@@ -62,120 +67,49 @@ WITH RECURSIVE chain(book, anc, depth) AS (
 SELECT book, CASE WHEN max(depth) >= 16 THEN min(anc) ELSE arg_max(anc, depth) END AS contributor
 FROM chain GROUP BY book;
 
--- captures with service ids, the market key and the contributor
+-- captures with service ids and the contributor
 CREATE OR REPLACE TEMP TABLE odds_caps_raw AS
-WITH c AS (
-  SELECT c.market, mi.id AS match_id, ti.id AS tournament_id,
-         CASE WHEN c.market = 'map_winner' THEN c.map_number END AS map_number, c.line,
-         CASE WHEN c.market = 'outright' THEN CAST(oi.id AS VARCHAR) ELSE c.outcome END AS outcome,
-         r.contributor, c.book, c.price, c.captured_at
-  FROM v_price_captures c
-  JOIN odds_book_root r ON r.book = c.book
-  LEFT JOIN id_map mi ON mi.kind = 'match' AND mi.ukey = nullif(c.match_id, '')
-  LEFT JOIN id_map ti ON ti.kind = 'tournament' AND ti.ukey = nullif(c.tournament_id, '')
-  LEFT JOIN id_map oi ON c.market = 'outright' AND oi.kind = 'team' AND oi.ukey = c.outcome
-  WHERE (mi.id IS NULL) <> (ti.id IS NULL)
-    AND (c.market = 'outright') = (ti.id IS NOT NULL)
-    AND (c.market <> 'outright' OR oi.id IS NOT NULL)
-    AND (c.market <> 'map_winner' OR c.map_number IS NOT NULL))
-SELECT eo_uuid(eo_market_key(market, match_id, tournament_id, map_number, line)) AS market_id, * FROM c;
+SELECT c.market, mi.id AS match_id, ti.id AS tournament_id,
+       CASE WHEN c.market = 'map_winner' THEN c.map_number END AS map_number, c.line,
+       CASE WHEN c.market = 'outright' THEN CAST(oi.id AS VARCHAR) ELSE c.outcome END AS outcome,
+       r.contributor, c.book, c.price, c.captured_at
+FROM v_price_captures c
+JOIN odds_book_root r ON r.book = c.book
+LEFT JOIN id_map mi ON mi.kind = 'match' AND mi.ukey = nullif(c.match_id, '')
+LEFT JOIN id_map ti ON ti.kind = 'tournament' AND ti.ukey = nullif(c.tournament_id, '')
+LEFT JOIN id_map oi ON c.market = 'outright' AND oi.kind = 'team' AND oi.ukey = c.outcome
+WHERE (mi.id IS NULL) <> (ti.id IS NULL)
+  AND (c.market = 'outright') = (ti.id IS NOT NULL)
+  AND (c.market <> 'outright' OR oi.id IS NOT NULL)
+  AND (c.market <> 'map_winner' OR c.map_number IS NOT NULL);
 
+-- the markets, each with its id (minted once per market, not per capture)
+-- and a dense index mi for the Go step
 CREATE OR REPLACE TEMP TABLE odds_markets AS
-SELECT DISTINCT market_id, market, match_id, tournament_id, map_number, line FROM odds_caps_raw;
+SELECT eo_uuid(eo_market_key(market, match_id, tournament_id, map_number, line)) AS market_id,
+       CAST(row_number() OVER (ORDER BY market, match_id, tournament_id, map_number, line) AS INTEGER) AS mi,
+       market, match_id, tournament_id, map_number, line
+FROM (SELECT DISTINCT market, match_id, tournament_id, map_number, line FROM odds_caps_raw);
 
 -- one price per contributor, outcome and instant (two of its books at the
 -- same instant: the source book's capture, then the smallest book id)
 CREATE OR REPLACE TEMP TABLE odds_caps AS
-SELECT market_id, contributor, outcome, captured_at,
-       arg_min(price, struct_pack(copy := book <> contributor, book := book)) AS price
-FROM odds_caps_raw GROUP BY market_id, contributor, outcome, captured_at;
+SELECT k.mi, c.contributor, c.outcome, c.captured_at,
+       arg_min(c.price, struct_pack(copy := c.book <> c.contributor, book := c.book)) AS price
+FROM odds_caps_raw c
+JOIN odds_markets k ON k.market = c.market AND k.match_id IS NOT DISTINCT FROM c.match_id
+  AND k.tournament_id IS NOT DISTINCT FROM c.tournament_id AND k.map_number IS NOT DISTINCT FROM c.map_number
+  AND k.line IS NOT DISTINCT FROM c.line
+GROUP BY k.mi, c.contributor, c.outcome, c.captured_at;
 DROP TABLE odds_caps_raw;
 
--- every moment of every market, crossed with the (contributor, outcome)
--- pairs priced by then, and each pair's latest price at that moment
-CREATE OR REPLACE TEMP TABLE odds_grid AS
-WITH moments AS (SELECT DISTINCT market_id, captured_at AS t FROM odds_caps),
-pairs AS (SELECT market_id, contributor, outcome, min(captured_at) AS first_at FROM odds_caps GROUP BY ALL),
-g AS (SELECT m.market_id, m.t, p.contributor, p.outcome
-      FROM moments m JOIN pairs p ON p.market_id = m.market_id AND p.first_at <= m.t)
-SELECT g.market_id, g.t, g.contributor, g.outcome, c.price
-FROM g ASOF JOIN odds_caps c
-  ON c.market_id = g.market_id AND c.contributor = g.contributor AND c.outcome = g.outcome AND c.captured_at <= g.t;
+-- dense indexes of the outcome keys (oi, in ascending key order: the rule
+-- sums in that order) and of the contributors (ci), for the Go step
+CREATE OR REPLACE TEMP TABLE odds_outcome_keys AS
+SELECT outcome, CAST(row_number() OVER (ORDER BY outcome) - 1 AS INTEGER) AS oi FROM (SELECT DISTINCT outcome FROM odds_caps);
+CREATE OR REPLACE TEMP TABLE odds_contributor_keys AS
+SELECT contributor, CAST(row_number() OVER (ORDER BY contributor) - 1 AS INTEGER) AS ci FROM (SELECT DISTINCT contributor FROM odds_caps);
 
--- per contributor: de-vig over the outcomes it priced (>= 2 of them). Sums
--- run over the outcomes in outcome order so the result is bit-for-bit
--- repeatable (and equal to the live path's). For a contributor that priced
--- two outcomes (nearly every group: two-way markets) a plain sum is that
--- sum, since adding two doubles commutes, and a plain aggregate spills to
--- disk under a memory limit; the ordered list, whose states stay in
--- memory, runs only on the groups of three or more outcomes (outrights).
-CREATE OR REPLACE TEMP TABLE odds_contrib AS
-WITH n AS (
-  SELECT market_id, t, contributor, count(*) AS n, sum(1 / price) AS tot
-  FROM odds_grid GROUP BY market_id, t, contributor HAVING count(*) >= 2),
-many AS (
-  SELECT g.market_id, g.t, g.contributor, list_sum(list(1 / g.price ORDER BY g.outcome)) AS tot
-  FROM odds_grid g JOIN n ON n.market_id = g.market_id AND n.t = g.t AND n.contributor = g.contributor AND n.n > 2
-  GROUP BY g.market_id, g.t, g.contributor),
-tot AS (
-  SELECT market_id, t, contributor, tot FROM n WHERE n = 2
-  UNION ALL
-  SELECT market_id, t, contributor, tot FROM many)
-SELECT g.market_id, g.t, g.outcome, (1 / g.price) / tot.tot AS p
-FROM odds_grid g JOIN tot USING (market_id, t, contributor);
-
--- per outcome: median over contributors, published with >= 2 of them
-CREATE OR REPLACE TEMP TABLE odds_outcome AS
-SELECT market_id, t, outcome, median(p) AS med, CAST(count(*) AS INTEGER) AS book_count
-FROM odds_contrib GROUP BY market_id, t, outcome HAVING count(*) >= 2;
-
--- renormalise over the published outcomes (a market needs >= 2), then keep
--- a row only where the outcome's price changed
-CREATE OR REPLACE TEMP TABLE odds_market_series AS
-WITH tot AS (
-  SELECT market_id, t, list_sum(list(med ORDER BY outcome)) AS tot
-  FROM odds_outcome GROUP BY market_id, t HAVING count(*) >= 2),
-priced AS (
-  SELECT o.market_id, o.t, o.outcome, o.book_count, tot.tot / o.med AS price
-  FROM odds_outcome o JOIN tot USING (market_id, t)),
-chg AS (
-  SELECT *, lag(price) OVER (PARTITION BY market_id, outcome ORDER BY t) AS prev FROM priced)
-SELECT market_id, t, outcome, book_count, price FROM chg
-WHERE prev IS NULL OR prev <> price;
-
-CREATE OR REPLACE TABLE out_market_lines AS
-SELECT eo_uuid('odds_line' || chr(0) || CAST(s.market_id AS VARCHAR) || chr(0) || s.outcome || chr(0) ||
-               'eo_market' || chr(0) || CAST(epoch_us(s.t) AS VARCHAR)) AS id,
-       k.match_id, k.tournament_id, s.market_id, k.market, k.map_number,
-       'eo_market' AS source, CAST(NULL AS VARCHAR) AS model_version, s.book_count,
-       s.outcome AS outcome_key,
-       CASE
-         WHEN k.market = 'total_maps' THEN (CASE s.outcome WHEN 'over' THEN 'Over ' ELSE 'Under ' END) || CAST(k.line AS VARCHAR)
-         WHEN k.market = 'outright' THEN coalesce(tt.name, '')
-         WHEN k.market = 'map_handicap' THEN
-           (CASE s.outcome WHEN 'home' THEN ta.name ELSE tb.name END) || ' ' ||
-           printf('%+g', CASE s.outcome WHEN 'home' THEN k.line ELSE -k.line END)
-         WHEN k.market = 'map_winner' THEN (CASE s.outcome WHEN 'home' THEN ta.name ELSE tb.name END) || ' (map ' || k.map_number || ')'
-         ELSE CASE s.outcome WHEN 'home' THEN ta.name ELSE tb.name END
-       END AS label,
-       CASE WHEN k.market = 'total_maps' THEN NULL ELSE 'team' END AS participant_type,
-       CASE WHEN k.market = 'outright' THEN CAST(s.outcome AS UUID)
-            WHEN k.market = 'total_maps' THEN NULL
-            WHEN s.outcome = 'home' THEN m.team_a_id ELSE m.team_b_id END AS participant_id,
-       k.line, s.price, CAST(NULL AS BOOLEAN) AS is_winner, false AS is_closing, s.t AS captured_at
-FROM odds_market_series s
-JOIN odds_markets k ON k.market_id = s.market_id
-LEFT JOIN n_matches m ON m.id = k.match_id
-LEFT JOIN out_teams ta ON ta.id = m.team_a_id
-LEFT JOIN out_teams tb ON tb.id = m.team_b_id
-LEFT JOIN out_teams tt ON k.market = 'outright' AND CAST(tt.id AS VARCHAR) = s.outcome;
-
--- matches with at least one published line, for data_available.odds
-CREATE OR REPLACE TABLE odds_matches AS
-SELECT DISTINCT match_id FROM (
-  SELECT match_id FROM out_market_lines UNION ALL SELECT match_id FROM out_model_lines)
-WHERE match_id IS NOT NULL;
-
-DROP TABLE odds_grid;
-DROP TABLE odds_contrib;
-DROP TABLE odds_outcome;
+-- what the Go step writes: per market (mi), the published price of outcome
+-- oi at instant t, at each instant it changed (append-on-change)
+CREATE OR REPLACE TEMP TABLE odds_series (mi INTEGER, t TIMESTAMPTZ, oi INTEGER, book_count INTEGER, price DOUBLE);

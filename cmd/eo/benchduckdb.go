@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/eodata/eo/pipelines"
+)
+
+// cmdBenchDuckDB is the bare DuckDB read-and-write of a local store's raw
+// area (pipelines.BareReadWrite): the yardstick scripts/bench-incremental.sh
+// sets beside a full rebuild of the same input.
+func cmdBenchDuckDB(ctx context.Context, _ Config, args []string) error {
+	fs := flag.NewFlagSet("bench-duckdb", flag.ContinueOnError)
+	rawDir := fs.String("raw", "", "a local store's raw folder, every batch of it (required)")
+	out := fs.String("out", "", "folder for the Parquet files (required)")
+	memory := fs.String("duckdb-memory", "", "DuckDB memory limit, as eo pipeline run's")
+	threads := fs.Int("duckdb-threads", 0, "DuckDB worker threads, as eo pipeline run's")
+	if err := parseRequired(fs, args, errors.New("bench-duckdb: --raw and --out are required"), "raw", "out"); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	n, err := pipelines.BareReadWrite(ctx, *rawDir, *out, *memory, *threads)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench-duckdb: %d rows read and written in %s\n", n, time.Since(t0).Round(time.Millisecond))
+	return nil
+}
