@@ -14,8 +14,11 @@
 # Each round lands two batches, one after the other: a live tick (the replay
 # at speed 1 for LAND_SECONDS: scores and prices of matches in play, the
 # model does not run again) and a fast one (speed FAST_SPEED: matches
-# complete, the model runs again). Prints markdown rows: run, kind, wall s,
-# peak RSS MiB, mode, scope matches, changed tables. Needs GNU time.
+# complete, the model runs again). Last, the full rebuild and the bare
+# DuckDB read-and-write of the same raw input (`eo bench-duckdb`), each
+# twice and alternated, for the issue's "full rebuild ≤ 3x bare" ratio.
+# Prints markdown rows: run, kind, wall s, peak RSS MiB, mode, scope
+# matches, changed tables. Needs GNU time.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -82,3 +85,22 @@ for i in $(seq 1 "$ROUNDS"); do
 	run "fast-$i" "a live batch completing matches (speed $FAST_SPEED)"
 done
 run full "the same raw input rebuilt in full" --full
+
+# bare: the yardstick of a full rebuild, beside it: DuckDB reads the same
+# raw input (read_json, every batch) and writes each entity as Parquet
+# (`eo bench-duckdb`), with the same DuckDB limits. Prints the same columns.
+bare() {
+	local name=$1 t=$LOGS/$1.time
+	rm -rf "$TMPROOT/bare"
+	"$TIME" -v -o "$t" "$EO" bench-duckdb --raw "$DIR/store/raw" --out "$TMPROOT/bare" "${MEM[@]}" >"$LOGS/$name.log" 2>&1 || {
+		log "$name failed: $(tail -n 3 "$LOGS/$name.log")"
+		return 1
+	}
+	awk -F': ' -v n="$name" '/Elapsed \(wall clock\)/ { k = split($2, p, ":"); s = 0
+		for (i = 1; i <= k; i++) s = s * 60 + p[i]; w = s }
+		/Maximum resident set size/ { m = $2 / 1024 }
+		END { printf "| %s | bare DuckDB read_json → Parquet of the same raw input | %.1f | %.0f | | | |\n", n, w, m }' "$t"
+}
+bare bare-1
+run full-2 "the same raw input rebuilt in full, again" --full
+bare bare-2
