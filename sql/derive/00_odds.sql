@@ -67,17 +67,23 @@ WITH RECURSIVE chain(book, anc, depth) AS (
 SELECT book, CASE WHEN max(depth) >= 16 THEN min(anc) ELSE arg_max(anc, depth) END AS contributor
 FROM chain GROUP BY book;
 
--- captures with service ids and the contributor
+-- captures with service ids and the contributor. The registry is split by
+-- kind first: three equality joins on small tables. Joined with the kind as
+-- a join condition (and the outright test in the third), the same join took
+-- 13 s instead of 5 at 100,000 matches under a 2 GB limit.
 CREATE OR REPLACE TEMP TABLE odds_caps_raw AS
+WITH idm AS (SELECT ukey, id FROM id_map WHERE kind = 'match'),
+idt AS (SELECT ukey, id FROM id_map WHERE kind = 'tournament'),
+idteam AS (SELECT ukey, id FROM id_map WHERE kind = 'team')
 SELECT c.market, mi.id AS match_id, ti.id AS tournament_id,
        CASE WHEN c.market = 'map_winner' THEN c.map_number END AS map_number, c.line,
        CASE WHEN c.market = 'outright' THEN CAST(oi.id AS VARCHAR) ELSE c.outcome END AS outcome,
        r.contributor, c.book, c.price, c.captured_at
 FROM v_price_captures c
 JOIN odds_book_root r ON r.book = c.book
-LEFT JOIN id_map mi ON mi.kind = 'match' AND mi.ukey = nullif(c.match_id, '')
-LEFT JOIN id_map ti ON ti.kind = 'tournament' AND ti.ukey = nullif(c.tournament_id, '')
-LEFT JOIN id_map oi ON c.market = 'outright' AND oi.kind = 'team' AND oi.ukey = c.outcome
+LEFT JOIN idm mi ON mi.ukey = nullif(c.match_id, '')
+LEFT JOIN idt ti ON ti.ukey = nullif(c.tournament_id, '')
+LEFT JOIN idteam oi ON oi.ukey = CASE WHEN c.market = 'outright' THEN c.outcome END
 WHERE (mi.id IS NULL) <> (ti.id IS NULL)
   AND (c.market = 'outright') = (ti.id IS NOT NULL)
   AND (c.market <> 'outright' OR oi.id IS NOT NULL)
