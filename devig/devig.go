@@ -64,7 +64,6 @@ func (e *Evaluator) Eval(prices []float64, contributors, outcomes int, out []flo
 	}
 	published := 0
 	for o, ps := range per {
-		med[o] = 0
 		if len(ps) >= 2 {
 			med[o] = Median(ps)
 			published++
@@ -76,15 +75,15 @@ func (e *Evaluator) Eval(prices []float64, contributors, outcomes int, out []flo
 		return false
 	}
 	sum := 0.0
-	for _, m := range med {
-		if m != 0 {
-			sum += m
+	for o, ps := range per {
+		if len(ps) >= 2 {
+			sum += med[o]
 		}
 	}
-	for o, m := range med {
+	for o, ps := range per {
 		out[o], counts[o] = 0, 0
-		if m != 0 {
-			out[o], counts[o] = sum/m, len(per[o])
+		if len(ps) >= 2 {
+			out[o], counts[o] = sum/med[o], len(ps)
 		}
 	}
 	return true

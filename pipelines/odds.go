@@ -147,10 +147,7 @@ func (w *seriesWalk) walk() {
 	w.prices = resize(w.prices, no*nc)
 	w.last = resize(w.last, no)
 	w.line = resize(w.line, no)
-	if cap(w.books) < no {
-		w.books = make([]int, no)
-	}
-	w.books = w.books[:no]
+	w.books = resize(w.books, no)
 	mi := w.market[0].mi
 	for i := 0; i < len(w.market); {
 		t := w.market[i].t
@@ -171,9 +168,9 @@ func (w *seriesWalk) walk() {
 }
 
 // resize returns s with n zeroed elements, reusing its memory.
-func resize(s []float64, n int) []float64 {
+func resize[T int | float64](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float64, n)
+		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)
