@@ -13,11 +13,11 @@ import (
 // cmdBenchDuckDB is the bare DuckDB read-and-write of a local store's raw
 // area (pipelines.BareReadWrite): the yardstick scripts/bench-incremental.sh
 // sets beside a full rebuild of the same input.
-func cmdBenchDuckDB(ctx context.Context, _ Config, args []string) error {
+func cmdBenchDuckDB(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("bench-duckdb", flag.ContinueOnError)
 	rawDir := fs.String("raw", "", "a local store's raw folder, every batch of it (required)")
 	out := fs.String("out", "", "folder for the Parquet files (required)")
-	memory := fs.String("duckdb-memory", "", "DuckDB memory limit, as eo pipeline run's")
+	memory := fs.String("duckdb-memory", cfg.DuckDBMemory, "DuckDB memory limit, as eo pipeline run's")
 	threads := fs.Int("duckdb-threads", 0, "DuckDB worker threads, as eo pipeline run's")
 	if err := parseRequired(fs, args, errors.New("bench-duckdb: --raw and --out are required"), "raw", "out"); err != nil {
 		return err

@@ -66,7 +66,7 @@ func (c *common) flags(name string) *flag.FlagSet {
 // registerPipeline adds the flags of the commands that run the pipeline.
 func (c *common) registerPipeline(fs *flag.FlagSet) {
 	fs.StringVar(&c.duckMemory, "duckdb-memory", c.cfg.DuckDBMemory,
-		"DuckDB memory limit for the pipeline, e.g. 8GB (default: DuckDB's, 80% of RAM); above it DuckDB spills to --work")
+		"DuckDB memory limit for the pipeline, e.g. 8GB; above it DuckDB spills to --work")
 	fs.IntVar(&c.duckThreads, "duckdb-threads", c.cfg.DuckDBThreads,
 		"DuckDB worker threads for the pipeline (default 0: one per core); fewer use less memory at once")
 	fs.BoolVar(&c.full, "full", false,

@@ -34,6 +34,9 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Store != ".eo/store" || c.Work != ".eo/work" || c.Addr != "127.0.0.1:8080" || c.LogJSON || c.AccessLog {
 		t.Errorf("store/work/addr/log defaults: %+v", c)
 	}
+	if c.DuckDBMemory != "2GB" || c.DuckDBThreads != 0 {
+		t.Errorf("DuckDB defaults: memory %q, threads %d; want 2GB and 0 (BENCHMARKS.md: a 100k rebuild under 4 GB)", c.DuckDBMemory, c.DuckDBThreads)
+	}
 	if c.Schedule != "*/15 * * * *" || c.UpSchedule != "*/2 * * * *" || c.RedisPrefix != "eo:" {
 		t.Errorf("schedule/prefix defaults: %q %q %q", c.Schedule, c.UpSchedule, c.RedisPrefix)
 	}
