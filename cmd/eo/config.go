@@ -14,8 +14,8 @@ import (
 
 // DefaultDuckDBMemory is the pipeline's DuckDB memory limit unless
 // EO_DUCKDB_MEMORY or --duckdb-memory says otherwise. Under it a full
-// rebuild of 100,000 matches peaks at 3.0-3.4 GB of RSS and a run that
-// completes matches at 3.0 GB, in the time the 3 GB limit took
+// rebuild of 100,000 matches peaks at 2,767-3,365 MiB of RSS and a run that
+// completes matches at 2,995 MiB, in the time the 3 GB limit took
 // (BENCHMARKS.md, issue 17): the batch fits beside an edge on one machine.
 // DuckDB's own default, 80 % of RAM, let the same rebuild take 14.6 GB.
 const DefaultDuckDBMemory = "2GB"
