@@ -623,3 +623,58 @@ func scanBookLeaks(t *testing.T, where string, b []byte) {
 		}
 	}
 }
+
+// TestOddsSameBookSameInstantLastLandedWins: one book's two captures of an
+// outcome at one instant, differing only in a field the market key ignores
+// (a map_number on a match_winner market), are two raw records. The line
+// takes the one landed last, whichever order they come in, as the live
+// path keeps a book's later capture of an instant. Before, the pick between
+// them was arbitrary.
+func TestOddsSameBookSameInstantLastLandedWins(t *testing.T) {
+	const at = "2025-03-01T12:01:00Z"
+	withMap := func(line string) string {
+		return strings.Replace(line, `"map_number":null`, `"map_number":1`, 1)
+	}
+	for _, c := range []struct {
+		name        string
+		first, last string
+		want        float64 // bk-3's home price the line must use
+	}{
+		{"map_number first", withMap(capLine("bk-3", "match_winner", "m-1", "", "home", "", 1.50, at)),
+			capLine("bk-3", "match_winner", "m-1", "", "home", "", 1.80, at), 1.80},
+		{"map_number last", capLine("bk-3", "match_winner", "m-1", "", "home", "", 1.80, at),
+			withMap(capLine("bk-3", "match_winner", "m-1", "", "home", "", 1.50, at)), 1.50},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			caps := []string{
+				c.first, c.last,
+				capLine("bk-3", "match_winner", "m-1", "", "away", "", 2.60, at),
+				capLine("bk-4", "match_winner", "m-1", "", "home", "", 1.70, at),
+				capLine("bk-4", "match_winner", "m-1", "", "away", "", 2.10, at),
+			}
+			rep := runCaptures(t, caps)
+			db := openOut(t, rep)
+			var home float64
+			if err := db.QueryRow(`SELECT price FROM odds_lines WHERE market = 'match_winner' AND outcome_key = 'home'
+				AND source = 'eo_market' AND captured_at = ?::TIMESTAMPTZ`, at).Scan(&home); err != nil {
+				t.Fatal(err)
+			}
+			// With the fixture's bk-1 (1.55/2.45 at 12:00:00.250): three
+			// contributors at 12:01.
+			want, _ := reference(map[string]map[string]float64{
+				"1": {"home": 1.55, "away": 2.45},
+				"3": {"home": c.want, "away": 2.60},
+				"4": {"home": 1.70, "away": 2.10},
+			})
+			other, _ := reference(map[string]map[string]float64{
+				"1": {"home": 1.55, "away": 2.45},
+				"3": {"home": 1.50 + 1.80 - c.want, "away": 2.60},
+				"4": {"home": 1.70, "away": 2.10},
+			})
+			if !near(home, want["home"]) {
+				t.Errorf("home %.12f, want %.12f (bk-3 at %v, landed last); with the other capture it is %.12f",
+					home, want["home"], c.want, other["home"])
+			}
+		})
+	}
+}

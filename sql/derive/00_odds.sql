@@ -78,7 +78,7 @@ idteam AS (SELECT ukey, id FROM id_map WHERE kind = 'team')
 SELECT c.market, mi.id AS match_id, ti.id AS tournament_id,
        CASE WHEN c.market = 'map_winner' THEN c.map_number END AS map_number, c.line,
        CASE WHEN c.market = 'outright' THEN CAST(oi.id AS VARCHAR) ELSE c.outcome END AS outcome,
-       r.contributor, c.book, c.price, c.captured_at
+       r.contributor, c.book, c.price, c.captured_at, c.batch_seq, c.line_no
 FROM v_price_captures c
 JOIN odds_book_root r ON r.book = c.book
 LEFT JOIN idm mi ON mi.ukey = nullif(c.match_id, '')
@@ -98,10 +98,16 @@ SELECT eo_uuid(eo_market_key(market, match_id, tournament_id, map_number, line))
 FROM (SELECT DISTINCT market, match_id, tournament_id, map_number, line FROM odds_caps_raw);
 
 -- one price per contributor, outcome and instant (two of its books at the
--- same instant: the source book's capture, then the smallest book id)
+-- same instant: the source book's capture, then the smallest book id; one
+-- book twice at the same instant, as captures that differ only in a field
+-- the market key ignores, say a map_number on a match_winner market: the
+-- one landed last, as the live path keeps a book's later capture of an
+-- instant. Without that last rule the pick between the two was arbitrary,
+-- and could differ from run to run.)
 CREATE OR REPLACE TEMP TABLE odds_caps AS
 SELECT k.mi, c.contributor, c.outcome, c.captured_at,
-       arg_min(c.price, struct_pack(copy := c.book <> c.contributor, book := c.book)) AS price
+       arg_min(c.price, struct_pack(copy := c.book <> c.contributor, book := c.book,
+                                    seq := -c.batch_seq, line := -c.line_no)) AS price
 FROM odds_caps_raw c
 JOIN odds_markets k ON k.market = c.market AND k.match_id IS NOT DISTINCT FROM c.match_id
   AND k.tournament_id IS NOT DISTINCT FROM c.tournament_id AND k.map_number IS NOT DISTINCT FROM c.map_number
