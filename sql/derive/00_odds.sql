@@ -15,7 +15,8 @@
 --  * Contributor: a book together with every white label copying it
 --    (books.copies_book, followed transitively) is one contributor, keyed by
 --    the source book. Its price for an outcome at a moment is the latest
---    capture among its books (ties at one instant: the source book's).
+--    capture among its books (ties at one instant: the source book's; one
+--    book twice at one instant: the capture landed last).
 --  * Market: (market, match or tournament, map_number, line); rows differing
 --    only by line are different markets. market_id is a deterministic
 --    UUID (version-7 shaped, all bits after the version from SHA-256 of the key).
