@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +28,9 @@ type incState struct {
 	model    bool                // the ratings and model step runs again
 	dirty    bool                // the state has been changed (mergeScope on)
 	changed  map[string]bool     // published tables whose rows changed
+	// segs: segmented tables of the state (segmentColumns) whose changed
+	// segments mergeScope kept, in the temp table changedSegTable(table)
+	segs map[string]bool
 }
 
 // incremental runs the pipeline on the new batches only (see the comment
@@ -331,13 +335,32 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 			return false, err
 		}
 	}
-	d, err := r.differ(ctx, `SELECT * FROM {{db}}.`+table+` WHERE `+pred, src)
+	cols := segmentColumns(table)
+	if src != "memory" || cols == nil {
+		d, err := r.differ(ctx, `SELECT * FROM {{db}}.`+table+` WHERE `+pred, src)
+		if err != nil || !d {
+			return false, err
+		}
+		for _, q := range []string{
+			fmt.Sprintf(`DELETE FROM st.%s WHERE %s`, table, pred),
+			fmt.Sprintf(`INSERT INTO st.%s SELECT * FROM %s.%s`, table, src, table),
+		} {
+			if _, err := r.db.ExecContext(ctx, q); err != nil {
+				return false, fmt.Errorf("patch %s: %w", table, err)
+			}
+		}
+		return true, nil
+	}
+	// A segmented table: only the segments that changed are replaced (most
+	// of a tick's scope is matches of its tournaments that did not).
+	d, err := r.changedSegments(ctx, table, cols, pred)
 	if err != nil || !d {
 		return false, err
 	}
+	in := inChangedSegments(table, cols)
 	for _, q := range []string{
-		fmt.Sprintf(`DELETE FROM st.%s WHERE %s`, table, pred),
-		fmt.Sprintf(`INSERT INTO st.%s SELECT * FROM %s.%s`, table, src, table),
+		fmt.Sprintf(`DELETE FROM st.%s AS t WHERE (%s) AND %s`, table, pred, in),
+		fmt.Sprintf(`INSERT INTO st.%[1]s SELECT * FROM memory.%[1]s AS t WHERE %[2]s`, table, in),
 	} {
 		if _, err := r.db.ExecContext(ctx, q); err != nil {
 			return false, fmt.Errorf("patch %s: %w", table, err)
@@ -345,6 +368,58 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 	}
 	return true, nil
 }
+
+// segmentColumns are the columns that segment a table of the state by
+// match (nil: not segmented): the published tables a run patches
+// (segments), and the typed raw records of a match's (or a tournament's)
+// entities, by their upstream keys.
+func segmentColumns(table string) []string {
+	if name, ok := strings.CutPrefix(table, "out_"); ok {
+		return segments[name]
+	}
+	if e, ok := strings.CutPrefix(table, "v_"); ok && slices.Contains(childEntities(), raw.Entity(e)) {
+		if raw.Entity(e) == raw.PriceCaptures {
+			return []string{"match_id", "tournament_id"}
+		}
+		return []string{"match_id"}
+	}
+	return nil
+}
+
+// inChangedSegments is a predicate on a row of table (aliased t): its
+// segment is one changedSegments kept.
+func inChangedSegments(table string, cols []string) string {
+	on := make([]string, len(cols))
+	for i, c := range cols {
+		on[i] = fmt.Sprintf(`s.%[1]s IS NOT DISTINCT FROM t.%[1]s`, c)
+	}
+	return fmt.Sprintf(`EXISTS (SELECT 1 FROM %s AS s WHERE %s)`, changedSegTable(table), strings.Join(on, " AND "))
+}
+
+// changedSegments is differ for a segmented table of the scope: it keeps
+// the segments whose rows differ between the state and the scope in the
+// temp table changedSegTable(table), for the patch of the state and of the
+// published file, and says whether there is one.
+func (r *run) changedSegments(ctx context.Context, table string, cols []string, pred string) (bool, error) {
+	old, neu := `SELECT * FROM st.`+table+` WHERE `+pred, `SELECT * FROM memory.`+table+` WHERE `+pred
+	q := fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE %s AS SELECT DISTINCT %s FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s))`,
+		changedSegTable(table), strings.Join(cols, ", "), old, neu, neu, old)
+	if _, err := r.db.ExecContext(ctx, q); err != nil {
+		return false, fmt.Errorf("compare %s: %w", table, err)
+	}
+	var n int64
+	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM `+changedSegTable(table)).Scan(&n); err != nil {
+		return false, err
+	}
+	if r.inc.segs == nil {
+		r.inc.segs = map[string]bool{}
+	}
+	r.inc.segs[table] = true
+	return n > 0, nil
+}
+
+// changedSegTable is the temp table of a table's changed segments.
+func changedSegTable(table string) string { return "changed_segs_" + table }
 
 // modelTables are the published tables the ratings and model step, the
 // assemble and the review write.
@@ -552,16 +627,25 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 			patchable = false // rows of matches outside the scope changed too
 		}
 		if r.inc.changed[name] && patchable {
+			rep := replace[len(seg)]
+			if r.inc.segs["out_"+name] {
+				if rep, err = r.segmentKeys(ctx, changedSegTable("out_"+name), seg); err != nil {
+					return n, err
+				}
+			}
 			j, err := r.exportDelta(ctx, name, outDir)
 			if err != nil {
 				return n, err
 			}
 			patched = append(patched, j)
-			g.Go(func() (err error) {
-				j.rows, err = view.PatchParquet(gctx, filepath.Join(r.stateOut(), name+".parquet"), j.delta, j.path, seg, replace[len(seg)])
+			g.Go(func() error {
+				res, err := view.PatchParquet(gctx, filepath.Join(r.stateOut(), name+".parquet"), j.delta, j.path, seg, rep)
 				if err != nil {
 					return fmt.Errorf("patch %s: %w", name, err)
 				}
+				j.rows = res.Rows
+				r.o.Logger.Info("table patched", "run", r.rep.RunID, "table", name, "segments", len(rep), "row_groups", res.Groups,
+					"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 				return nil
 			})
 			continue
@@ -640,6 +724,39 @@ func (r *run) scopeSegments(ctx context.Context) (map[int]map[string]bool, error
 	return out, rows.Err()
 }
 
+// segmentKeys are the segment keys (view.SegmentKey) of the rows of table,
+// whose columns are the segment columns seg.
+func (r *run) segmentKeys(ctx context.Context, table string, seg []string) (map[string]bool, error) {
+	cols := make([]string, len(seg))
+	for i, c := range seg {
+		cols[i] = fmt.Sprintf(`CAST(%s AS VARCHAR)`, c)
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	vals := make([]sql.NullString, len(seg))
+	ptrs := make([]any, len(seg))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		key := make([]*string, len(seg))
+		for i, v := range vals {
+			if v.Valid {
+				key[i] = &v.String
+			}
+		}
+		out[view.SegmentKey(key...)] = true
+	}
+	return out, rows.Err()
+}
+
 // exportDelta exports memory.out_<name>, the scope's rows, to a file of
 // its own in the table's order: what a patch puts into the previous run's
 // file to make outDir/<name>.parquet.
@@ -653,8 +770,14 @@ func (r *run) exportDelta(ctx context.Context, name, outDir string) (*patchJob, 
 	if err != nil {
 		return nil, err
 	}
-	q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
-		star, name, orderBy[name], sqlString(j.delta))
+	where := ""
+	if r.inc.segs["out_"+name] {
+		// The changed segments only: the others' rows are those of the
+		// previous file, which the patch keeps.
+		where = " AS t WHERE " + inChangedSegments("out_"+name, segments[name])
+	}
+	q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
+		star, name, where, orderBy[name], sqlString(j.delta))
 	if _, err := r.db.ExecContext(ctx, q); err != nil {
 		return nil, fmt.Errorf("export the scope's %s: %w", name, err)
 	}

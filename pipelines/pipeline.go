@@ -807,8 +807,16 @@ func (r *run) exportTable(ctx context.Context, catalog, name, outDir string) (in
 	if err != nil {
 		return 0, fmt.Errorf("export %s: %w", name, err)
 	}
-	q := fmt.Sprintf(`COPY (SELECT %s FROM %s.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
-		star, catalog, name, orderBy[name], sqlString(path))
+	// A table a later run patches (segments) is cut into the row groups
+	// of a patch: the patch copies those it does not touch, and its first
+	// run after this one then rewrites a few groups of 16,384 rows, not a
+	// few of 122,880.
+	groupRows := 122880
+	if segments[name] != nil {
+		groupRows = view.PatchRowGroup
+	}
+	q := fmt.Sprintf(`COPY (SELECT %s FROM %s.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE %d)`,
+		star, catalog, name, orderBy[name], sqlString(path), groupRows)
 	if _, err := r.db.ExecContext(ctx, q); err != nil {
 		return 0, fmt.Errorf("export %s: %w", name, err)
 	}

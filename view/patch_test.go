@@ -1,0 +1,302 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// patchSchema is a flat table segmented by (match_id, tournament_id), as
+// odds_lines is: a match's rows, or (match_id null) a tournament's.
+var patchSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "match_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "tournament_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "seq", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "price", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "open", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+// patchRow is one row of patchSchema (nil: null).
+type patchRow struct {
+	match, tour *string
+	seq         int32
+	price       float64
+	at          int64
+	open        bool
+	label       *string
+}
+
+func (r patchRow) seg() string { return SegmentKey(r.match, r.tour) }
+
+func strp(s string) *string { return &s }
+
+// randomRows makes rows of the segments segs (in file order), 0 to 5 each,
+// with a varying version so that a segment's rows in prev and delta differ.
+func randomRows(rng *rand.Rand, segs [][2]*string, version int) []patchRow {
+	var out []patchRow
+	for _, s := range segs {
+		for i := range rng.IntN(6) {
+			r := patchRow{match: s[0], tour: s[1], seq: int32(i), price: 1 + rng.Float64()*float64(version),
+				at: int64(1_700_000_000_000_000 + rng.IntN(1e9)), open: rng.IntN(2) == 0}
+			if rng.IntN(4) > 0 {
+				r.label = strp(fmt.Sprintf("v%d-%d", version, rng.IntN(100)))
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// writePatchRows writes rows as Parquet in row groups of groupRows, with
+// props (nil: dictionaries and snappy, as another writer would).
+func writePatchRows(t *testing.T, path string, rows []patchRow, groupRows int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(groupRows))
+	w, err := pqarrow.NewFileWriter(patchSchema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, patchSchema)
+	defer b.Release()
+	for _, r := range rows {
+		appendStr(b.Field(0).(*array.StringBuilder), r.match)
+		appendStr(b.Field(1).(*array.StringBuilder), r.tour)
+		b.Field(2).(*array.Int32Builder).Append(r.seq)
+		b.Field(3).(*array.Float64Builder).Append(r.price)
+		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(r.at))
+		b.Field(5).(*array.BooleanBuilder).Append(r.open)
+		appendStr(b.Field(6).(*array.StringBuilder), r.label)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendStr(b *array.StringBuilder, s *string) {
+	if s == nil {
+		b.AppendNull()
+		return
+	}
+	b.Append(*s)
+}
+
+// readPatchRows reads a file's rows back, as text (one line a row), and
+// its number of row groups.
+func readPatchRows(t *testing.T, path string) ([]string, int) {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1000}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	for i, f := range tbl.Schema().Fields() {
+		if want := patchSchema.Field(i); f.Name != want.Name || !arrow.TypeEqual(f.Type, want.Type) {
+			t.Fatalf("%s: column %d is %s %s, want %s %s", path, i, f.Name, f.Type, want.Name, want.Type)
+		}
+	}
+	tr := array.NewTableReader(tbl, 1000)
+	defer tr.Release()
+	var out []string
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for r := range int(rec.NumRows()) {
+			var b strings.Builder
+			for c := range int(rec.NumCols()) {
+				b.WriteString(rec.Column(c).ValueStr(r))
+				b.WriteByte('|')
+			}
+			out = append(out, b.String())
+		}
+	}
+	return out, pf.NumRowGroups()
+}
+
+// TestPatchByRowGroupsWritesTheRowsOfAWholeRewrite: on random tables (a few
+// rows a group, segments spanning groups, null segment columns, segments
+// deleted, replaced and new, before, between and after prev's), a patch by
+// row groups writes exactly the rows, in order, that reading and writing
+// every row does, and copies the groups it does not touch.
+func TestPatchByRowGroupsWritesTheRowsOfAWholeRewrite(t *testing.T) {
+	defer func(n int64) { groupRows = n }(groupRows)
+	groupRows = 8 // prev's groups hold 1 to 12 rows: both small and full ones
+	ctx := context.Background()
+	dir := t.TempDir()
+	if d := os.Getenv("PATCH_DEBUG_DIR"); d != "" {
+		dir = d
+	}
+	rng := rand.New(rand.NewPCG(7, 17))
+	var copied, coded int
+	for iter := range 120 {
+		// Segment keys in file order: match ids (tournament null), then
+		// outright tournaments (match null), as SegmentKey sorts them.
+		var all [][2]*string
+		for i := range 40 {
+			all = append(all, [2]*string{strp(fmt.Sprintf("m%03d", i)), nil})
+		}
+		for i := range 6 {
+			all = append(all, [2]*string{nil, strp(fmt.Sprintf("t%02d", i))})
+		}
+		slices.SortFunc(all, func(a, b [2]*string) int { return strings.Compare(SegmentKey(a[0], a[1]), SegmentKey(b[0], b[1])) })
+		var inPrev, changed [][2]*string
+		replace := map[string]bool{}
+		for _, s := range all {
+			if rng.IntN(5) > 0 {
+				inPrev = append(inPrev, s)
+			}
+			// few changes in most rounds, many in some
+			if rng.IntN(100) < []int{2, 5, 30, 100}[iter%4] {
+				changed = append(changed, s)
+				replace[SegmentKey(s[0], s[1])] = true
+			}
+		}
+		prevRows := randomRows(rng, inPrev, 1)
+		deltaRows := randomRows(rng, changed, 2)
+		prev, delta := filepath.Join(dir, "prev.parquet"), filepath.Join(dir, "delta.parquet")
+		writePatchRows(t, prev, prevRows, int64(1+rng.IntN(12)))
+		writePatchRows(t, delta, deltaRows, 1000)
+		want, got := filepath.Join(dir, "want.parquet"), filepath.Join(dir, "got.parquet")
+		if _, err := patchRewrite(ctx, prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
+			t.Fatal(err)
+		}
+		res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace)
+		if err != nil {
+			t.Fatalf("round %d: %v", iter, err)
+		}
+		wantRows, _ := readPatchRows(t, want)
+		gotRows, groups := readPatchRows(t, got)
+		if !slices.Equal(gotRows, wantRows) {
+			t.Fatalf("round %d: %d rows, want %d; first difference at %d", iter, len(gotRows), len(wantRows), firstDiff(gotRows, wantRows))
+		}
+		if res.Rows != int64(len(wantRows)) || countRows(t, got) != res.Rows || groups != res.Groups {
+			t.Fatalf("round %d: result %+v, %d groups read", iter, res, groups)
+		}
+		copied += res.Copied
+		coded += res.Coded
+		// The patched file patched again (its groups now the patch's own).
+		again := filepath.Join(dir, "again.parquet")
+		if _, err := patchGroups(ctx, got, delta, again, []string{"match_id", "tournament_id"}, replace); err != nil {
+			t.Fatal(err)
+		}
+		if againRows, _ := readPatchRows(t, again); !slices.Equal(againRows, wantRows) {
+			t.Fatalf("round %d: patching the same delta again changed the rows", iter)
+		}
+	}
+	if copied == 0 || coded == 0 {
+		t.Fatalf("groups copied %d, encoded %d: the rounds should do both", copied, coded)
+	}
+	t.Logf("row groups copied %d, encoded again %d", copied, coded)
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func countRows(t *testing.T, path string) int64 {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	return pf.NumRows()
+}
+
+// TestPatchedFilesDoNotFragment: a file patched again and again, a few
+// segments at a time (rows replaced, dropped and added, at the end too, as
+// live matches do), keeps row groups of at least half a group but for a
+// few: the small groups a patch leaves join their neighbours later.
+func TestPatchedFilesDoNotFragment(t *testing.T) {
+	defer func(n int64) { groupRows = n }(groupRows)
+	groupRows = 16
+	ctx := context.Background()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 5))
+	var segs [][2]*string
+	for i := range 300 {
+		segs = append(segs, [2]*string{strp(fmt.Sprintf("m%04d", i)), nil})
+	}
+	live := 200 // segments past live are added as the rounds go
+	cur := filepath.Join(dir, "cur.parquet")
+	writePatchRows(t, cur, randomRows(rng, segs[:live], 1), 16)
+	var coded, copied int
+	for round := range 150 {
+		var changed [][2]*string
+		replace := map[string]bool{}
+		for range 1 + rng.IntN(3) {
+			s := segs[rng.IntN(live)]
+			if rng.IntN(3) == 0 && live < len(segs) {
+				s = segs[live]
+				live++
+			}
+			if !replace[SegmentKey(s[0], s[1])] {
+				replace[SegmentKey(s[0], s[1])] = true
+				changed = append(changed, s)
+			}
+		}
+		slices.SortFunc(changed, func(a, b [2]*string) int { return strings.Compare(SegmentKey(a[0], a[1]), SegmentKey(b[0], b[1])) })
+		delta := filepath.Join(dir, "delta.parquet")
+		writePatchRows(t, delta, randomRows(rng, changed, round+2), 1000)
+		next := filepath.Join(dir, fmt.Sprintf("next%d.parquet", round%2))
+		res, err := patchGroups(ctx, cur, delta, next, []string{"match_id", "tournament_id"}, replace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coded, copied = coded+res.Coded, copied+res.Copied
+		cur = next
+		pf, err := file.OpenParquetFile(cur, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		small := 0
+		for g := range pf.NumRowGroups() {
+			if pf.RowGroup(g).NumRows() < groupRows/2 {
+				small++
+			}
+		}
+		full := int(pf.NumRows()/(groupRows/2)) + 1
+		pf.Close()
+		if res.Groups > 2*full+2 || small > full/2+2 {
+			t.Fatalf("round %d: %d rows in %d row groups, %d of them under half a group", round, res.Rows, res.Groups, small)
+		}
+	}
+	if copied < coded {
+		t.Fatalf("copied %d row groups, encoded %d again: a patch of a few segments should copy most", copied, coded)
+	}
+}
