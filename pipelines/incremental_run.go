@@ -401,11 +401,18 @@ func inChangedSegments(table string, cols []string) string {
 // temp table changedSegTable(table), for the patch of the state and of the
 // published file, and says whether there is one.
 func (r *run) changedSegments(ctx context.Context, table string, cols []string, pred string) (bool, error) {
-	old, neu := `SELECT * FROM st.`+table+` WHERE `+pred, `SELECT * FROM memory.`+table+` WHERE `+pred
-	q := fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE %s AS SELECT DISTINCT %s FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s))`,
-		changedSegTable(table), strings.Join(cols, ", "), old, neu, neu, old)
-	if _, err := r.db.ExecContext(ctx, q); err != nil {
-		return false, fmt.Errorf("compare %s: %w", table, err)
+	// The state's rows of the scope are read once (the table is scanned
+	// whole to find them: at 100,000 matches, millions of rows).
+	old, neu := `FROM scope_old`, `SELECT * FROM memory.`+table+` WHERE `+pred
+	for _, q := range []string{
+		`CREATE OR REPLACE TEMP TABLE scope_old AS SELECT * FROM st.` + table + ` WHERE ` + pred,
+		fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE %s AS SELECT DISTINCT %s FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s))`,
+			changedSegTable(table), strings.Join(cols, ", "), old, neu, neu, old),
+		`DROP TABLE scope_old`,
+	} {
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return false, fmt.Errorf("compare %s: %w", table, err)
+		}
 	}
 	var n int64
 	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM `+changedSegTable(table)).Scan(&n); err != nil {
@@ -644,8 +651,7 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 					return fmt.Errorf("patch %s: %w", name, err)
 				}
 				j.rows = res.Rows
-				r.o.Logger.Info("table patched", "run", r.rep.RunID, "table", name, "segments", len(rep), "row_groups", res.Groups,
-					"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
+				r.logPatch(name, len(rep), res)
 				return nil
 			})
 			continue
@@ -677,6 +683,12 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 	}
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, nil
+}
+
+// logPatch logs what the patch of a table did.
+func (r *run) logPatch(table string, segments int, res view.PatchResult) {
+	r.o.Logger.Info("table patched", "run", r.rep.RunID, "table", table, "segments", segments, "row_groups", res.Groups,
+		"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 }
 
 // patchJob is one table exportChanged patches: the scope's rows (delta),
@@ -822,13 +834,34 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// The matches whose parts can have changed: those whose rows changed
+	// in a source table, or, if a source changed otherwise, every match of
+	// the scope.
+	ids := []string{}
+	for _, t := range sources {
+		if !r.inc.changed[t] {
+			continue
+		}
+		if !r.inc.segs["out_"+t] {
+			ids = nil
+			break
+		}
+		ids = append(ids, `SELECT match_id AS id FROM `+changedSegTable("out_"+t))
+	}
+	if len(ids) == 0 {
+		ids = []string{`SELECT id FROM scope_ids`}
+	}
+	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE parts_scope AS `+strings.Join(ids, " UNION ")); err != nil {
+		return err
+	}
 	for _, t := range sources {
 		path := filepath.Join(dir, t+".parquet")
 		star, err := r.idsAsText(ctx, "memory", "out_"+t)
 		if err != nil {
 			return err
 		}
-		q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s ORDER BY %s) TO '%s' (FORMAT parquet)`, star, t, orderBy[t], sqlString(path))
+		q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s WHERE match_id IN (SELECT id FROM parts_scope) ORDER BY %s) TO '%s' (FORMAT parquet)`,
+			star, t, orderBy[t], sqlString(path))
 		if _, err := r.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("export the scope's %s: %w", t, err)
 		}
@@ -836,7 +869,7 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 	if _, err := view.WriteMatchParts(ctx, dir); err != nil {
 		return err
 	}
-	rows, err := r.db.QueryContext(ctx, `SELECT CAST(id AS VARCHAR) FROM scope_ids`)
+	rows, err := r.db.QueryContext(ctx, `SELECT CAST(id AS VARCHAR) FROM parts_scope`)
 	if err != nil {
 		return err
 	}
@@ -855,7 +888,10 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 		replace[id] = true
 	}
 	rows.Close()
-	_, err = view.PatchMatchParts(ctx, prev, filepath.Join(dir, view.MatchPartsTable+".parquet"), out, replace)
+	res, err := view.PatchMatchParts(ctx, prev, filepath.Join(dir, view.MatchPartsTable+".parquet"), out, replace)
+	if err == nil {
+		r.logPatch(view.MatchPartsTable, len(replace), res)
+	}
 	return err
 }
 

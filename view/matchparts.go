@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -231,6 +232,13 @@ type partsWriter struct {
 	n int // rows in b
 }
 
+// partsProps are match_parts' writer properties: frames are compressed
+// already.
+var partsProps = parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Uncompressed),
+	parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("part", true),
+	parquet.WithStatsFor("frame", false), // min and max would copy two whole frames a page
+	parquet.WithMaxRowGroupLength(partsRowGroup), parquet.WithCreatedBy("eo"), parquet.WithPageIndexEnabled(false))
+
 func newPartsWriter(path string) (*partsWriter, error) {
 	md := arrow.NewMetadata([]string{partsFormatKey}, []string{partsFormat})
 	schema := arrow.NewSchema([]arrow.Field{
@@ -244,11 +252,7 @@ func newPartsWriter(path string) (*partsWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Uncompressed),
-		parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("part", true),
-		parquet.WithStatsFor("frame", false), // min and max would copy two whole frames a page
-		parquet.WithMaxRowGroupLength(partsRowGroup), parquet.WithCreatedBy("eo"))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(schema, f, partsProps, pqarrow.DefaultWriterProps())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -300,18 +304,35 @@ func (p *partsWriter) abort() {
 // match's parts depend on its own rows only, so the result is the file a
 // WriteMatchParts of the whole snapshot writes: how an incremental
 // pipeline run renders only the matches it touched. prev streams through a
-// row group at a time (at 100,000 matches it is 450 MB). Both files must
-// be in this build's rendering, or PatchMatchParts fails.
-func PatchMatchParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (int64, error) {
+// row group at a time (at 100,000 matches it is 450 MB), and its row
+// groups without a replaced match or a new row are copied as they are
+// (patchGroups). Both files must be in this build's rendering, or
+// PatchMatchParts fails.
+func PatchMatchParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (PatchResult, error) {
 	for _, p := range []string{prev, delta} {
 		format, err := partsFormatOf(p)
 		if err != nil {
-			return 0, err
+			return PatchResult{}, err
 		}
 		if format != partsFormat {
-			return 0, fmt.Errorf("view: %s was rendered as %q, this build renders %q", p, format, partsFormat)
+			return PatchResult{}, fmt.Errorf("view: %s was rendered as %q, this build renders %q", p, format, partsFormat)
 		}
 	}
+	keys := make(map[string]bool, len(replace))
+	for id := range replace {
+		keys[string(id[:])] = true
+	}
+	res, err := patchGroups(ctx, prev, delta, out, []string{"match_id"}, keys, partsProps)
+	if !errors.Is(err, errRewrite) {
+		return res, err
+	}
+	n, err := rewriteParts(ctx, prev, delta, out, replace)
+	return PatchResult{Rows: n, Rewritten: true}, err
+}
+
+// rewriteParts is PatchMatchParts by reading every row of prev and writing
+// the file anew.
+func rewriteParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (int64, error) {
 	add, err := readParquet[partRow](ctx, delta)
 	if err != nil {
 		return 0, err

@@ -61,7 +61,7 @@ var groupRows int64 = PatchRowGroup
 // Where it can, it copies the row groups of prev the patch does not touch
 // as they are (patchGroups); a file with nested columns is rewritten whole.
 func PatchParquet(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool) (PatchResult, error) {
-	res, err := patchGroups(ctx, prev, delta, out, segment, replace)
+	res, err := patchGroups(ctx, prev, delta, out, segment, replace, patchProps)
 	if !errors.Is(err, errRewrite) {
 		return res, err
 	}
@@ -99,7 +99,26 @@ func patchRewrite(ctx context.Context, prev, delta, out string, segment []string
 		f.Close()
 		return 0, err
 	}
-	rw := &rowWriter{write: w.Write, schema: src.schema}
+	rw := &rowWriter{write: func(group []arrow.RecordBatch) error {
+		var n int64
+		for _, rec := range group {
+			n += rec.NumRows()
+		}
+		w.NewRowGroup()
+		for c, f := range src.schema.Fields() {
+			chunks := make([]arrow.Array, len(group))
+			for i, rec := range group {
+				chunks[i] = rec.Column(c)
+			}
+			col := arrow.NewChunked(f.Type, chunks)
+			err := w.WriteColumnChunked(col, 0, n)
+			col.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, schema: src.schema}
 	n, err := patchRows(src, add, replace, rw)
 	if err == nil {
 		err = rw.flush()
@@ -114,11 +133,9 @@ func patchRewrite(ctx context.Context, prev, delta, out string, segment []string
 // rowWriter gathers row slices into row groups: of PatchRowGroup rows
 // while more than two groups' worth are buffered, and at the end (flush)
 // what is left as one group, or two halves when it is more than a group's
-// rows, so that no group but a lone one is under half a group. Each group
-// is written as one record (a writer's buffered row group, written a slice
-// at a time, held more).
+// rows, so that no group but a lone one is under half a group.
 type rowWriter struct {
-	write  func(arrow.RecordBatch) error
+	write  func(group []arrow.RecordBatch) error // one row group, in slices
 	schema *arrow.Schema
 	parts  []arrow.RecordBatch
 	rows   int64
@@ -148,33 +165,33 @@ func (rw *rowWriter) flush() error {
 	return rw.emit(rw.rows)
 }
 
-// emit writes the first n rows buffered as one row group.
+// emit writes the first n rows buffered as one row group, from the
+// buffered slices as they are (concatenating them copied every value once
+// more, and held a group's rows twice).
 func (rw *rowWriter) emit(n int64) error {
-	cols := make([]arrow.Array, rw.schema.NumFields())
-	for c := range cols {
-		arrs := make([]arrow.Array, len(rw.parts))
-		for i, p := range rw.parts {
-			arrs[i] = p.Column(c)
-		}
-		col, err := array.Concatenate(arrs, memory.DefaultAllocator)
-		if err != nil {
-			return err
-		}
-		defer col.Release()
-		cols[c] = col
-	}
-	all := array.NewRecordBatch(rw.schema, cols, rw.rows)
-	defer all.Release()
+	var head, rest []arrow.RecordBatch
+	left := n
 	for _, p := range rw.parts {
-		p.Release()
+		switch k := p.NumRows(); {
+		case left == 0:
+			rest = append(rest, p)
+		case k <= left:
+			head = append(head, p)
+			left -= k
+		default:
+			head = append(head, p.NewSlice(0, left))
+			rest = append(rest, p.NewSlice(left, k))
+			p.Release()
+			left = 0
+		}
 	}
-	rw.parts = rw.parts[:0]
-	head := all.NewSlice(0, n)
-	defer head.Release()
-	if n < rw.rows {
-		rw.parts = append(rw.parts, all.NewSlice(n, rw.rows))
-	}
+	rw.parts = append(rw.parts[:0], rest...)
 	rw.rows -= n
+	defer func() {
+		for _, p := range head {
+			p.Release()
+		}
+	}()
 	return rw.write(head)
 }
 
@@ -264,13 +281,9 @@ func openBatches(ctx context.Context, path string, segment []string) (*batches, 
 		return nil, err
 	}
 	b := &batches{pf: pf, schema: schema}
-	for _, name := range segment {
-		idx := schema.FieldIndices(name)
-		if len(idx) != 1 || schema.Field(idx[0]).Type.ID() != arrow.STRING {
-			pf.Close()
-			return nil, fmt.Errorf("view: %s: segment column %q is not one text column", path, name)
-		}
-		b.cols = append(b.cols, idx[0])
+	if b.cols, err = segmentColumns(schema, path, segment); err != nil {
+		pf.Close()
+		return nil, err
 	}
 	if b.rr, err = fr.GetRecordReader(ctx, nil, nil); err != nil {
 		pf.Close()

@@ -1,11 +1,14 @@
 package view
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -191,7 +194,7 @@ func TestPatchByRowGroupsWritesTheRowsOfAWholeRewrite(t *testing.T) {
 		if _, err := patchRewrite(ctx, prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
 			t.Fatal(err)
 		}
-		res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace)
+		res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace, patchProps)
 		if err != nil {
 			t.Fatalf("round %d: %v", iter, err)
 		}
@@ -207,7 +210,7 @@ func TestPatchByRowGroupsWritesTheRowsOfAWholeRewrite(t *testing.T) {
 		coded += res.Coded
 		// The patched file patched again (its groups now the patch's own).
 		again := filepath.Join(dir, "again.parquet")
-		if _, err := patchGroups(ctx, got, delta, again, []string{"match_id", "tournament_id"}, replace); err != nil {
+		if _, err := patchGroups(ctx, got, delta, again, []string{"match_id", "tournament_id"}, replace, patchProps); err != nil {
 			t.Fatal(err)
 		}
 		if againRows, _ := readPatchRows(t, again); !slices.Equal(againRows, wantRows) {
@@ -274,7 +277,7 @@ func TestPatchedFilesDoNotFragment(t *testing.T) {
 		delta := filepath.Join(dir, "delta.parquet")
 		writePatchRows(t, delta, randomRows(rng, changed, round+2), 1000)
 		next := filepath.Join(dir, fmt.Sprintf("next%d.parquet", round%2))
-		res, err := patchGroups(ctx, cur, delta, next, []string{"match_id", "tournament_id"}, replace)
+		res, err := patchGroups(ctx, cur, delta, next, []string{"match_id", "tournament_id"}, replace, patchProps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,5 +301,98 @@ func TestPatchedFilesDoNotFragment(t *testing.T) {
 	}
 	if copied < coded {
 		t.Fatalf("copied %d row groups, encoded %d again: a patch of a few segments should copy most", copied, coded)
+	}
+}
+
+// TestPatchMatchPartsCopiesUntouchedGroups: match_parts (one 16-byte id
+// column as its segment, frames stored uncompressed) patched by row groups
+// holds the rows a whole rewrite writes, and copies the groups without a
+// replaced match.
+func TestPatchMatchPartsCopiesUntouchedGroups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(11, 13))
+	mkID := func(i int) ID {
+		var id ID
+		id[0], id[1], id[2] = byte(i>>16), byte(i>>8), byte(i)
+		id[15] = 7
+		return id
+	}
+	row := func(id ID, part string, version int) partRow {
+		r := partRow{MatchID: id, Part: part, N: rng.IntN(40), Frame: fmt.Appendf(nil, "%x-%s-v%d-%d", id[:3], part, version, rng.IntN(1000))}
+		r.CRC = r.sum()
+		return r
+	}
+	write := func(path string, rows []partRow) {
+		w, err := newPartsWriter(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			if err := w.add(&rows[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := []string{"maps", "rounds", "stats", "vetoes"}
+	var prevRows []partRow
+	const ids = 100000
+	for i := 0; i < ids; i += 2 { // odd ids are new matches
+		for _, p := range parts[:1+rng.IntN(len(parts))] {
+			prevRows = append(prevRows, row(mkID(i), p, 1))
+		}
+	}
+	prev := filepath.Join(dir, "prev.parquet")
+	write(prev, prevRows)
+	for round := range 4 {
+		replace := map[ID]bool{}
+		var deltaRows []partRow
+		for range 1 + round {
+			i := rng.IntN(ids)
+			replace[mkID(i)] = true
+		}
+		ids := slices.SortedFunc(maps.Keys(replace), func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
+		for _, id := range ids {
+			if rng.IntN(5) == 0 {
+				continue // the match's parts are gone
+			}
+			for _, p := range parts[:1+rng.IntN(len(parts))] {
+				deltaRows = append(deltaRows, row(id, p, round+2))
+			}
+		}
+		delta := filepath.Join(dir, "delta.parquet")
+		write(delta, deltaRows)
+		got, want := filepath.Join(dir, "got.parquet"), filepath.Join(dir, "want.parquet")
+		res, err := PatchMatchParts(ctx, prev, delta, got, replace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rewriteParts(ctx, prev, delta, want, replace); err != nil {
+			t.Fatal(err)
+		}
+		gotRows, err := readParquet[partRow](ctx, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRows, err := readParquet[partRow](ctx, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(gotRows, wantRows) {
+			t.Fatalf("round %d: %d rows, want %d", round, len(gotRows), len(wantRows))
+		}
+		if format, err := partsFormatOf(got); err != nil || format != partsFormat {
+			t.Fatalf("round %d: format %q %v", round, format, err)
+		}
+		if res.Rewritten || res.Copied < res.Groups-2*len(replace)-1 || res.Coded > len(replace)+1 || res.Rows != int64(len(wantRows)) {
+			t.Fatalf("round %d: %+v for %d replaced matches", round, res, len(replace))
+		}
+		prev = filepath.Join(dir, fmt.Sprintf("prev%d.parquet", round))
+		if err := os.Rename(got, prev); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -56,7 +56,7 @@ type groupSegs struct {
 	replaced    bool
 }
 
-func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool) (PatchResult, error) {
+func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool, props *parquet.WriterProperties) (PatchResult, error) {
 	var res PatchResult
 	pf, err := file.OpenParquetFile(prev, false)
 	if err != nil {
@@ -108,7 +108,7 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 	if err != nil {
 		return res, err
 	}
-	pw := &patchWriter{out: bufio.NewWriterSize(f, 1<<20), prev: meta, raw: raw, schema: schema, segs: segCols}
+	pw := &patchWriter{out: bufio.NewWriterSize(f, 1<<20), prev: meta, raw: raw, schema: schema, segs: segCols, props: props}
 	res, err = pw.run(ctx, fr, infos, add, replace)
 	if err == nil {
 		err = pw.finish()
@@ -122,13 +122,21 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 	return res, err
 }
 
-// segmentColumns are the indexes of the segment columns in schema.
+// segmentColumns are the indexes of the segment columns in schema: text
+// columns (their keys are SegmentKey's), or one 16-byte id column (its
+// keys are the bytes, in their order: match_parts).
 func segmentColumns(schema *arrow.Schema, path string, segment []string) ([]int, error) {
 	var cols []int
 	for _, name := range segment {
 		idx := schema.FieldIndices(name)
-		if len(idx) != 1 || schema.Field(idx[0]).Type.ID() != arrow.STRING {
-			return nil, fmt.Errorf("view: %s: segment column %q is not one text column", path, name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("view: %s: segment column %q is not one column", path, name)
+		}
+		switch t := schema.Field(idx[0]).Type; {
+		case t.ID() == arrow.STRING:
+		case len(segment) == 1 && arrow.TypeEqual(t, &arrow.FixedSizeBinaryType{ByteWidth: 16}):
+		default:
+			return nil, fmt.Errorf("view: %s: segment column %q is %s, not text", path, name, t)
 		}
 		cols = append(cols, idx[0])
 	}
@@ -173,6 +181,19 @@ func readGroupSegs(ctx context.Context, fr *pqarrow.FileReader, segCols []int, g
 // segmentKeys appends the segment key of each row of rec (its columns
 // cols) to dst.
 func segmentKeys(rec arrow.RecordBatch, cols []int, dst []string) []string {
+	if len(cols) == 1 {
+		if ids, ok := rec.Column(cols[0]).(*array.FixedSizeBinary); ok {
+			base := len(dst)
+			for r := range ids.Len() {
+				if r > 0 && bytes.Equal(ids.Value(r), ids.Value(r-1)) {
+					dst = append(dst, dst[base+r-1])
+					continue
+				}
+				dst = append(dst, string(ids.Value(r)))
+			}
+			return dst
+		}
+	}
 	strs := make([]*array.String, len(cols))
 	for k, c := range cols {
 		strs[k] = rec.Column(c).(*array.String)
@@ -260,6 +281,7 @@ type patchWriter struct {
 	raw    *os.File // prev, for copying column chunks
 	schema *arrow.Schema
 	segs   []int
+	props  *parquet.WriterProperties // of the row groups it encodes
 	// footer is prev's metadata without its row groups; the groups written
 	// are appended to it (their thrift type is internal to arrow-go).
 	footer *metadata.FileMetaData
@@ -280,9 +302,9 @@ func (c *countingBuffer) Write(p []byte) (int, error) {
 	return c.Buffer.Write(p)
 }
 
-// patchProps are the properties of the row groups a patch encodes: those
-// of a whole rewrite (PatchParquet), without page indexes or bloom filters
-// (a copied group's would be left behind).
+// patchProps are the properties of the row groups PatchParquet encodes:
+// those of a whole rewrite, without page indexes or bloom filters (a
+// copied group's would be left behind).
 var patchProps = parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(1),
 	parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("eo"), parquet.WithPageIndexEnabled(false))
 
@@ -297,7 +319,7 @@ func (pw *patchWriter) run(ctx context.Context, fr *pqarrow.FileReader, infos []
 		return res, err
 	}
 	pw.buf = &countingBuffer{}
-	pw.enc = file.NewParquetWriter(pw.buf, pw.prev.Schema.Root(), file.WithWriterProps(patchProps))
+	pw.enc = file.NewParquetWriter(pw.buf, pw.prev.Schema.Root(), file.WithWriterProps(pw.props))
 	pw.buf.Reset() // enc's magic: out has its own
 	defer pw.enc.Close()
 	plan := planGroups(infos, add.segs)
@@ -412,34 +434,23 @@ func (pw *patchWriter) merge(src array.RecordReader, add *deltaRows, i, j int, r
 	return err
 }
 
-// encode writes rec as one row group through enc, then moves its bytes to
-// out and its metadata to the footer.
-func (pw *patchWriter) encode(rec arrow.RecordBatch) error {
-	if rec.NumRows() == 0 {
+// encode writes group (the slices of one row group) through enc, then
+// moves its bytes to out and its metadata to the footer.
+func (pw *patchWriter) encode(group []arrow.RecordBatch) error {
+	if len(group) == 0 {
 		return nil
 	}
 	start := pw.buf.written
 	rgw := pw.enc.AppendRowGroup()
-	for c := range int(rec.NumCols()) {
+	for c := range pw.schema.NumFields() {
 		cw, err := rgw.NextColumn()
 		if err != nil {
 			return err
 		}
-		col := rec.Column(c)
-		var def []int16
-		if cw.LevelInfo().DefLevel > 0 {
-			def = pw.levels[:0]
-			for r := range col.Len() {
-				if col.IsValid(r) {
-					def = append(def, 1)
-				} else {
-					def = append(def, 0)
-				}
+		for _, rec := range group {
+			if err := pw.writeColumn(cw, rec.Column(c), pw.schema.Field(c).Nullable); err != nil {
+				return err
 			}
-			pw.levels = def
-		}
-		if err := pqarrow.WriteArrowToColumn(context.Background(), cw, col, def, nil, pw.schema.Field(c).Nullable); err != nil {
-			return err
 		}
 		if err := cw.Close(); err != nil {
 			return err
@@ -461,6 +472,23 @@ func (pw *patchWriter) encode(rec arrow.RecordBatch) error {
 		}
 		return body[lo : lo+n], nil
 	})
+}
+
+// writeColumn writes col, a flat column, to cw with its definition levels.
+func (pw *patchWriter) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullable bool) error {
+	var def []int16
+	if cw.LevelInfo().DefLevel > 0 {
+		def = pw.levels[:0]
+		for r := range col.Len() {
+			if col.IsValid(r) {
+				def = append(def, 1)
+			} else {
+				def = append(def, 0)
+			}
+		}
+		pw.levels = def
+	}
+	return pqarrow.WriteArrowToColumn(context.Background(), cw, col, def, nil, nullable)
 }
 
 // readPrev reads n bytes of prev at off.
