@@ -48,14 +48,18 @@ type PatchResult struct {
 	Rewritten bool  // every row read and written (a file with nested columns)
 }
 
-// groupSegs is a row group's first and last segment, and whether it holds
+// groupSegs is a row group's rows, its last segment, and whether it holds
 // a replaced one.
 type groupSegs struct {
-	rows        int64
-	first, last string
-	replaced    bool
+	rows     int64
+	last     string
+	replaced bool
 }
 
+// patchGroups is PatchParquet by row groups (above): prev's groups are
+// read for their segment columns first, then copied or merged with the
+// delta's rows in order; props are the properties of the groups it
+// encodes.
 func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool, props *parquet.WriterProperties) (PatchResult, error) {
 	var res PatchResult
 	pf, err := file.OpenParquetFile(prev, false)
@@ -160,9 +164,6 @@ func readGroupSegs(ctx context.Context, fr *pqarrow.FileReader, segCols []int, g
 		rec := rr.RecordBatch()
 		keys = segmentKeys(rec, cols, keys[:0])
 		for i, k := range keys {
-			if gs.rows == 0 && i == 0 {
-				gs.first = k
-			}
 			if i == 0 || k != keys[i-1] {
 				gs.replaced = gs.replaced || replace[k]
 			}
