@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -395,4 +396,78 @@ func TestPatchMatchPartsCopiesUntouchedGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// rewriteParts is the reference for PatchMatchParts: it reads every row of
+// prev and writes the file anew (the patch before row groups were copied).
+func rewriteParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (int64, error) {
+	add, err := readParquet[partRow](ctx, delta)
+	if err != nil {
+		return 0, err
+	}
+	w, err := newPartsWriter(out)
+	if err != nil {
+		return 0, err
+	}
+	n, err := mergeParts(ctx, prev, add, replace, w)
+	if err != nil {
+		w.abort()
+		return 0, err
+	}
+	return n, w.close()
+}
+
+// mergeParts streams prev's rows (but replaced matches') and add's (in
+// order) into w.
+func mergeParts(ctx context.Context, prev string, add []partRow, replace map[ID]bool, w *partsWriter) (int64, error) {
+	pf, err := file.OpenParquetFile(prev, false)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", prev, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return 0, err
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rr.Release()
+	var n int64
+	emit := func(r *partRow) error {
+		for len(add) > 0 && partOrder(&add[0], r) < 0 {
+			if err := w.add(&add[0]); err != nil {
+				return err
+			}
+			add, n = add[1:], n+1
+		}
+		n++
+		return w.add(r)
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ids, parts := rec.Column(0).(*array.FixedSizeBinary), rec.Column(1).(*array.String)
+		ns, frames, crcs := rec.Column(2).(*array.Int64), rec.Column(3).(*array.Binary), rec.Column(4).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			r := partRow{Part: parts.Value(i), N: int(ns.Value(i)), Frame: frames.Value(i), CRC: crcs.Value(i)}
+			copy(r.MatchID[:], ids.Value(i))
+			if replace[r.MatchID] {
+				continue
+			}
+			if err := emit(&r); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		return n, fmt.Errorf("read %s: %w", prev, err)
+	}
+	for i := range add {
+		if err := w.add(&add[i]); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
