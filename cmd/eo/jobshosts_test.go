@@ -64,8 +64,11 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 		}
 	})
 	var seen []publish.Manifest
-	deadline := time.Now().Add(25 * time.Second)
-	for time.Now().Before(deadline) && !t.Failed() {
+	// 25 s of races, longer (up to 90 s) on a machine so busy that fewer
+	// than three snapshots were served by then: the property is about the
+	// order of the moves, not their rate.
+	start := time.Now()
+	for !t.Failed() && (time.Since(start) < 25*time.Second || len(seen) < 3 && time.Since(start) < 90*time.Second) {
 		time.Sleep(50 * time.Millisecond)
 		_, m, err := publish.LoadLatest(ctx, st)
 		if err != nil || (len(seen) > 0 && seen[len(seen)-1].SnapshotID == m.SnapshotID) {
@@ -103,6 +106,6 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 	t.Logf("%d pointer moves seen; runs published: %d; runs superseded: %d", len(seen), published,
 		strings.Count(hosts[0].out.String()+hosts[1].out.String(), "run superseded"))
 	if len(seen) < 3 {
-		t.Fatalf("only %d snapshots served in 25 s:\na:\n%s\nb:\n%s", len(seen), hosts[0].out, hosts[1].out)
+		t.Fatalf("only %d snapshots served in %s:\na:\n%s\nb:\n%s", len(seen), time.Since(start).Round(time.Second), hosts[0].out, hosts[1].out)
 	}
 }
