@@ -65,7 +65,7 @@ func (r *run) changes(ctx context.Context) (int64, error) {
 // making the digests with digests (they read the previous ones; without
 // them, every digest is made again).
 func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
-	if _, err := r.db.ExecContext(ctx, sqlChangesTables); err != nil {
+	if _, err := r.exec(ctx, sqlChangesTables); err != nil {
 		return 0, err
 	}
 	hasPrev, err := r.loadStateTable(ctx, digestsKey, "prev_digests")
@@ -78,11 +78,11 @@ func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 	if !hasPrev {
 		digests = sqlChangesDigests
 	}
-	if _, err := r.db.ExecContext(ctx, digests); err != nil {
+	if _, err := r.exec(ctx, digests); err != nil {
 		return 0, fmt.Errorf("changes: digests: %w", err)
 	}
 	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored
-	if _, err := r.db.ExecContext(ctx, sqlChangesAppend, start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
+	if _, err := r.exec(ctx, sqlChangesAppend, start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
 		return 0, fmt.Errorf("changes/append.sql: %w", err)
 	}
 	for _, s := range []struct{ key, query string }{
@@ -90,7 +90,7 @@ func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 		{digestsKey, `SELECT * FROM entity_digests ORDER BY entity_type, entity_id`},
 	} {
 		path := filepath.Join(r.o.WorkDir, "state-"+filepath.Base(s.key))
-		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, s.query, sqlString(path))); err != nil {
+		if _, err := r.exec(ctx, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, s.query, sqlString(path))); err != nil {
 			return 0, err
 		}
 		if err := publish.PutFile(ctx, r.o.Store, s.key, path); err != nil {
@@ -98,7 +98,7 @@ func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 		}
 	}
 	var n int64
-	err = r.db.QueryRowContext(ctx, `SELECT count(*) FROM out_changes WHERE entity_type <> '_log' AND changed_at = ?`, start).Scan(&n)
+	err = r.queryRow(ctx, `SELECT count(*) FROM out_changes WHERE entity_type <> '_log' AND changed_at = ?`, start).Scan(&n)
 	return n, err
 }
 
@@ -116,7 +116,7 @@ func (r *run) loadStateTable(ctx context.Context, key, table string) (bool, erro
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return false, err
 	}
-	if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s BY NAME SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
+	if _, err := r.exec(ctx, fmt.Sprintf(`INSERT INTO %s BY NAME SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
 		return false, fmt.Errorf("load %s: %w", key, err)
 	}
 	return true, nil

@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/eodata/eo/raw"
 	eosql "github.com/eodata/eo/sql"
 	"github.com/eodata/eo/view"
+	"github.com/marcboeker/go-duckdb/v2"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -30,27 +32,38 @@ type incState struct {
 	changed  map[string]bool     // published tables whose rows changed
 	// segs: segmented tables of the state (segmentColumns) whose changed
 	// segments mergeScope kept, in the temp table changedSegTable(table)
-	segs map[string]bool
+	segs   map[string]bool
+	raised bool   // DuckDB has the configured memory limit, not the small budget
+	limit  string // DuckDB's memory limit as the run opened it
 }
 
 // incremental runs the pipeline on the new batches only (see the comment
 // at the top of incremental.go). It returns a fallback error, before it
 // changes the state, when the run has to be a full rebuild.
-func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skipped []raw.SkippedBatch, outDir string) error {
+func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skipped []raw.SkippedBatch, outDir string, raised bool) error {
 	db, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	r.db = db
+	r.inc = &incState{changed: map[string]bool{}, entities: map[raw.Entity]bool{}}
 	// An incremental run reads the state a scope at a time and streams
-	// the files it patches: a small budget for DuckDB (it spills beyond)
-	// and the Go heap keeps it beside an edge. The model's whole-history
-	// steps get the configured one back (rerunModel).
-	if _, err := db.ExecContext(ctx, `SET memory_limit = '`+incrementalMemory+`'`); err != nil {
+	// the files it patches: a small budget for DuckDB (it spills beyond;
+	// a statement that needs more gets the configured limit, raiseBudget)
+	// and for the Go heap keeps it beside an edge. The model's
+	// whole-history steps get the configured one back (rerunModel).
+	budget := cmp.Or(r.o.IncrementalMemory, DefaultIncrementalMemory)
+	if err := db.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&r.inc.limit); err != nil {
 		return err
 	}
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(byteSize(incrementalMemory)))
+	if raised {
+		r.inc.raised = true
+		r.rep.BudgetRaised = "(a step before the state changed: the run started again)"
+	} else if _, err := db.ExecContext(ctx, `SET memory_limit = '`+sqlString(budget)+`'`); err != nil {
+		return err
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(goBudget))
 	meta, err := r.readState(ctx)
 	if err != nil {
 		return err
@@ -68,7 +81,7 @@ func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skip
 	}
 	r.batches, r.dirs, r.seqBase = fresh, dirs, meta.NextSeq
 	r.nextSeq = meta.NextSeq + len(fresh) + len(skipped)
-	r.inc = &incState{meta: meta, changed: map[string]bool{}, entities: map[raw.Entity]bool{}}
+	r.inc.meta = meta
 	for _, b := range fresh {
 		for e := range b.Files {
 			r.inc.entities[e] = true
@@ -77,10 +90,79 @@ func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skip
 	return r.runSteps(ctx, r.incrementalSteps(skipped, outDir))
 }
 
-// incrementalMemory is an incremental run's memory budget for DuckDB and
-// for the Go heap (each a soft limit: DuckDB spills, the collector works
-// harder).
-const incrementalMemory = "256MB"
+// DefaultIncrementalMemory is DuckDB's budget in an incremental run
+// (Options.IncrementalMemory), and goBudget the Go heap's (a soft limit:
+// the collector works harder near it).
+const (
+	DefaultIncrementalMemory       = "128MB"
+	goBudget                 int64 = 128 << 20
+)
+
+// exec runs one statement; in an incremental run, a statement that ran out
+// of the small budget runs again under the configured limit (raiseBudget).
+func (r *run) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := r.db.ExecContext(ctx, q, args...)
+	if r.raiseBudget(ctx, q, err) {
+		res, err = r.db.ExecContext(ctx, q, args...)
+	}
+	return res, err
+}
+
+// queryRow is QueryRowContext with exec's second chance.
+func (r *run) queryRow(ctx context.Context, q string, args ...any) retryRow {
+	return retryRow{r, ctx, q, args}
+}
+
+type retryRow struct {
+	r    *run
+	ctx  context.Context
+	q    string
+	args []any
+}
+
+func (w retryRow) Scan(dest ...any) error {
+	err := w.r.db.QueryRowContext(w.ctx, w.q, w.args...).Scan(dest...)
+	if w.r.raiseBudget(w.ctx, w.q, err) {
+		err = w.r.db.QueryRowContext(w.ctx, w.q, w.args...).Scan(dest...)
+	}
+	return err
+}
+
+// outOfMemory says whether err is DuckDB's out of memory error.
+func outOfMemory(err error) bool {
+	var de *duckdb.Error
+	return errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory
+}
+
+// raiseBudget says whether statement q of an incremental run failed for
+// want of memory under the small budget, now raised to the configured
+// limit for the rest of the run: the statement was its own transaction
+// (autocommit) and changed nothing, so it runs again. Once per run.
+func (r *run) raiseBudget(ctx context.Context, q string, err error) bool {
+	if r.inc == nil || r.inc.raised || !outOfMemory(err) || ctx.Err() != nil {
+		return false
+	}
+	r.inc.raised = true
+	if _, err := r.db.ExecContext(ctx, r.configuredLimit()); err != nil {
+		return false
+	}
+	// A statement that ran out of memory as it committed leaves its
+	// transaction open (the next statement then conflicts with it): it is
+	// rolled back; with none open, ROLLBACK fails, harmlessly.
+	r.db.ExecContext(ctx, "ROLLBACK")
+	r.rep.BudgetRaised = firstCodeLine(q)
+	r.o.Logger.Info("pipeline: incremental budget raised to the configured memory limit", "run", r.rep.RunID,
+		"budget", cmp.Or(r.o.IncrementalMemory, DefaultIncrementalMemory), "limit", cmp.Or(r.o.MemoryLimit, r.inc.limit),
+		"statement", firstCodeLine(q), "err", err)
+	return true
+}
+
+// configuredLimit is the statement setting DuckDB's configured memory
+// limit: Options.MemoryLimit, or the one DuckDB started with (RESET
+// memory_limit changes the setting but not the buffer manager's limit).
+func (r *run) configuredLimit() string {
+	return "SET memory_limit = '" + sqlString(cmp.Or(r.o.MemoryLimit, r.inc.limit)) + "'"
+}
 
 // incrementalSteps is the incremental run, in order. Every step before
 // "merge into state" reads the state only, so a fallback there leaves it
@@ -151,11 +233,11 @@ func (r *run) scope(ctx context.Context) (int64, error) {
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO c_%[1]s SELECT * FROM st.v_%[1]s WHERE %[2]s`, e, upstreamScope(e)))
 	}
 	for _, s := range stmts {
-		if _, err := r.db.ExecContext(ctx, s); err != nil {
+		if _, err := r.exec(ctx, s); err != nil {
 			return 0, fmt.Errorf("%s: %w", firstCodeLine(s), err)
 		}
 	}
-	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM scope_u`).Scan(&r.rep.Scope)
+	err := r.queryRow(ctx, `SELECT count(*) FROM scope_u`).Scan(&r.rep.Scope)
 	return r.rep.Scope, err
 }
 
@@ -182,7 +264,7 @@ const (
 // (no parent record is new), or the run is a full one.
 func (r *run) noNewKeys(ctx context.Context) (int64, error) {
 	var n int64
-	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM (`+sqlRegNewKeys+`)`).Scan(&n); err != nil {
+	if err := r.queryRow(ctx, `SELECT count(*) FROM (`+sqlRegNewKeys+`)`).Scan(&n); err != nil {
 		return 0, err
 	}
 	if n > 0 {
@@ -224,7 +306,7 @@ func (r *run) differ(ctx context.Context, query, src string) (bool, error) {
 	old, neu := strings.ReplaceAll(query, "{{db}}", "st"), strings.ReplaceAll(query, "{{db}}", src)
 	var n int64
 	q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (%[1]s EXCEPT ALL %[2]s)) + (SELECT count(*) FROM (%[2]s EXCEPT ALL %[1]s))`, old, neu)
-	if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+	if err := r.queryRow(ctx, q).Scan(&n); err != nil {
 		return false, fmt.Errorf("compare %s: %w", firstCodeLine(query), err)
 	}
 	return n > 0, nil
@@ -234,7 +316,7 @@ func (r *run) differ(ctx context.Context, query, src string) (bool, error) {
 // not, assembles the scope's odds lines with the state's eo_model lines
 // (when it does, the assemble runs on the whole state after the model).
 func (r *run) scopedAssemble(ctx context.Context) (int64, error) {
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE scope_completed AS
+	if _, err := r.exec(ctx, `CREATE OR REPLACE TABLE scope_completed AS
 		SELECT m.id, i.ukey FROM st.id_map i JOIN (
 		  SELECT id FROM st.out_matches WHERE status = 'completed' AND `+byScopeID+`
 		  UNION SELECT id FROM memory.out_matches WHERE status = 'completed') m ON i.kind = 'match' AND i.id = m.id`); err != nil {
@@ -257,7 +339,7 @@ func (r *run) scopedAssemble(ctx context.Context) (int64, error) {
 	if r.inc.model {
 		return 0, nil
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE out_model_lines AS SELECT * FROM st.out_model_lines WHERE `+byScopeOdds); err != nil {
+	if _, err := r.exec(ctx, `CREATE OR REPLACE TABLE out_model_lines AS SELECT * FROM st.out_model_lines WHERE `+byScopeOdds); err != nil {
 		return 0, err
 	}
 	n, err := r.assemble(ctx)
@@ -294,7 +376,7 @@ func (r *run) mergeScope(ctx context.Context) (int64, error) {
 	// The players of the scope before and after: their summaries are
 	// computed again (a corrected stat line can drop a player).
 	if r.inc.entities[raw.PlayerStats] || r.inc.entities[raw.MapResults] {
-		if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE touched_players AS
+		if _, err := r.exec(ctx, `CREATE OR REPLACE TABLE touched_players AS
 			SELECT player_id AS id FROM st.out_player_stats WHERE `+byScopeMatch+`
 			UNION SELECT player_id FROM memory.out_player_stats`); err != nil {
 			return 0, err
@@ -322,6 +404,11 @@ func (r *run) mergeScope(ctx context.Context) (int64, error) {
 			r.inc.changed[strings.TrimPrefix(t[0], "out_")] = true
 		}
 	}
+	// The rows appended to the state's tables are held in memory, a row
+	// group of blocks per table, until a checkpoint writes them out.
+	if _, err := r.exec(ctx, `CHECKPOINT st`); err != nil {
+		return n, err
+	}
 	return n, nil
 }
 
@@ -331,7 +418,7 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 	if src != "memory" {
 		// memory's tables hold the scope's rows only; another catalog's
 		// (agg) hold other rows too, computed on partial histories
-		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s.%s WHERE (%s) IS NOT TRUE`, src, table, pred)); err != nil {
+		if _, err := r.exec(ctx, fmt.Sprintf(`DELETE FROM %s.%s WHERE (%s) IS NOT TRUE`, src, table, pred)); err != nil {
 			return false, err
 		}
 	}
@@ -345,7 +432,7 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 			fmt.Sprintf(`DELETE FROM st.%s WHERE %s`, table, pred),
 			fmt.Sprintf(`INSERT INTO st.%s SELECT * FROM %s.%s`, table, src, table),
 		} {
-			if _, err := r.db.ExecContext(ctx, q); err != nil {
+			if _, err := r.exec(ctx, q); err != nil {
 				return false, fmt.Errorf("patch %s: %w", table, err)
 			}
 		}
@@ -362,7 +449,7 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 		fmt.Sprintf(`DELETE FROM st.%s AS t WHERE (%s) AND %s`, table, pred, in),
 		fmt.Sprintf(`INSERT INTO st.%[1]s SELECT * FROM memory.%[1]s AS t WHERE %[2]s`, table, in),
 	} {
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
+		if _, err := r.exec(ctx, q); err != nil {
 			return false, fmt.Errorf("patch %s: %w", table, err)
 		}
 	}
@@ -410,12 +497,12 @@ func (r *run) changedSegments(ctx context.Context, table string, cols []string, 
 			changedSegTable(table), strings.Join(cols, ", "), old, neu, neu, old),
 		`DROP TABLE scope_old`,
 	} {
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
+		if _, err := r.exec(ctx, q); err != nil {
 			return false, fmt.Errorf("compare %s: %w", table, err)
 		}
 	}
 	var n int64
-	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM `+changedSegTable(table)).Scan(&n); err != nil {
+	if err := r.queryRow(ctx, `SELECT count(*) FROM `+changedSegTable(table)).Scan(&n); err != nil {
 		return false, err
 	}
 	if r.inc.segs == nil {
@@ -440,13 +527,10 @@ func (r *run) rerunModel(ctx context.Context) (int64, error) {
 	if !r.inc.model {
 		return 0, nil
 	}
-	limit := "RESET memory_limit"
-	if r.o.MemoryLimit != "" {
-		limit = "SET memory_limit = '" + sqlString(r.o.MemoryLimit) + "'"
-	}
-	if _, err := r.db.ExecContext(ctx, limit); err != nil {
+	if _, err := r.exec(ctx, r.configuredLimit()); err != nil {
 		return 0, err
 	}
+	r.inc.raised = true
 	n, err := r.inCatalog(ctx, "st", func() (int64, error) {
 		n, err := r.ratingsAndModel(ctx)
 		if err != nil {
@@ -467,12 +551,12 @@ func (r *run) rerunModel(ctx context.Context) (int64, error) {
 // inCatalog runs fn with catalog as the default (USE), with the SQL
 // macros the steps call defined there, and goes back to memory after.
 func (r *run) inCatalog(ctx context.Context, catalog string, fn func() (int64, error)) (int64, error) {
-	if _, err := r.db.ExecContext(ctx, "USE "+catalog); err != nil {
+	if _, err := r.exec(ctx, "USE "+catalog); err != nil {
 		return 0, err
 	}
 	defer r.db.ExecContext(context.WithoutCancel(ctx), "USE memory")
 	for _, m := range sqlMacros() {
-		if _, err := r.db.ExecContext(ctx, m); err != nil {
+		if _, err := r.exec(ctx, m); err != nil {
 			return 0, fmt.Errorf("define %s: %w", firstCodeLine(m), err)
 		}
 	}
@@ -512,7 +596,7 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 	if !teams && !players {
 		return 0, nil
 	}
-	if _, err := r.db.ExecContext(ctx, `ATTACH IF NOT EXISTS ':memory:' AS agg`); err != nil {
+	if _, err := r.exec(ctx, `ATTACH IF NOT EXISTS ':memory:' AS agg`); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -540,6 +624,12 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 		}
 		n += k
 	}
+	// The whole histories loaded into agg are done with.
+	for _, q := range []string{`DETACH agg`, `CHECKPOINT st`} {
+		if _, err := r.exec(ctx, q); err != nil {
+			return n, err
+		}
+	}
 	return n, nil
 }
 
@@ -559,7 +649,7 @@ type aggregateFile struct {
 func (r *run) aggregate(ctx context.Context, a aggregateFile) (int64, error) {
 	file, tables, keys := a.file, a.tables, a.keys
 	for _, q := range a.load {
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
+		if _, err := r.exec(ctx, q); err != nil {
 			return 0, fmt.Errorf("%s: %w", firstCodeLine(q), err)
 		}
 	}
@@ -598,7 +688,7 @@ func (r *run) patchSandbox(ctx context.Context) (int64, error) {
 	if !r.inc.changed["matches"] {
 		return 0, nil
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TABLE sandbox_old AS SELECT * FROM st.out_sandbox_sample`); err != nil {
+	if _, err := r.exec(ctx, `CREATE OR REPLACE TABLE sandbox_old AS SELECT * FROM st.out_sandbox_sample`); err != nil {
 		return 0, err
 	}
 	if _, err := r.inCatalog(ctx, "st", func() (int64, error) {
@@ -607,7 +697,7 @@ func (r *run) patchSandbox(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err := r.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (FROM st.out_sandbox_sample EXCEPT ALL FROM sandbox_old))
+	err := r.queryRow(ctx, `SELECT (SELECT count(*) FROM (FROM st.out_sandbox_sample EXCEPT ALL FROM sandbox_old))
 		+ (SELECT count(*) FROM (FROM sandbox_old EXCEPT ALL FROM st.out_sandbox_sample))`).Scan(&n)
 	if n > 0 {
 		r.inc.changed["sandbox_sample"] = true
@@ -669,7 +759,7 @@ func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 			return n, err
 		}
 		var rows int64
-		if err := r.db.QueryRowContext(ctx, "SELECT count(*) FROM st.out_"+name).Scan(&rows); err != nil {
+		if err := r.queryRow(ctx, "SELECT count(*) FROM st.out_"+name).Scan(&rows); err != nil {
 			return n, err
 		}
 		r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: rows, Internal: InternalTables[name]})
@@ -790,7 +880,7 @@ func (r *run) exportDelta(ctx context.Context, name, outDir string) (*patchJob, 
 	}
 	q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`,
 		star, name, where, orderBy[name], sqlString(j.delta))
-	if _, err := r.db.ExecContext(ctx, q); err != nil {
+	if _, err := r.exec(ctx, q); err != nil {
 		return nil, fmt.Errorf("export the scope's %s: %w", name, err)
 	}
 	return j, nil
@@ -818,7 +908,7 @@ func (r *run) patchParts(ctx context.Context, outDir string) (int64, error) {
 		}
 	}
 	var n int64
-	err := r.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM read_parquet('%s')`, sqlString(out))).Scan(&n)
+	err := r.queryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM read_parquet('%s')`, sqlString(out))).Scan(&n)
 	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: view.MatchPartsTable, Path: out, Rows: n, Internal: true})
 	sort.Slice(r.rep.Tables, func(i, j int) bool { return r.rep.Tables[i].Name < r.rep.Tables[j].Name })
 	return n, err
@@ -851,7 +941,7 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 	if len(ids) == 0 {
 		ids = []string{`SELECT id FROM scope_ids`}
 	}
-	if _, err := r.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE parts_scope AS `+strings.Join(ids, " UNION ")); err != nil {
+	if _, err := r.exec(ctx, `CREATE OR REPLACE TEMP TABLE parts_scope AS `+strings.Join(ids, " UNION ")); err != nil {
 		return err
 	}
 	for _, t := range sources {
@@ -862,7 +952,7 @@ func (r *run) renderScopeParts(ctx context.Context, sources []string, prev, out 
 		}
 		q := fmt.Sprintf(`COPY (SELECT %s FROM memory.out_%s WHERE match_id IN (SELECT id FROM parts_scope) ORDER BY %s) TO '%s' (FORMAT parquet)`,
 			star, t, orderBy[t], sqlString(path))
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
+		if _, err := r.exec(ctx, q); err != nil {
 			return fmt.Errorf("export the scope's %s: %w", t, err)
 		}
 	}
@@ -907,7 +997,7 @@ func (r *run) commitState(ctx context.Context, outDir string) (int64, error) {
 	if err := writeMeta(ctx, r.db, "st", m); err != nil {
 		return 0, err
 	}
-	if _, err := r.db.ExecContext(ctx, `CHECKPOINT st`); err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := r.exec(ctx, `CHECKPOINT st`); err != nil && !errors.Is(err, context.Canceled) {
 		return 0, err
 	}
 	return int64(len(r.rep.Read)), nil

@@ -292,3 +292,45 @@ func TestDamagedStateMeansAFullRun(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalOverItsBudget: an incremental run whose DuckDB budget
+// (Options.IncrementalMemory) is too small for its statements raises it to
+// the configured limit, says so in its report, stays incremental and
+// publishes the rows a full rebuild publishes. 2 MB runs out in the first
+// statements, 64 MB (at this commit) in the merge, after the state has
+// changed; the default budget needs no raise on the same batch.
+func TestIncrementalOverItsBudget(t *testing.T) {
+	ctx := context.Background()
+	for _, budget := range []string{"", "2MB", "64MB"} {
+		st, dir, now, split := liveWorld(t, 11, 80)
+		work := t.TempDir()
+		if _, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: work}); err != nil {
+			t.Fatal(err)
+		}
+		landLive(t, st, dir, now.Add(time.Hour), split.kept[:len(split.kept)/3], nil)
+		inc, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: work, IncrementalMemory: budget})
+		if err != nil {
+			t.Fatalf("budget %q: %v", budget, err)
+		}
+		if inc.Mode != pipelines.ModeIncremental {
+			t.Fatalf("budget %q: mode %q (%s); want incremental", budget, inc.Mode, inc.FullReason)
+		}
+		t.Logf("budget %q: raised by %q", budget, inc.BudgetRaised)
+		if budget == "" && inc.BudgetRaised != "" || budget == "2MB" && inc.BudgetRaised == "" {
+			t.Errorf("budget %q: budget raised by %q", budget, inc.BudgetRaised)
+		}
+		full, err := pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := allRows(t, inc), allRows(t, full)
+		if len(a) != len(b) {
+			t.Fatalf("budget %q: %d tables incremental, %d full", budget, len(a), len(b))
+		}
+		for name, rows := range b {
+			if !slices.Equal(rows, a[name]) {
+				t.Errorf("budget %q: table %s: incremental %d rows, full %d, or other rows or order", budget, name, len(a[name]), len(rows))
+			}
+		}
+	}
+}

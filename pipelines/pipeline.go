@@ -74,6 +74,10 @@ type Options struct {
 	Threads int
 	// Model configures the ratings and model step (zero values: defaults).
 	Model ModelOptions
+	// IncrementalMemory is DuckDB's budget in an incremental run (empty:
+	// DefaultIncrementalMemory). A statement that runs out of it raises the
+	// budget to MemoryLimit for the rest of the run and runs again.
+	IncrementalMemory string
 	// PartsChunk is how many matches' parts a full run renders at a time
 	// (0: 10,000): memory follows it, not the snapshot.
 	PartsChunk int
@@ -98,8 +102,12 @@ type Report struct {
 	// Scope is how many matches an incremental run computed again;
 	// Changed, the published tables whose rows it changed (the others are
 	// the previous run's files). Both are empty in a full run.
-	Scope   int64    `json:"scope_matches,omitempty"`
-	Changed []string `json:"changed_tables,omitempty"`
+	Scope int64 `json:"scope_matches,omitempty"`
+	// BudgetRaised is the first statement of an incremental run that ran
+	// out of its small DuckDB budget (Options.IncrementalMemory), after
+	// which the run had MemoryLimit; empty when none did.
+	BudgetRaised string   `json:"budget_raised,omitempty"`
+	Changed      []string `json:"changed_tables,omitempty"`
 	// Lineage is Batches with each compacted batch replaced by the batches
 	// it holds (raw.BatchManifest.Lineage): what the snapshot stands for.
 	Lineage []string `json:"lineage"`
@@ -214,7 +222,21 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Full {
 		rep.FullReason = "asked for (--full)"
 	} else {
-		err := r.incremental(ctx, batches, skipped, outDir)
+		err := r.incremental(ctx, batches, skipped, outDir, false)
+		if outOfMemory(err) && ctx.Err() == nil && r.inc != nil && !r.inc.dirty && !r.inc.raised {
+			// A statement that is not retried on its own (one not run
+			// through exec) ran out of the small budget before the state
+			// changed: the run again under the configured limit, rather
+			// than a full rebuild.
+			o.Logger.Info("pipeline: incremental run again under the configured memory limit", "run", rep.RunID, "err", err)
+			*r = run{o: o, rep: &rep, start: start}
+			rep.Read, rep.Tables = nil, nil
+			rep.Staged, rep.Quarantined = map[string]int64{}, map[string]map[string]int{}
+			if err := resetDir(outDir); err != nil {
+				return rep, err
+			}
+			err = r.incremental(ctx, batches, skipped, outDir, true)
+		}
 		var fb fallback
 		if err != nil && ctx.Err() == nil && !errors.As(err, &fb) && (r.inc == nil || !r.inc.dirty) {
 			// Failed before it changed the state (an unreadable table of
@@ -563,8 +585,8 @@ func (r *run) validate(ctx context.Context) (int64, error) {
 		if err := tmpl.Execute(&buf, newStageSpec(spec)); err != nil {
 			return 0, err
 		}
-		if err := execScript(ctx, r.db, buf.String()); err != nil {
-			return 0, fmt.Errorf("stage %s: %w", spec.Entity, err)
+		if err := r.execStatements(ctx, "stage "+string(spec.Entity), buf.String()); err != nil {
+			return 0, err
 		}
 		if _, err := r.db.ExecContext(ctx, fmt.Sprintf("DROP TABLE stage_%s", spec.Entity)); err != nil {
 			return 0, err
@@ -674,8 +696,8 @@ func (r *run) check(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("%s: no winners for %s", name, e)
 		}
 	}
-	if err := execScript(ctx, r.db, buf.String()); err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
+	if err := r.execStatements(ctx, name, buf.String()); err != nil {
+		return 0, err
 	}
 	var n int64
 	err = r.db.QueryRowContext(ctx, "SELECT count(*) FROM bad").Scan(&n)
@@ -707,8 +729,8 @@ func (r *run) execFolder(ctx context.Context, folder, name string) (int64, error
 	}
 	for _, s := range steps {
 		if s.Name == name {
-			if err := execScript(ctx, r.db, s.SQL); err != nil {
-				return 0, fmt.Errorf("%s: %w", s.Name, err)
+			if err := r.execStatements(ctx, s.Name, s.SQL); err != nil {
+				return 0, err
 			}
 			return 0, nil
 		}
@@ -817,11 +839,11 @@ func (r *run) exportTable(ctx context.Context, catalog, name, outDir string) (in
 	}
 	q := fmt.Sprintf(`COPY (SELECT %s FROM %s.out_%s ORDER BY %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE %d)`,
 		star, catalog, name, orderBy[name], sqlString(path), groupRows)
-	if _, err := r.db.ExecContext(ctx, q); err != nil {
+	if _, err := r.exec(ctx, q); err != nil {
 		return 0, fmt.Errorf("export %s: %w", name, err)
 	}
 	var n int64
-	if err := r.db.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM %s.out_%s", catalog, name)).Scan(&n); err != nil {
+	if err := r.queryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s.out_%s", catalog, name)).Scan(&n); err != nil {
 		return 0, err
 	}
 	r.rep.Tables = append(r.rep.Tables, publish.TableFile{Name: name, Path: path, Rows: n, Internal: InternalTables[name]})
@@ -962,12 +984,6 @@ func byteSize(v string) int64 {
 	return int64(n * mult)
 }
 
-// execScript runs a multi-statement SQL script.
-func execScript(ctx context.Context, db *sql.DB, script string) error {
-	_, err := db.ExecContext(ctx, script)
-	return err
-}
-
 // slowStatement is how long one derive statement may take before the run
 // logs it on its own (long runs show where they are).
 const slowStatement = 2 * time.Second
@@ -985,7 +1001,7 @@ func (r *run) execStatements(ctx context.Context, name, script string) error {
 			return nil
 		}
 		t0 := time.Now()
-		if _, err := r.db.ExecContext(ctx, q); err != nil {
+		if _, err := r.exec(ctx, q); err != nil {
 			return fmt.Errorf("%s: statement %q: %w", name, firstCodeLine(q), err)
 		}
 		if el := time.Since(t0); el >= slowStatement {

@@ -18,7 +18,8 @@
 # DuckDB read-and-write of the same raw input (`eo bench-duckdb`), each
 # twice and alternated, for the issue's "full rebuild ≤ 3x bare" ratio.
 # Prints markdown rows: run, kind, wall s, peak RSS MiB, mode, scope
-# matches, changed tables. Needs GNU time.
+# matches, changed tables, and the statement that raised an incremental
+# run's DuckDB budget (if one did). Needs GNU time.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -63,7 +64,7 @@ run() {
 		for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.1f", s }' "$t")
 	peak=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$t")
 	jq -r --arg n "$name" --arg k "$kind" --arg w "$wall" --arg p "$peak" \
-		'"| \($n) | \($k) | \($w) | \($p) | \(.mode) | \(.scope_matches // 0) | \((.changed_tables // []) | join(", ")) |"' \
+		'"| \($n) | \($k) | \($w) | \($p) | \(.mode) | \(.scope_matches // 0) | \((.changed_tables // []) | join(", ")) | \(.budget_raised // "") |"' \
 		"$DIR/store/state/runs/$report"
 }
 
@@ -75,8 +76,8 @@ land() {
 		--live-speed "$1" --land-every 1h --addr "127.0.0.1:$port" >>"$LOGS/up.log" 2>&1 || true
 }
 
-echo "| run | kind | wall s | peak RSS MiB | mode | scope matches | changed tables |"
-echo "| --- | --- | ---: | ---: | --- | ---: | --- |"
+echo "| run | kind | wall s | peak RSS MiB | mode | scope matches | changed tables | budget raised by |"
+echo "| --- | --- | ---: | ---: | --- | ---: | --- | --- |"
 run first "history: the first run keeps the state"
 for i in $(seq 1 "$ROUNDS"); do
 	land 1
@@ -99,7 +100,7 @@ bare() {
 	awk -F': ' -v n="$name" '/Elapsed \(wall clock\)/ { k = split($2, p, ":"); s = 0
 		for (i = 1; i <= k; i++) s = s * 60 + p[i]; w = s }
 		/Maximum resident set size/ { m = $2 / 1024 }
-		END { printf "| %s | bare DuckDB read_json → Parquet of the same raw input | %.1f | %.0f | | | |\n", n, w, m }' "$t"
+		END { printf "| %s | bare DuckDB read_json → Parquet of the same raw input | %.1f | %.0f | | | | |\n", n, w, m }' "$t"
 }
 bare bare-1
 run full-2 "the same raw input rebuilt in full, again" --full

@@ -219,7 +219,7 @@ func writeParts(path string, rows []partRow) error {
 }
 
 // partsRowGroup is how many rows a match_parts row group holds.
-const partsRowGroup = 16 << 10
+const partsRowGroup = 4 << 10
 
 // partsWriter writes match_parts.parquet a row group at a time: a patch
 // (PatchMatchParts) streams a whole snapshot's parts through it.

@@ -130,7 +130,7 @@ func patchRewrite(ctx context.Context, prev, delta, out string, segment []string
 	return n, w.Close()
 }
 
-// rowWriter gathers row slices into row groups: of PatchRowGroup rows
+// rowWriter gathers row slices into row groups: of size rows
 // while more than two groups' worth are buffered, and at the end (flush)
 // what is left as one group, or two halves when it is more than a group's
 // rows, so that no group but a lone one is under half a group.
@@ -139,13 +139,21 @@ type rowWriter struct {
 	schema *arrow.Schema
 	parts  []arrow.RecordBatch
 	rows   int64
+	size   int64 // rows of a row group (0: groupRows)
+}
+
+func (rw *rowWriter) groupSize() int64 {
+	if rw.size > 0 {
+		return rw.size
+	}
+	return groupRows
 }
 
 func (rw *rowWriter) add(rec arrow.RecordBatch) error {
 	rec.Retain()
 	rw.parts = append(rw.parts, rec)
-	for rw.rows += rec.NumRows(); rw.rows >= 2*groupRows; {
-		if err := rw.emit(groupRows); err != nil {
+	for rw.rows += rec.NumRows(); rw.rows >= 2*rw.groupSize(); {
+		if err := rw.emit(rw.groupSize()); err != nil {
 			return err
 		}
 	}
@@ -154,7 +162,7 @@ func (rw *rowWriter) add(rec arrow.RecordBatch) error {
 
 // flush writes the rows buffered.
 func (rw *rowWriter) flush() error {
-	if rw.rows > groupRows {
+	if rw.rows > rw.groupSize() {
 		if err := rw.emit(rw.rows / 2); err != nil {
 			return err
 		}
@@ -266,7 +274,7 @@ type batches struct {
 }
 
 func openBatches(ctx context.Context, path string, segment []string) (*batches, error) {
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(streamProps()))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -62,7 +62,7 @@ type groupSegs struct {
 // encodes.
 func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool, props *parquet.WriterProperties) (PatchResult, error) {
 	var res PatchResult
-	pf, err := file.OpenParquetFile(prev, false)
+	pf, err := file.OpenParquetFile(prev, false, file.WithReadProps(streamProps()))
 	if err != nil {
 		return res, fmt.Errorf("open %s: %w", prev, err)
 	}
@@ -112,7 +112,8 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 	if err != nil {
 		return res, err
 	}
-	pw := &patchWriter{out: bufio.NewWriterSize(f, 1<<20), prev: meta, raw: raw, schema: schema, segs: segCols, props: props}
+	pw := &patchWriter{out: bufio.NewWriterSize(f, 1<<20), prev: meta, raw: raw, schema: schema, segs: segCols, props: props,
+		rows: min(groupRows, props.MaxRowGroupLength())}
 	res, err = pw.run(ctx, fr, infos, add, replace)
 	if err == nil {
 		err = pw.finish()
@@ -124,6 +125,15 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 		os.Remove(out)
 	}
 	return res, err
+}
+
+// streamProps are the reader properties of a patch's inputs: column chunks
+// are read through a buffer (a 128 KiB window), not whole (a match_parts
+// chunk is megabytes).
+func streamProps() *parquet.ReaderProperties {
+	rp := parquet.NewReaderProperties(memory.DefaultAllocator)
+	rp.BufferedStreamEnabled, rp.BufferSize = true, 128<<10
+	return rp
 }
 
 // segmentColumns are the indexes of the segment columns in schema: text
@@ -283,6 +293,7 @@ type patchWriter struct {
 	schema *arrow.Schema
 	segs   []int
 	props  *parquet.WriterProperties // of the row groups it encodes
+	rows   int64                     // rows of a row group it encodes (props' most, at most groupRows)
 	// footer is prev's metadata without its row groups; the groups written
 	// are appended to it (their thrift type is internal to arrow-go).
 	footer *metadata.FileMetaData
@@ -323,8 +334,8 @@ func (pw *patchWriter) run(ctx context.Context, fr *pqarrow.FileReader, infos []
 	pw.enc = file.NewParquetWriter(pw.buf, pw.prev.Schema.Root(), file.WithWriterProps(pw.props))
 	pw.buf.Reset() // enc's magic: out has its own
 	defer pw.enc.Close()
-	plan := planGroups(infos, add.segs)
-	rw := &rowWriter{schema: pw.schema, write: pw.encode}
+	plan := planGroups(infos, add.segs, pw.rows)
+	rw := &rowWriter{schema: pw.schema, write: pw.encode, size: pw.rows}
 	for g, gp := range plan {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -337,7 +348,7 @@ func (pw *patchWriter) run(ctx context.Context, fr *pqarrow.FileReader, infos []
 			if err := rw.flush(); err != nil {
 				return res, err
 			}
-			if err := pw.addGroup(pw.prev, g, pw.readPrev); err != nil {
+			if err := pw.addGroup(pw.prev, g, pw.copyPrev); err != nil {
 				return res, err
 			}
 			res.Copied++
@@ -386,10 +397,10 @@ type groupPlan struct {
 // segment sorts after its own, so into the group holding that row (rows
 // after every group's: hi of the last group to the end). A group is
 // encoded again when it holds a replaced segment or receives rows, and so
-// is a group of under half PatchRowGroup rows next to one: small groups
+// is a group of under half a group's rows (size) next to one: small groups
 // (the end of a patched stretch, a table's last rows) join their
 // neighbours instead of piling up over the runs.
-func planGroups(infos []groupSegs, segs []string) []groupPlan {
+func planGroups(infos []groupSegs, segs []string, size int64) []groupPlan {
 	plan := make([]groupPlan, len(infos))
 	di := 0
 	for g, gs := range infos {
@@ -405,7 +416,7 @@ func planGroups(infos []groupSegs, segs []string) []groupPlan {
 		touched[g] = plan[g].code
 	}
 	for g := range plan {
-		small := infos[g].rows < groupRows/2
+		small := infos[g].rows < size/2
 		if small && (g > 0 && touched[g-1] || g+1 < len(plan) && touched[g+1]) {
 			plan[g].code = true
 		}
@@ -466,12 +477,12 @@ func (pw *patchWriter) encode(group []arrow.RecordBatch) error {
 	}
 	body := pw.buf.Bytes()
 	defer pw.buf.Reset()
-	return pw.addGroup(md, len(md.RowGroups)-1, func(off, n int64) ([]byte, error) {
+	return pw.addGroup(md, len(md.RowGroups)-1, func(off, n int64) error {
 		lo := off - start
 		if lo < 0 || lo+n > int64(len(body)) {
-			return nil, fmt.Errorf("view: patch: encoded column chunk at %d+%d outside its row group", off, n)
+			return fmt.Errorf("view: patch: encoded column chunk at %d+%d outside its row group", off, n)
 		}
-		return body[lo : lo+n], nil
+		return pw.write(body[lo : lo+n])
 	})
 }
 
@@ -492,18 +503,22 @@ func (pw *patchWriter) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, n
 	return pqarrow.WriteArrowToColumn(context.Background(), cw, col, def, nil, nullable)
 }
 
-// readPrev reads n bytes of prev at off.
-func (pw *patchWriter) readPrev(off, n int64) ([]byte, error) {
-	b := make([]byte, n)
-	_, err := pw.raw.ReadAt(b, off)
-	return b, err
+// copyPrev copies n bytes of prev at off to out, through out's buffer (a
+// column chunk is not held whole).
+func (pw *patchWriter) copyPrev(off, n int64) error {
+	k, err := pw.out.ReadFrom(io.NewSectionReader(pw.raw, off, n))
+	pw.pos += k
+	if err == nil && k != n {
+		err = fmt.Errorf("view: patch: column chunk at %d+%d: %w", off, n, io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 // addGroup appends row group g of md to the file: each column chunk's
-// bytes (read) go to out, and a copy of the group's metadata, with the
+// bytes go to out (put), and a copy of the group's metadata, with the
 // chunks' new offsets, to the footer. Page indexes and bloom filters are
 // not carried over (a copied group's are elsewhere in prev).
-func (pw *patchWriter) addGroup(md *metadata.FileMetaData, g int, read func(off, n int64) ([]byte, error)) error {
+func (pw *patchWriter) addGroup(md *metadata.FileMetaData, g int, put func(off, n int64) error) error {
 	rg := *md.RowGroups[g]
 	rg.Columns = slices.Clone(rg.Columns)
 	first, total := pw.pos, int64(0)
@@ -516,12 +531,8 @@ func (pw *patchWriter) addGroup(md *metadata.FileMetaData, g int, read func(off,
 		if p := m.DictionaryPageOffset; p != nil && *p > 0 && *p < start {
 			start = *p
 		}
-		b, err := read(start, m.TotalCompressedSize)
-		if err != nil {
-			return err
-		}
 		shift := pw.pos - start
-		if err := pw.write(b); err != nil {
+		if err := put(start, m.TotalCompressedSize); err != nil {
 			return err
 		}
 		total += m.TotalCompressedSize
