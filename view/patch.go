@@ -274,7 +274,7 @@ type batches struct {
 }
 
 func openBatches(ctx context.Context, path string, segment []string) (*batches, error) {
-	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(streamProps()))
+	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -471,3 +471,50 @@ func mergeParts(ctx context.Context, prev string, add []partRow, replace map[ID]
 	}
 	return n, nil
 }
+
+// TestPatchReadsPagesOfAnySize: values of 120 to 140 KB (one page each,
+// around and past a 128 KiB read buffer) in the groups a patch decodes and
+// in those it copies: the patch writes the rows of a whole rewrite. A
+// buffered page reader of 128 KiB once panicked in the zstd decoder on a
+// page of 131,102 bytes.
+func TestPatchReadsPagesOfAnySize(t *testing.T) {
+	defer func(n int64) { groupRows = n }(groupRows)
+	groupRows = 2 // a one-row group is not small: untouched ones are copied
+	ctx := context.Background()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 5))
+	value := func(n int) *string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		s := string(b)
+		return &s
+	}
+	var prevRows, deltaRows []patchRow
+	replace := map[string]bool{}
+	for i := range 24 {
+		m := strp(fmt.Sprintf("m%02d", i))
+		prevRows = append(prevRows, patchRow{match: m, price: 1, label: value(120_000 + 900*i)})
+		if i%3 == 1 {
+			replace[SegmentKey(m, nil)] = true
+			deltaRows = append(deltaRows, patchRow{match: m, price: 2, label: value(131_000 + 40*i)})
+		}
+	}
+	prev, delta := filepath.Join(dir, "prev.parquet"), filepath.Join(dir, "delta.parquet")
+	writePatchRows(t, prev, prevRows, 1)
+	writePatchRows(t, delta, deltaRows, 1)
+	want, got := filepath.Join(dir, "want.parquet"), filepath.Join(dir, "got.parquet")
+	if _, err := patchRewrite(ctx, prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
+		t.Fatal(err)
+	}
+	res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace, patchProps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows, _ := readPatchRows(t, want)
+	gotRows, _ := readPatchRows(t, got)
+	if !slices.Equal(gotRows, wantRows) || res.Copied == 0 || res.Coded == 0 {
+		t.Fatalf("%d rows, want %d (first difference at %d); %+v", len(gotRows), len(wantRows), firstDiff(gotRows, wantRows), res)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -60,9 +61,16 @@ type groupSegs struct {
 // read for their segment columns first, then copied or merged with the
 // delta's rows in order; props are the properties of the groups it
 // encodes.
-func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool, props *parquet.WriterProperties) (PatchResult, error) {
-	var res PatchResult
-	pf, err := file.OpenParquetFile(prev, false, file.WithReadProps(streamProps()))
+func patchGroups(ctx context.Context, prev, delta, out string, segment []string, replace map[string]bool, props *parquet.WriterProperties) (res PatchResult, err error) {
+	// arrow-go's decoders panic on a corrupt page (its codecs do not
+	// return errors): a damaged previous file fails this patch, not the
+	// process.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("view: patch %s: reading it failed: %v", prev, p)
+		}
+	}()
+	pf, err := file.OpenParquetFile(prev, false)
 	if err != nil {
 		return res, fmt.Errorf("open %s: %w", prev, err)
 	}
@@ -98,7 +106,12 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 		return res, fmt.Errorf("view: patch %s: %s has other columns", prev, delta)
 	}
 	infos := make([]groupSegs, meta.NumRowGroups())
+	near := firstValues(replace, add.segs)
 	for g := range infos {
+		if gs, ok := groupSegsFromStats(meta, segCols, g, near); ok {
+			infos[g] = gs
+			continue
+		}
 		if infos[g], err = readGroupSegs(ctx, fr, segCols, g, replace); err != nil {
 			return res, err
 		}
@@ -127,15 +140,6 @@ func patchGroups(ctx context.Context, prev, delta, out string, segment []string,
 	return res, err
 }
 
-// streamProps are the reader properties of a patch's inputs: column chunks
-// are read through a buffer (a 128 KiB window), not whole (a match_parts
-// chunk is megabytes).
-func streamProps() *parquet.ReaderProperties {
-	rp := parquet.NewReaderProperties(memory.DefaultAllocator)
-	rp.BufferedStreamEnabled, rp.BufferSize = true, 128<<10
-	return rp
-}
-
 // segmentColumns are the indexes of the segment columns in schema: text
 // columns (their keys are SegmentKey's), or one 16-byte id column (its
 // keys are the bytes, in their order: match_parts).
@@ -155,6 +159,61 @@ func segmentColumns(schema *arrow.Schema, path string, segment []string) ([]int,
 		cols = append(cols, idx[0])
 	}
 	return cols, nil
+}
+
+// firstValues are the first segment values (sorted, no nulls) of the
+// replaced segments and of the delta's rows: the values a row group has to
+// be read for when its range of first values holds one.
+func firstValues(replace map[string]bool, delta []string) []string {
+	var out []string
+	add := func(key string) {
+		if v, ok := strings.CutPrefix(key, "\x00"); ok {
+			if i := strings.IndexByte(v, 2); i >= 0 {
+				out = append(out, v[:i])
+			}
+		}
+	}
+	for k := range replace {
+		add(k)
+	}
+	for i, k := range delta {
+		if i == 0 || k != delta[i-1] {
+			add(k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// groupSegsFromStats is row group g's groupSegs from the statistics of its
+// first segment column, when they say no replaced segment and no delta row
+// can be in it: a text column without nulls whose range [min, max] holds
+// none of the values near. Its last key is then the key of max alone, which
+// orders against every delta key as its last row's would (the first column
+// decides, and no delta key has max as its first value). Otherwise the
+// group is read (readGroupSegs); most groups of a tick's patch are not.
+func groupSegsFromStats(meta *metadata.FileMetaData, segCols []int, g int, near []string) (groupSegs, bool) {
+	rg := meta.RowGroup(g)
+	cc, err := rg.ColumnChunk(segCols[0])
+	if err != nil {
+		return groupSegs{}, false
+	}
+	if ok, err := cc.StatsSet(); !ok || err != nil {
+		return groupSegs{}, false
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() || !st.HasNullCount() || st.NullCount() != 0 {
+		return groupSegs{}, false
+	}
+	bs, ok := st.(*metadata.ByteArrayStatistics)
+	if !ok {
+		return groupSegs{}, false
+	}
+	lo, hi := string(bs.Min()), string(bs.Max())
+	if i, _ := slices.BinarySearch(near, lo); i < len(near) && near[i] <= hi {
+		return groupSegs{}, false
+	}
+	return groupSegs{rows: rg.NumRows(), last: "\x00" + hi + "\x02"}, true
 }
 
 // readGroupSegs reads row group g's segment columns only.
