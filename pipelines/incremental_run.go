@@ -143,13 +143,13 @@ func (r *run) raiseBudget(ctx context.Context, q string, err error) bool {
 		return false
 	}
 	r.inc.raised = true
+	// A statement that ran out of memory as it committed leaves its
+	// transaction open (the next statement then conflicts with it): it is
+	// rolled back first; with none open, ROLLBACK fails, harmlessly.
+	r.db.ExecContext(ctx, "ROLLBACK")
 	if _, err := r.db.ExecContext(ctx, r.configuredLimit()); err != nil {
 		return false
 	}
-	// A statement that ran out of memory as it committed leaves its
-	// transaction open (the next statement then conflicts with it): it is
-	// rolled back; with none open, ROLLBACK fails, harmlessly.
-	r.db.ExecContext(ctx, "ROLLBACK")
 	r.rep.BudgetRaised = firstCodeLine(q)
 	r.o.Logger.Info("pipeline: incremental budget raised to the configured memory limit", "run", r.rep.RunID,
 		"budget", cmp.Or(r.o.IncrementalMemory, DefaultIncrementalMemory), "limit", cmp.Or(r.o.MemoryLimit, r.inc.limit),
