@@ -51,8 +51,8 @@ func (r *run) incremental(ctx context.Context, batches []raw.BatchManifest, skip
 	r.inc = &incState{changed: map[string]bool{}, entities: map[raw.Entity]bool{}}
 	// An incremental run reads the state a scope at a time and streams
 	// the files it patches: a small budget for DuckDB (it spills beyond;
-	// a statement that needs more gets the configured limit, raiseBudget)
-	// and for the Go heap keeps it beside an edge. The model's
+	// a statement that needs more doubles it, raiseBudget) and for the Go
+	// heap keeps it beside an edge. The model's
 	// whole-history steps get the configured one back (rerunModel).
 	budget := cmp.Or(r.o.IncrementalMemory, DefaultIncrementalMemory)
 	if err := db.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&r.inc.limit); err != nil {

@@ -75,8 +75,8 @@ type Options struct {
 	// Model configures the ratings and model step (zero values: defaults).
 	Model ModelOptions
 	// IncrementalMemory is DuckDB's budget in an incremental run (empty:
-	// DefaultIncrementalMemory). A statement that runs out of it raises the
-	// budget to MemoryLimit for the rest of the run and runs again.
+	// DefaultIncrementalMemory). A statement that runs out of it doubles the
+	// budget (up to MemoryLimit) for the rest of the run and runs again.
 	IncrementalMemory string
 	// PartsChunk is how many matches' parts a full run renders at a time
 	// (0: 10,000): memory follows it, not the snapshot.
@@ -105,7 +105,7 @@ type Report struct {
 	Scope int64 `json:"scope_matches,omitempty"`
 	// BudgetRaised is the first statement of an incremental run that ran
 	// out of its small DuckDB budget (Options.IncrementalMemory), after
-	// which the run had MemoryLimit; empty when none did.
+	// which the run had a larger one; empty when none did.
 	BudgetRaised string   `json:"budget_raised,omitempty"`
 	Changed      []string `json:"changed_tables,omitempty"`
 	// Lineage is Batches with each compacted batch replaced by the batches
@@ -223,10 +223,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		rep.FullReason = "asked for (--full)"
 	} else {
 		err := r.incremental(ctx, batches, skipped, outDir, false)
-		if outOfMemory(err) && ctx.Err() == nil && r.inc != nil && !r.inc.dirty && !r.inc.raised {
-			// A statement that is not retried on its own (one not run
-			// through exec) ran out of the small budget before the state
-			// changed: the run again under the configured limit, rather
+		if err != nil && (outOfMemory(err) || rep.BudgetRaised != "") && ctx.Err() == nil && r.inc != nil && !r.inc.dirty {
+			// Before the state changed, a statement that is not retried
+			// on its own (one not run through exec) ran out of the small
+			// budget, or one that ran out left DuckDB unable to run it
+			// again (a rollback that itself ran out of memory leaves its
+			// catalog entries behind: "write-write conflict"): the run
+			// again, on a new database under the configured limit, rather
 			// than a full rebuild.
 			o.Logger.Info("pipeline: incremental run again under the configured memory limit", "run", rep.RunID, "err", err)
 			*r = run{o: o, rep: &rep, start: start}
