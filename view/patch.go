@@ -34,6 +34,19 @@ func SegmentKey(vals ...*string) string {
 	return b.String()
 }
 
+// firstSegmentValue is the first value of a SegmentKey, unless it is null.
+func firstSegmentValue(key string) (string, bool) {
+	v, ok := strings.CutPrefix(key, "\x00")
+	if !ok {
+		return "", false
+	}
+	i := strings.IndexByte(v, 2)
+	if i < 0 {
+		return "", false
+	}
+	return v[:i], true
+}
+
 // PatchRowGroup is the row group size of a patched file, and of the
 // pipeline's exports of the tables it patches: smaller than DuckDB's
 // default (122880), which held twice the memory while a 500,000-row table

@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -167,10 +166,8 @@ func segmentColumns(schema *arrow.Schema, path string, segment []string) ([]int,
 func firstValues(replace map[string]bool, delta []string) []string {
 	var out []string
 	add := func(key string) {
-		if v, ok := strings.CutPrefix(key, "\x00"); ok {
-			if i := strings.IndexByte(v, 2); i >= 0 {
-				out = append(out, v[:i])
-			}
+		if v, ok := firstSegmentValue(key); ok {
+			out = append(out, v)
 		}
 	}
 	for k := range replace {
@@ -213,7 +210,7 @@ func groupSegsFromStats(meta *metadata.FileMetaData, segCols []int, g int, near 
 	if i, _ := slices.BinarySearch(near, lo); i < len(near) && near[i] <= hi {
 		return groupSegs{}, false
 	}
-	return groupSegs{rows: rg.NumRows(), last: "\x00" + hi + "\x02"}, true
+	return groupSegs{rows: rg.NumRows(), last: SegmentKey(&hi)}, true
 }
 
 // readGroupSegs reads row group g's segment columns only.
