@@ -1,12 +1,16 @@
 package access
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // The embedded backend stores each usage event as a compact binary record
@@ -38,9 +42,44 @@ func appendEvent(dst []byte, ev UsageEvent) []byte {
 	dst = append(dst, usageCodecV1)
 	dst = binary.AppendVarint(dst, ev.Time.UnixNano())
 	dst = binary.AppendUvarint(dst, uint64(max(ev.Status, 0)))
-	for _, s := range [...]string{ev.KeyID, ev.AccountID, ev.Endpoint, ev.RequestID} {
-		dst = appendField(dst, s)
+	dst = repeatedFields.append(dst, ev.KeyID)
+	dst = repeatedFields.append(dst, ev.AccountID)
+	dst = repeatedFields.append(dst, ev.Endpoint)
+	return appendField(dst, ev.RequestID) // new on every request
+}
+
+// encodedFields remembers the encoded form of the fields that repeat from
+// request to request (a key, its account, a route's endpoint), so that the
+// request path does not pack the same UUIDs as hex on every request: that
+// was a third of a metered request's recording.
+//
+// A slot is chosen by the address of the string's bytes (the keyring's
+// strings and the routes' endpoint names stay put), and an entry is used
+// only when its copy of the text equals the string: correct for any
+// string, fast for the ones that stay put. Slots are replaced, never
+// changed, so readers need no lock.
+type encodedFields struct {
+	slots [64]atomic.Pointer[encodedField]
+}
+
+type encodedField struct {
+	text string // a copy, never shared with the caller
+	enc  []byte
+}
+
+var repeatedFields encodedFields
+
+func (f *encodedFields) append(dst []byte, s string) []byte {
+	if len(s) == 0 || len(s) > 128 {
+		return appendField(dst, s)
 	}
+	slot := &f.slots[(uintptr(unsafe.Pointer(unsafe.StringData(s)))>>4)%uintptr(len(f.slots))]
+	if e := slot.Load(); e != nil && e.text == s {
+		return append(dst, e.enc...)
+	}
+	head := len(dst)
+	dst = appendField(dst, s)
+	slot.Store(&encodedField{text: strings.Clone(s), enc: bytes.Clone(dst[head:])})
 	return dst
 }
 
