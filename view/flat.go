@@ -322,7 +322,7 @@ func readFlatGroups[T any](ctx context.Context, path string, pf *file.Reader, bi
 			}()
 			r, b := pf, binds
 			if k > 0 { // a reader and bindings (interners) of its own
-				if r, err = file.OpenParquetFile(path, false); err != nil {
+				if r, err = file.OpenParquetFile(path, false, readProps); err != nil {
 					return err
 				}
 				defer r.Close()

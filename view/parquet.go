@@ -44,7 +44,7 @@ func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []
 			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := file.OpenParquetFile(path, false, readProps)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
