@@ -534,6 +534,42 @@ func TestUsageCodecRepeatedFields(t *testing.T) {
 	}
 }
 
+// Two keys whose strings share a slot, used in turn, are encoded right and
+// do not allocate on every event (the slot changes hands on one miss in
+// takeOver, not on each).
+func TestUsageCodecSharedSlot(t *testing.T) {
+	slotOf := func(s string) uintptr {
+		return (uintptr(unsafe.Pointer(unsafe.StringData(s))) >> 4) % uintptr(len(repeatedFields.slots))
+	}
+	seen := map[uintptr]string{}
+	var a, b string
+	for i := 0; a == ""; i++ {
+		k := strings.Clone(fmt.Sprintf("0196a1b2-c3d4-7e5f-8a9b-%012x", i))
+		if prev, ok := seen[slotOf(k)]; ok {
+			a, b = prev, k
+		}
+		seen[slotOf(k)] = k
+	}
+	var rec [192]byte
+	for range 100 {
+		for _, k := range []string{a, b} {
+			got, err := decodeEvent(appendEvent(rec[:0], UsageEvent{Time: time.Unix(5, 0).UTC(), KeyID: k, RequestID: "ab"}))
+			if err != nil || got.KeyID != k {
+				t.Fatalf("key %s decoded as %+v %v", k, got, err)
+			}
+		}
+	}
+	allocs := testing.AllocsPerRun(2000, func() {
+		for _, k := range []string{a, b} {
+			_ = appendEvent(rec[:0], UsageEvent{Time: time.Unix(5, 0).UTC(), KeyID: k, RequestID: "ab"})
+		}
+	})
+	// Taking the slot over on every miss would be 3 allocations an event.
+	if allocs >= 2 {
+		t.Fatalf("%.1f allocations a pair of events", allocs)
+	}
+}
+
 // BenchmarkAppendEvent: encoding the usage event of a request (the
 // request path's share of recording it), with a key, account and endpoint
 // that repeat and a request id that does not.
