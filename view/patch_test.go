@@ -188,14 +188,7 @@ func TestPatchByRowGroupsWritesTheRowsOfAWholeRewrite(t *testing.T) {
 		}
 		prevRows := randomRows(rng, inPrev, 1)
 		deltaRows := randomRows(rng, changed, 2)
-		prev, delta := filepath.Join(dir, "prev.parquet"), filepath.Join(dir, "delta.parquet")
-		writePatchRows(t, prev, prevRows, int64(1+rng.IntN(12)))
-		writePatchRows(t, delta, deltaRows, 1000)
-		want, got := filepath.Join(dir, "want.parquet"), filepath.Join(dir, "got.parquet")
-		if _, err := patchRewrite(ctx, prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
-			t.Fatal(err)
-		}
-		res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace, patchProps)
+		delta, want, got, res, err := patchBothWays(t, dir, prevRows, int64(1+rng.IntN(12)), deltaRows, 1000, replace)
 		if err != nil {
 			t.Fatalf("round %d: %v", iter, err)
 		}
@@ -480,7 +473,6 @@ func mergeParts(ctx context.Context, prev string, add []partRow, replace map[ID]
 func TestPatchReadsPagesOfAnySize(t *testing.T) {
 	defer func(n int64) { groupRows = n }(groupRows)
 	groupRows = 2 // a one-row group is not small: untouched ones are copied
-	ctx := context.Background()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 5))
 	value := func(n int) *string {
@@ -501,14 +493,7 @@ func TestPatchReadsPagesOfAnySize(t *testing.T) {
 			deltaRows = append(deltaRows, patchRow{match: m, price: 2, label: value(131_000 + 40*i)})
 		}
 	}
-	prev, delta := filepath.Join(dir, "prev.parquet"), filepath.Join(dir, "delta.parquet")
-	writePatchRows(t, prev, prevRows, 1)
-	writePatchRows(t, delta, deltaRows, 1)
-	want, got := filepath.Join(dir, "want.parquet"), filepath.Join(dir, "got.parquet")
-	if _, err := patchRewrite(ctx, prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
-		t.Fatal(err)
-	}
-	res, err := patchGroups(ctx, prev, delta, got, []string{"match_id", "tournament_id"}, replace, patchProps)
+	_, want, got, res, err := patchBothWays(t, dir, prevRows, 1, deltaRows, 1, replace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,4 +502,23 @@ func TestPatchReadsPagesOfAnySize(t *testing.T) {
 	if !slices.Equal(gotRows, wantRows) || res.Copied == 0 || res.Coded == 0 {
 		t.Fatalf("%d rows, want %d (first difference at %d); %+v", len(gotRows), len(wantRows), firstDiff(gotRows, wantRows), res)
 	}
+}
+
+// patchBothWays writes prevRows and deltaRows (row groups of the sizes
+// given) to dir and patches the first with the second twice: by
+// patchRewrite into want (the reference) and by patchGroups into got,
+// whose result and error it returns.
+func patchBothWays(t *testing.T, dir string, prevRows []patchRow, prevGroup int64, deltaRows []patchRow, deltaGroup int64,
+	replace map[string]bool) (delta, want, got string, res PatchResult, err error) {
+	t.Helper()
+	prev := filepath.Join(dir, "prev.parquet")
+	delta = filepath.Join(dir, "delta.parquet")
+	writePatchRows(t, prev, prevRows, prevGroup)
+	writePatchRows(t, delta, deltaRows, deltaGroup)
+	want, got = filepath.Join(dir, "want.parquet"), filepath.Join(dir, "got.parquet")
+	if _, err := patchRewrite(context.Background(), prev, delta, want, []string{"match_id", "tournament_id"}, replace); err != nil {
+		t.Fatal(err)
+	}
+	res, err = patchGroups(context.Background(), prev, delta, got, []string{"match_id", "tournament_id"}, replace, patchProps)
+	return delta, want, got, res, err
 }
