@@ -170,6 +170,38 @@ func (r *run) raiseBudget(ctx context.Context, q string, err error) bool {
 	return true
 }
 
+// releaseCache has DuckDB drop the blocks of the state's file it keeps
+// cached (a later scan reads them again, from the kernel's page cache):
+// under a small budget DuckDB fills what the budget leaves with them, and
+// the Go-heavy steps (the export's patches) would run beside that cache.
+// Lowering the limit below what DuckDB holds evicts; DuckDB evicts blocks
+// of a database file first (they need no write to the temporary folder).
+// The limit then goes back. Best effort: a failure leaves the cache.
+func (r *run) releaseCache(ctx context.Context) {
+	var keep int64
+	if err := r.db.QueryRowContext(ctx, `SELECT coalesce(sum(memory_usage_bytes) FILTER (WHERE tag <> 'BASE_TABLE'), 0)
+		FROM duckdb_memory()`).Scan(&keep); err != nil {
+		return
+	}
+	r.db.ExecContext(ctx, fmt.Sprintf("SET memory_limit = '%dKiB'", keep>>10+cacheSlack>>10))
+	r.db.ExecContext(ctx, r.budgetLimit())
+}
+
+// cacheSlack is what releaseCache leaves DuckDB above what it must hold.
+const cacheSlack = 8 << 20
+
+// budgetLimit is the statement setting DuckDB's limit to the run's budget:
+// the configured limit once raised to it.
+func (r *run) budgetLimit() string {
+	if r.inc.raised {
+		return r.configuredLimit()
+	}
+	if r.inc.budget <= 0 {
+		return "SET memory_limit = '" + sqlString(cmp.Or(r.o.IncrementalMemory, DefaultIncrementalMemory)) + "'"
+	}
+	return fmt.Sprintf("SET memory_limit = '%dKiB'", r.inc.budget>>10)
+}
+
 // configuredLimit is the statement setting DuckDB's configured memory
 // limit: Options.MemoryLimit, or the one DuckDB started with (RESET
 // memory_limit changes the setting but not the buffer manager's limit).
@@ -600,8 +632,9 @@ func sqlMacros() []string {
 
 // patchAggregates computes the team profiles of the scope's teams and the
 // player summaries of its players over their whole history in the state
-// (their matches only, through the same SQL files as a full run) and
-// patches the rows that changed.
+// (through the same SQL files as a full run, run in catalog agg on views of
+// the state's rows they need: reading them in place costs less than a copy)
+// and patches the rows that changed.
 func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 	c := r.inc.changed
 	teams := r.inc.results || c["map_results"] || c["rounds"] || c["vetoes"]
@@ -616,16 +649,18 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 	for _, a := range []aggregateFile{
 		{teams, "derive/05_team_profiles.sql", []string{
 			`CREATE OR REPLACE TABLE touched_teams AS SELECT team_a_id AS id FROM memory.out_matches UNION SELECT team_b_id FROM memory.out_matches`,
-			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches
-			 WHERE team_a_id IN (SELECT id FROM touched_teams) OR team_b_id IN (SELECT id FROM touched_teams)`,
-			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT id FROM agg.out_matches)`,
-			`CREATE OR REPLACE TABLE agg.out_rounds AS SELECT * FROM st.out_rounds WHERE match_id IN (SELECT id FROM agg.out_matches)`,
-			`CREATE OR REPLACE TABLE agg.out_vetoes AS SELECT * FROM st.out_vetoes WHERE match_id IN (SELECT id FROM agg.out_matches)`,
+			`CREATE OR REPLACE VIEW agg.out_matches AS SELECT * FROM st.out_matches
+			 WHERE team_a_id IN (SELECT id FROM memory.touched_teams) OR team_b_id IN (SELECT id FROM memory.touched_teams)`,
+			`CREATE OR REPLACE VIEW agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT id FROM agg.out_matches)`,
+			// rounds and vetoes count per team: a touched team's own rows
+			`CREATE OR REPLACE VIEW agg.out_rounds AS SELECT * FROM st.out_rounds WHERE team_id IN (SELECT id FROM memory.touched_teams)`,
+			`CREATE OR REPLACE VIEW agg.out_vetoes AS SELECT * FROM st.out_vetoes WHERE team_id IN (SELECT id FROM memory.touched_teams)`,
 		}, map[string]string{"out_team_profiles": "team_id", "out_team_map_profiles": "team_id"}, "touched_teams"},
 		{players, "derive/06_player_summaries.sql", []string{
-			`CREATE OR REPLACE TABLE agg.out_player_stats AS SELECT * FROM st.out_player_stats WHERE player_id IN (SELECT id FROM touched_players)`,
-			`CREATE OR REPLACE TABLE agg.out_matches AS SELECT * FROM st.out_matches WHERE id IN (SELECT match_id FROM agg.out_player_stats)`,
-			`CREATE OR REPLACE TABLE agg.out_map_results AS SELECT * FROM st.out_map_results WHERE match_id IN (SELECT match_id FROM agg.out_player_stats)`,
+			`CREATE OR REPLACE VIEW agg.out_player_stats AS SELECT * FROM st.out_player_stats WHERE player_id IN (SELECT id FROM memory.touched_players)`,
+			// joined by match: the whole tables, not a copy
+			`CREATE OR REPLACE VIEW agg.out_matches AS SELECT * FROM st.out_matches`,
+			`CREATE OR REPLACE VIEW agg.out_map_results AS SELECT * FROM st.out_map_results`,
 		}, map[string]string{"out_player_summaries": "player_id", "out_player_map_summaries": "player_id"}, "touched_players"},
 	} {
 		if !a.on {
@@ -637,7 +672,7 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 		}
 		n += k
 	}
-	// The whole histories loaded into agg are done with.
+	// The aggregates computed in agg are done with.
 	for _, q := range []string{`DETACH agg`, `CHECKPOINT st`} {
 		if _, err := r.exec(ctx, q); err != nil {
 			return n, err
@@ -647,7 +682,7 @@ func (r *run) patchAggregates(ctx context.Context) (int64, error) {
 }
 
 // aggregateFile is a derive file of per-team or per-player aggregates: the
-// statements loading its inputs (the keys' whole history) into agg, its
+// statements giving it its inputs in agg (views of the keys' whole history), its
 // tables (table -> key column) and the memory table of the keys.
 type aggregateFile struct {
 	on     bool
@@ -657,7 +692,7 @@ type aggregateFile struct {
 	keys   string
 }
 
-// aggregate loads the inputs of one aggregate file into agg, runs it there
+// aggregate defines the inputs of one aggregate file in agg, runs it there
 // and patches its tables for its keys.
 func (r *run) aggregate(ctx context.Context, a aggregateFile) (int64, error) {
 	file, tables, keys := a.file, a.tables, a.keys
@@ -722,6 +757,7 @@ func (r *run) patchSandbox(ctx context.Context) (int64, error) {
 // links the others from the previous run's files.
 func (r *run) exportChanged(ctx context.Context, outDir string) (int64, error) {
 	var n int64
+	r.releaseCache(ctx)
 	replace, err := r.scopeSegments(ctx)
 	if err != nil {
 		return 0, err

@@ -78,3 +78,57 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 }
+
+// releaseCache drops the blocks of a database file DuckDB keeps cached,
+// keeps the in-memory tables a tick still needs, and puts the budget back.
+func TestReleaseCacheDropsFileBlocks(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	for _, q := range []string{
+		`ATTACH '` + t.TempDir() + `/st.duckdb' AS st`,
+		`CREATE TABLE st.big AS SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(2000000) t(i)`,
+		`CHECKPOINT st`,
+		`CREATE TABLE kept AS SELECT i FROM range(1000000) t(i)`,
+		`SET memory_limit = '512MB'`,
+		`SELECT count(DISTINCT h) FROM st.big`, // reads every block of the file
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	usage := func(tag string) (n int64) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = ?`, tag).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cached, inMemory := usage("BASE_TABLE"), usage("IN_MEMORY_TABLE")
+	if cached < 8<<20 || inMemory < 4<<20 {
+		t.Fatalf("the setup should cache the file's blocks and hold an in-memory table: %d and %d bytes", cached, inMemory)
+	}
+	r := &run{o: Options{Logger: slog.Default()}, rep: &Report{RunID: "test"}, db: db, inc: &incState{budget: 512e6}}
+	r.releaseCache(ctx)
+	if after := usage("BASE_TABLE"); after > cached/4 {
+		t.Errorf("cached blocks of the file: %d bytes before, %d after", cached, after)
+	}
+	if after := usage("IN_MEMORY_TABLE"); after < inMemory {
+		t.Errorf("the in-memory table was evicted: %d bytes before, %d after", inMemory, after)
+	}
+	var limit string
+	if err := db.QueryRow(`SELECT current_setting('memory_limit')`).Scan(&limit); err != nil {
+		t.Fatal(err)
+	}
+	if got := byteSize(limit); got < 480e6 || got > 520e6 {
+		t.Errorf("the budget should be back at 512 MB: %s", limit)
+	}
+	var n int64
+	if err := db.QueryRow(`SELECT count(*) FROM st.big`).Scan(&n); err != nil || n != 2000000 {
+		t.Fatalf("the file reads again: %d rows, %v", n, err)
+	}
+}
