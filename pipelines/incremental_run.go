@@ -489,10 +489,12 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 	if err != nil || !d {
 		return false, err
 	}
-	in := inChangedSegments(table, cols)
+	in, dig := inChangedSegments(table, cols), digestTable(table)
 	for _, q := range []string{
 		fmt.Sprintf(`DELETE FROM st.%s AS t WHERE (%s) AND %s`, table, pred, in),
 		fmt.Sprintf(`INSERT INTO st.%[1]s SELECT * FROM memory.%[1]s AS t WHERE %[2]s`, table, in),
+		fmt.Sprintf(`DELETE FROM st.%s AS t WHERE (%s) AND %s`, dig, pred, in),
+		fmt.Sprintf(`INSERT INTO st.%s SELECT * FROM scope_digests AS t WHERE %s`, dig, in),
 	} {
 		if _, err := r.exec(ctx, q); err != nil {
 			return false, fmt.Errorf("patch %s: %w", table, err)
@@ -506,6 +508,9 @@ func (r *run) patch(ctx context.Context, src, table, pred string) (bool, error) 
 // (segments), and the typed raw records of a match's (or a tournament's)
 // entities, by their upstream keys.
 func segmentColumns(table string) []string {
+	if table == "out_market_lines" {
+		return segments["odds_lines"] // the eo_market lines of a match, or of an outright's tournament
+	}
 	if name, ok := strings.CutPrefix(table, "out_"); ok {
 		return segments[name]
 	}
@@ -532,15 +537,24 @@ func inChangedSegments(table string, cols []string) string {
 // the segments whose rows differ between the state and the scope in the
 // temp table changedSegTable(table), for the patch of the state and of the
 // published file, and says whether there is one.
+//
+// It compares digests, not rows: the state keeps one row a segment for
+// each segmented table (digestTable: its row count and the sum of its
+// rows' hashes), made from the whole table the first time a run needs it
+// and patched with the segments after. Finding the state's rows of a
+// scope scanned every column of the whole table (the scope's matches are
+// anywhere in it): at 10,000 matches, 0.5 s of a tick's merge. A changed
+// segment whose digest stays the same would need two different multisets
+// of rows with the same count and the same 64-bit hash sum.
 func (r *run) changedSegments(ctx context.Context, table string, cols []string, pred string) (bool, error) {
-	// The state's rows of the scope are read once (the table is scanned
-	// whole to find them: at 100,000 matches, millions of rows).
-	old, neu := `FROM scope_old`, `SELECT * FROM memory.`+table+` WHERE `+pred
+	seg, dig := strings.Join(cols, ", "), digestTable(table)
 	for _, q := range []string{
-		`CREATE OR REPLACE TEMP TABLE scope_old AS SELECT * FROM st.` + table + ` WHERE ` + pred,
-		fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE %s AS SELECT DISTINCT %s FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s))`,
-			changedSegTable(table), strings.Join(cols, ", "), old, neu, neu, old),
-		`DROP TABLE scope_old`,
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS st.%s AS %s`, dig, segmentDigests("st."+table, seg, "true")),
+		`CREATE OR REPLACE TEMP TABLE scope_digests AS ` + segmentDigests("memory."+table, seg, pred),
+		fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE %s AS SELECT DISTINCT %s FROM (
+			(SELECT * FROM st.%[3]s WHERE %[4]s EXCEPT SELECT * FROM scope_digests)
+			UNION ALL (SELECT * FROM scope_digests EXCEPT SELECT * FROM st.%[3]s WHERE %[4]s))`,
+			changedSegTable(table), seg, dig, pred),
 	} {
 		if _, err := r.exec(ctx, q); err != nil {
 			return false, fmt.Errorf("compare %s: %w", table, err)
@@ -555,6 +569,34 @@ func (r *run) changedSegments(ctx context.Context, table string, cols []string, 
 	}
 	r.inc.segs[table] = true
 	return n > 0, nil
+}
+
+// digestTable is the state's table of digests of a segmented table's
+// segments (changedSegments).
+func digestTable(table string) string { return "seg_digest_" + table }
+
+// segmentDigests is a query of the digests of the segments of the rows of
+// from where pred holds: the segment columns seg, the row count n and h,
+// the sum of the rows' hashes (a HUGEINT: exact, in any order). A row's
+// hash is of its values, not of its column names.
+func segmentDigests(from, seg, pred string) string {
+	return fmt.Sprintf(`SELECT %[2]s, count(*) AS n, sum(hash(seg_row)) AS h FROM %[1]s AS seg_row WHERE %[3]s GROUP BY %[2]s`,
+		from, seg, pred)
+}
+
+// dropDigests drops the state's digests of the segmented tables among
+// tables (published names), which a step rewrote other than by patch: the
+// next run that compares them makes them again from the whole table.
+func (r *run) dropDigests(ctx context.Context, tables []string) error {
+	for _, t := range tables {
+		if segmentColumns("out_"+t) == nil {
+			continue
+		}
+		if _, err := r.exec(ctx, `DROP TABLE IF EXISTS st.`+digestTable("out_"+t)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // changedSegTable is the temp table of a table's changed segments.
@@ -590,7 +632,10 @@ func (r *run) rerunModel(ctx context.Context) (int64, error) {
 	for _, t := range modelTables {
 		r.inc.changed[t] = true
 	}
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	return n, r.dropDigests(ctx, modelTables)
 }
 
 // inCatalog runs fn with catalog as the default (USE), with the SQL

@@ -3,6 +3,7 @@ package pipelines_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,9 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		if !equalQuarantine(inc, full) {
 			t.Errorf("%s: quarantined %v incremental, %v full", step, inc.Quarantined, full.Quarantined)
 		}
+		if inc.Mode == pipelines.ModeIncremental {
+			checkDigests(t, step, filepath.Join(work, "state", "pipeline.duckdb"))
+		}
 	}
 	kept := split.kept
 	const n = 6
@@ -177,6 +181,53 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		t.Errorf("nothing new: mode %q (%s), read %v", rep.Mode, rep.FullReason, rep.Read)
 	}
 	compare("with nothing new", rep)
+}
+
+// checkDigests: every digest table the incremental runs keep in the state
+// (seg_digest_<table>: the segment columns, the row count n, the sum h of
+// the rows' hashes) holds what its table's rows give now, and an
+// incremental run made some (the model's run drops those of the tables it
+// rewrites).
+func checkDigests(t *testing.T, step, state string) {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`ATTACH '` + state + `' AS st (READ_ONLY)`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT table_name, string_agg(column_name, ', ' ORDER BY column_index) FILTER (WHERE column_name NOT IN ('n', 'h'))
+		FROM duckdb_columns() WHERE database_name = 'st' AND table_name LIKE 'seg\_digest\_%' ESCAPE '\' GROUP BY table_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests := map[string]string{}
+	for rows.Next() {
+		var table, seg string
+		if err := rows.Scan(&table, &seg); err != nil {
+			t.Fatal(err)
+		}
+		digests[table] = seg
+	}
+	rows.Close()
+	if len(digests) == 0 {
+		t.Errorf("%s: the state keeps no digest table", step)
+	}
+	for table, seg := range digests {
+		now := fmt.Sprintf(`SELECT %[2]s, count(*) AS n, sum(hash(r)) AS h FROM st.%[1]s AS r GROUP BY %[2]s`,
+			strings.TrimPrefix(table, "seg_digest_"), seg)
+		var n int64
+		q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (FROM st.%[1]s EXCEPT %[2]s)) + (SELECT count(*) FROM (%[2]s EXCEPT FROM st.%[1]s))`, table, now)
+		if err := db.QueryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %s: %v", step, table, err)
+		}
+		if n != 0 {
+			t.Errorf("%s: %s: %d segments whose digest is not their rows'", step, table, n)
+		}
+	}
 }
 
 // equalQuarantine: the same quarantined lines by entity and reason,
