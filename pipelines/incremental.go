@@ -94,6 +94,11 @@ func persistedTables() []string {
 	for _, name := range OutputTables {
 		t = append(t, "out_"+name)
 	}
+	for _, name := range t {
+		if segmentColumns(name) != nil {
+			t = append(t, digestTable(name))
+		}
+	}
 	return t
 }
 
@@ -110,6 +115,9 @@ func (r *run) persistState(ctx context.Context) (int64, error) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, err
 		}
+	}
+	if err := r.makeDigests(ctx, "memory", persistedTables()); err != nil {
+		return 0, err
 	}
 	n, err := r.keepOnlyState(ctx)
 	if err != nil {
