@@ -185,9 +185,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 
 // checkDigests: every digest table the incremental runs keep in the state
 // (seg_digest_<table>: the segment columns, the row count n, the sum h of
-// the rows' hashes) holds what its table's rows give now, and an
-// incremental run made some (the model's run drops those of the tables it
-// rewrites).
+// the rows' hashes) holds what its table's rows give now, and there are
+// some (a full run makes them with the state).
 func checkDigests(t *testing.T, step, state string) {
 	t.Helper()
 	db, err := sql.Open("duckdb", "")

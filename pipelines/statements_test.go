@@ -14,13 +14,21 @@ import (
 	eosql "github.com/eodata/eo/sql"
 )
 
-func TestExecStatementsSplitsAndNamesTheFailingStatement(t *testing.T) {
+// testDB is an in-memory DuckDB on one connection (a run's settings and
+// attachments are per connection), closed with the test.
+func testDB(t *testing.T) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
+	return db
+}
+
+func TestExecStatementsSplitsAndNamesTheFailingStatement(t *testing.T) {
+	db := testDB(t)
 	var logs bytes.Buffer
 	r := &run{o: Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, rep: &Report{RunID: "test"}, db: db}
 	script := `-- a header comment; with a semicolon inside
@@ -82,12 +90,7 @@ func TestByteSize(t *testing.T) {
 // releaseCache drops the blocks of a database file DuckDB keeps cached,
 // keeps the in-memory tables a tick still needs, and puts the budget back.
 func TestReleaseCacheDropsFileBlocks(t *testing.T) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db := testDB(t)
 	ctx := context.Background()
 	for _, q := range []string{
 		`ATTACH '` + t.TempDir() + `/st.duckdb' AS st`,
