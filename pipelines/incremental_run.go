@@ -151,15 +151,14 @@ func (r *run) raiseBudget(ctx context.Context, q string, err error) bool {
 	// transaction open (the next statement then conflicts with it): it is
 	// rolled back first; with none open, ROLLBACK fails, harmlessly.
 	r.db.ExecContext(ctx, "ROLLBACK")
-	set, to := r.configuredLimit(), cmp.Or(r.o.MemoryLimit, r.inc.limit)
+	to := cmp.Or(r.o.MemoryLimit, r.inc.limit)
 	if next := 2 * r.inc.budget >> 20; r.inc.budget > 0 && next<<20 < byteSize(to) {
 		r.inc.budget = next << 20
 		to = fmt.Sprintf("%dMiB", next)
-		set = "SET memory_limit = '" + to + "'"
 	} else {
 		r.inc.raised = true
 	}
-	if _, err := r.db.ExecContext(ctx, set); err != nil {
+	if _, err := r.db.ExecContext(ctx, r.budgetLimit()); err != nil {
 		r.inc.raised = true
 		return false
 	}
