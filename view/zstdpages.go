@@ -1,0 +1,57 @@
+package view
+
+import (
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/klauspost/compress/zstd"
+)
+
+// pageWindow is the zstd window of the Parquet pages this process writes:
+// a page is compressed on its own (EncodeAll), and arrow-go cuts pages at
+// 1 MiB (parquet.DefaultDataPageSize), so a larger window finds no match a
+// 1 MiB one misses.
+const pageWindow = 1 << 20
+
+// zstdPages is arrow-go's zstd codec with encoders of a page-sized window.
+// arrow-go's own takes zstd's default window (8 MiB), whose history buffer
+// is 16 MiB an encoder, from a sync.Pool the garbage collector empties: an
+// incremental pipeline run, which patches a few tables (PatchParquet), made
+// eight of them, held 16 MiB of its 50-60 MiB live heap in one, and the
+// heap the collector lets grow to twice the live heap stayed in the
+// process after (BENCHMARKS.md, issue 17). Decoding is arrow-go's.
+type zstdPages struct {
+	compress.Codec // arrow-go's: Decode and CompressBound
+	pools          sync.Map
+}
+
+func init() {
+	std, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		panic(err) // arrow-go registers zstd in its init
+	}
+	compress.RegisterCodec(compress.Codecs.Zstd, &zstdPages{Codec: std})
+}
+
+func (z *zstdPages) Encode(dst, src []byte) []byte {
+	return z.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
+}
+
+func (z *zstdPages) EncodeLevel(dst, src []byte, level int) []byte {
+	l := zstd.SpeedDefault
+	if level != compress.DefaultCompressionLevel {
+		l = zstd.EncoderLevelFromZstd(level)
+	}
+	p, _ := z.pools.LoadOrStore(l, &sync.Pool{New: func() any {
+		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
+			zstd.WithWindowSize(pageWindow), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			panic(err) // only for invalid options, which these are not
+		}
+		return enc
+	}})
+	pool := p.(*sync.Pool)
+	enc := pool.Get().(*zstd.Encoder)
+	defer pool.Put(enc)
+	return enc.EncodeAll(src, dst[:0])
+}
