@@ -71,8 +71,18 @@ func landFixtures(ctx context.Context, st publish.Store, tmpDir string, now time
 	if err := readEntity(ctx, st, world, raw.Tournaments, &tours); err != nil {
 		return raw.BatchManifest{}, "", err
 	}
-	if len(teams) < 2 || len(tours) == 0 {
-		return raw.BatchManifest{}, "", fmt.Errorf("the world batch %s has %d teams and %d tournaments", world, len(teams), len(tours))
+	// A team renamed in the world has a record per name: the matches are
+	// drawn from its distinct ids, or a match could meet itself.
+	var ids []string
+	seen := map[string]bool{}
+	for _, t := range teams {
+		if !seen[t.ID] {
+			seen[t.ID] = true
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) < 2 || len(tours) == 0 {
+		return raw.BatchManifest{}, "", fmt.Errorf("the world batch %s has %d teams and %d tournaments", world, len(ids), len(tours))
 	}
 	like := tours[0] // the tournament that ends last is the template
 	for _, t := range tours[1:] {
@@ -95,10 +105,10 @@ func landFixtures(ctx context.Context, st publish.Store, tmpDir string, now time
 	}
 	rng := rand.New(rand.NewPCG(uint64(now.UnixNano()), 7))
 	for i := range n {
-		a := rng.IntN(len(teams))
-		o := (a + 1 + rng.IntN(len(teams)-1)) % len(teams) // another team
+		a := rng.IntN(len(ids))
+		o := (a + 1 + rng.IntN(len(ids)-1)) % len(ids) // another team
 		id := fmt.Sprintf("replay-%s-%03d", stamp, i+1)
-		m := raw.Match{ID: id, TournamentID: tour.ID, TeamAID: teams[a].ID, TeamBID: teams[o].ID,
+		m := raw.Match{ID: id, TournamentID: tour.ID, TeamAID: ids[a], TeamBID: ids[o],
 			Format: []string{"bo3", "bo1", "bo3", "bo5"}[i%4], Stage: "Group Stage",
 			ScheduledAt: now.Add(time.Duration(i+1) * 10 * time.Minute), ChangedAt: now}
 		if err := b.Add(raw.Matches, m); err != nil {
