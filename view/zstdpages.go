@@ -9,8 +9,8 @@ import (
 
 // pageWindow is the zstd window of the Parquet pages this process writes:
 // a page is compressed on its own (EncodeAll), and arrow-go cuts pages at
-// 1 MiB (parquet.DefaultDataPageSize), so a larger window finds no match a
-// 1 MiB one misses.
+// about 1 MiB (parquet.DefaultDataPageSize), so a larger window finds next
+// to nothing more.
 const pageWindow = 1 << 20
 
 // zstdPages is arrow-go's zstd codec with encoders of a page-sized window.
@@ -42,14 +42,17 @@ func (z *zstdPages) EncodeLevel(dst, src []byte, level int) []byte {
 	if level != compress.DefaultCompressionLevel {
 		l = zstd.EncoderLevelFromZstd(level)
 	}
-	p, _ := z.pools.LoadOrStore(l, &sync.Pool{New: func() any {
-		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
-			zstd.WithWindowSize(pageWindow), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			panic(err) // only for invalid options, which these are not
-		}
-		return enc
-	}})
+	p, ok := z.pools.Load(l)
+	if !ok {
+		p, _ = z.pools.LoadOrStore(l, &sync.Pool{New: func() any {
+			enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
+				zstd.WithWindowSize(pageWindow), zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				panic(err) // only for invalid options, which these are not
+			}
+			return enc
+		}})
+	}
 	pool := p.(*sync.Pool)
 	enc := pool.Get().(*zstd.Encoder)
 	defer pool.Put(enc)

@@ -11,9 +11,10 @@ import (
 
 // TestZstdPagesWindow holds that the zstd codec arrow-go writes Parquet
 // pages with is this package's: frames declare a window of at most a page
-// (arrow-go's own declares zstd's 8 MiB default, and each encoder holds
-// twice that), and they decode to the input, by arrow-go's decoder and by
-// a stock zstd reader.
+// (arrow-go's own encoders have zstd's 8 MiB default and hold twice that;
+// they write anything below it as one segment, whose reader takes the
+// whole content as its window), and they decode to the input, by arrow-go's
+// decoder and by a stock zstd reader.
 func TestZstdPagesWindow(t *testing.T) {
 	codec, err := compress.GetCodec(compress.Codecs.Zstd)
 	if err != nil {
