@@ -18,11 +18,7 @@ import (
 // nothing of them.
 func TestReplayFixturesArePublishedWhole(t *testing.T) {
 	ctx := context.Background()
-	_, store, work := generatedWorld(t, 40)
-	st, err := publish.NewLocal(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, store, work := fixtureWorld(t)
 	c := common{cfg: Config{}, store: store, work: work}
 	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(slog.New(slog.NewTextHandler(io.Discard, nil)), st)})
 	before, err := r.RunOnce(ctx)
@@ -64,11 +60,7 @@ func TestReplayFixturesArePublishedWhole(t *testing.T) {
 // the replay's refills lost one now and then).
 func TestReplayFixturesNeverMeetThemselves(t *testing.T) {
 	ctx := context.Background()
-	_, store, _ := generatedWorld(t, 40)
-	st, err := publish.NewLocal(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, _ := fixtureWorld(t)
 	world, err := newestWorld(ctx, st)
 	if err != nil {
 		t.Fatal(err)
@@ -100,4 +92,15 @@ func TestReplayFixturesNeverMeetThemselves(t *testing.T) {
 			t.Fatalf("fixture %s: %s against itself", x.ID, x.TeamAID)
 		}
 	}
+}
+
+// fixtureWorld is a generated 40-match world the fixture tests land on:
+// its store, opened, and its store and work folders.
+func fixtureWorld(t *testing.T) (st publish.Store, store, work string) {
+	_, store, work = generatedWorld(t, 40)
+	st, err := publish.NewLocal(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, store, work
 }
