@@ -32,42 +32,43 @@ type ClosingFilter struct {
 
 // indexClosing records each completed match's closing lines in reading
 // order.
-func (x *oddsIndex) indexClosing(s *Snapshot, lines []OddsLine) {
+func (x *oddsIndex) indexClosing(s *Snapshot) {
 	x.closing = map[ID][]int32{}
-	for i := range lines {
-		l := &lines[i]
-		if !l.IsClosing || l.MatchID == nil {
+	for i := range x.rows {
+		r := &x.rows[i]
+		if r.flags&isClosing == 0 || r.flags&hasMatch == 0 {
 			continue
 		}
-		if mi, ok := s.matchByID[*l.MatchID]; ok && s.matches[mi].Status == "completed" {
-			x.closing[*l.MatchID] = append(x.closing[*l.MatchID], int32(i))
+		if mi, ok := s.matchByID[r.match]; ok && s.matches[mi].Status == "completed" {
+			x.closing[r.match] = append(x.closing[r.match], int32(i))
 		}
 	}
 	for m, rows := range x.closing {
-		sort.Slice(rows, func(a, b int) bool { return readingBefore(&lines[rows[a]], &lines[rows[b]]) })
+		sort.Slice(rows, func(a, b int) bool { return x.readingBefore(&x.rows[rows[a]], &x.rows[rows[b]]) })
 		x.closing[m] = slices.Clip(rows)
 	}
 }
 
 // readingBefore orders two lines of a match for reading: market, map, line,
-// outcome, source (sortHeads' order), then id.
-func readingBefore(a, b *OddsLine) bool {
-	if a.Market != b.Market {
-		return marketRank[a.Market] < marketRank[b.Market]
+// outcome, source (sortHeads' order), then id. An absent map or line is 0.
+func (x *oddsIndex) readingBefore(a, b *oddsRow) bool {
+	str := x.strs.raw
+	if a.kind != b.kind {
+		return marketRank[str[a.kind]] < marketRank[str[b.kind]]
 	}
-	if am, bm := ptrOr(a.MapNumber, 0), ptrOr(b.MapNumber, 0); am != bm {
-		return am < bm
+	if a.mapNum != b.mapNum {
+		return a.mapNum < b.mapNum
 	}
-	if al, bl := ptrOr(a.Line, 0), ptrOr(b.Line, 0); al != bl {
-		return al < bl
+	if a.line != b.line {
+		return a.line < b.line
 	}
-	if a.OutcomeKey != b.OutcomeKey {
-		return a.OutcomeKey < b.OutcomeKey
+	if a.outcome != b.outcome {
+		return str[a.outcome] < str[b.outcome]
 	}
-	if a.Source != b.Source {
-		return a.Source < b.Source
+	if a.source != b.source {
+		return str[a.source] < str[b.source]
 	}
-	return string(a.ID[:]) < string(b.ID[:])
+	return string(a.id[:]) < string(b.id[:])
 }
 
 // ClosingPage is one page of /odds/closing after a cursor's key.

@@ -294,26 +294,73 @@ func (in *interner) string(b parquet.ByteArray) string {
 // goroutines, each with its own reader of the file (a big table read
 // while the other files are done would otherwise leave cores idle).
 func readFlatGroups[T any](ctx context.Context, path string, pf *file.Reader, binds []flatBinding, out []T, workers int) error {
+	if int(pf.NumRows()) != len(out) {
+		return fmt.Errorf("%d rows in the file, %d to read: %w", pf.NumRows(), len(out), ErrCorrupt)
+	}
+	return forFlatGroups[T](ctx, path, pf, binds, workers, func() groupFunc {
+		return func(rg *file.RowGroupReader, b []flatBinding, start int) error {
+			return readFlatGroup(rg, b, out, start)
+		}
+	})
+}
+
+// eachFlatGroup reads pf's row groups one at a time into a buffer of its
+// worker's and calls the worker's fn (newFn's) with the group's rows and
+// the file's row number of the first: a table made into something smaller
+// (the odds lines, made compact) is never held whole as T. The workers
+// run at once, each on row groups of its own.
+func eachFlatGroup[T any](ctx context.Context, path string, pf *file.Reader, binds []flatBinding, workers int, newFn func() func(start int, rows []T) error) error {
+	return forFlatGroups[T](ctx, path, pf, binds, workers, func() groupFunc {
+		var buf []T
+		fn := newFn()
+		return func(rg *file.RowGroupReader, b []flatBinding, start int) error {
+			n := int(rg.NumRows())
+			if cap(buf) < n {
+				buf = make([]T, n)
+			}
+			buf = buf[:n]
+			clear(buf) // a binding may leave a null's field as it found it
+			if n == 0 {
+				return nil
+			}
+			if err := readFlatGroup(rg, b, buf, 0); err != nil {
+				return err
+			}
+			return fn(start, buf)
+		}
+	})
+}
+
+// groupFunc reads one row group (with its worker's bindings) whose first
+// row is the file's row start.
+type groupFunc func(rg *file.RowGroupReader, binds []flatBinding, start int) error
+
+// forFlatGroups checks pf's row groups against its row count and runs a
+// groupFunc (newWorker's, one per worker) on every group: with workers > 1
+// the groups are shared out among that many goroutines, each with its own
+// reader of the file and bindings (interners).
+func forFlatGroups[T any](ctx context.Context, path string, pf *file.Reader, binds []flatBinding, workers int, newWorker func() groupFunc) error {
 	md := pf.MetaData()
 	starts := make([]int, md.NumRowGroups())
-	total := 0
+	total := int64(0)
 	for g := range starts {
 		n := md.RowGroup(g).NumRows()
-		if n < 0 || n > math.MaxInt32 || int64(total)+n > int64(len(out)) {
-			return fmt.Errorf("row group %d: %d rows past the file's %d: %w", g, n, len(out), ErrCorrupt)
+		if n < 0 || n > math.MaxInt32 || total+n > pf.NumRows() {
+			return fmt.Errorf("row group %d: %d rows past the file's %d: %w", g, n, pf.NumRows(), ErrCorrupt)
 		}
-		starts[g] = total
-		total += int(n)
+		starts[g] = int(total)
+		total += n
 	}
-	if total != len(out) {
-		return fmt.Errorf("%d rows in row groups, %d in the file: %w", total, len(out), ErrCorrupt)
+	if total != pf.NumRows() {
+		return fmt.Errorf("%d rows in row groups, %d in the file: %w", total, pf.NumRows(), ErrCorrupt)
 	}
-	if len(out) == 0 {
+	if total == 0 {
 		return nil
 	}
 	workers = max(1, min(workers, len(starts)))
 	var g errgroup.Group
 	for k := range workers {
+		each := newWorker()
 		g.Go(func() (err error) {
 			defer func() {
 				if r := recover(); r != nil {
@@ -334,7 +381,7 @@ func readFlatGroups[T any](ctx context.Context, path string, pf *file.Reader, bi
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := readFlatGroup(r.RowGroup(gi), b, out, starts[gi]); err != nil {
+				if err := each(r.RowGroup(gi), b, starts[gi]); err != nil {
 					return fmt.Errorf("row group %d: %w", gi, err)
 				}
 			}

@@ -32,11 +32,15 @@ func TestOddsSeriesInAnyOrder(t *testing.T) {
 	}
 	resultOf := func(lines []OddsLine) result {
 		r := result{open: map[ID]float64{}}
-		for _, sr := range seriesOf(lines) {
-			for i := range sr.rows.all {
-				r.open[lines[i].ID] = lines[sr.first].Price
+		rows := prepareOdds(lines, false).x.rows
+		for _, sr := range seriesOf(rows) {
+			for i := range sr.all {
+				r.open[rows[i].id] = rows[sr.first].price
+				if rows[i].open != rows[sr.first].price {
+					t.Fatalf("line %d: open price %v, its series' first %v", i, rows[i].open, rows[sr.first].price)
+				}
 			}
-			r.newest = append(r.newest, lines[sr.last].ID)
+			r.newest = append(r.newest, rows[sr.last].id)
 		}
 		slices.SortFunc(r.newest, func(a, b ID) int { return slices.Compare(a[:], b[:]) })
 		return r
@@ -46,9 +50,10 @@ func TestOddsSeriesInAnyOrder(t *testing.T) {
 		t.Fatalf("runs: %d lines priced, %d series, want %d and 24", len(sorted.open), len(sorted.newest), len(lines))
 	}
 	// The open price is the earliest line's, whatever its place in the run.
-	for _, sr := range seriesOf(lines) {
-		for i := range sr.rows.all {
-			if before(&lines[i], &lines[sr.first]) || before(&lines[sr.last], &lines[i]) {
+	rows := prepareOdds(lines, false).x.rows
+	for _, sr := range seriesOf(rows) {
+		for i := range sr.all {
+			if before(&rows[i], &rows[sr.first]) || before(&rows[sr.last], &rows[i]) {
 				t.Fatalf("line %d lies outside its series' first and last", i)
 			}
 		}

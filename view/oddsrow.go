@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,15 @@ type oddsRow struct {
 	flags                             uint16
 }
 
+// micros is the line's captured_at in unix microseconds (time.UnixMicro).
+func (r *oddsRow) micros() int64 {
+	us := r.at / 1e3
+	if r.at%1e3 < 0 {
+		us-- // floored, as time.UnixMicro before 1970
+	}
+	return us
+}
+
 const (
 	hasMatch uint16 = 1 << iota
 	hasTour
@@ -38,41 +48,69 @@ const (
 	isClosing
 )
 
-// strTable interns strings as their rendered JSON; index 0 is null.
+// strTable interns strings as their rendered JSON (json) and as text
+// (raw, for ordering); index 0 is null. A load's readers share one through
+// their strCaches.
 type strTable struct {
 	json [][]byte
+	raw  []string
 	idx  map[string]uint32
+	mu   sync.Mutex // add's, when readers share the table
 }
 
 func newStrTable() *strTable {
-	return &strTable{json: [][]byte{[]byte("null")}, idx: map[string]uint32{}}
+	return &strTable{json: [][]byte{[]byte("null")}, raw: []string{""}, idx: map[string]uint32{}}
 }
 
-func (t *strTable) add(v string) uint32 {
+// add interns v and returns its index and the table's copy of it.
+func (t *strTable) add(v string) (uint32, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if i, ok := t.idx[v]; ok {
-		return i
+		return i, t.raw[i]
 	}
 	i := uint32(len(t.json))
+	v = strings.Clone(v) // v may point into a Parquet reader's buffer
 	t.json = append(t.json, mustJSON(v))
-	t.idx[strings.Clone(v)] = i // v may point into a Parquet reader's buffer
+	t.raw = append(t.raw, v)
+	t.idx[v] = i
+	return i, v
+}
+
+// strCache is one goroutine's way into a shared strTable: a column has a
+// few distinct strings, found here without the table's lock.
+type strCache struct {
+	t *strTable
+	m map[string]uint32
+}
+
+func (t *strTable) cache() *strCache { return &strCache{t: t, m: map[string]uint32{}} }
+
+func (c *strCache) add(v string) uint32 {
+	if i, ok := c.m[v]; ok {
+		return i
+	}
+	i, kept := c.t.add(v)
+	c.m[kept] = i
 	return i
 }
 
-func (t *strTable) addPtr(v *string) uint32 {
+func (c *strCache) addPtr(v *string) uint32 {
 	if v == nil {
 		return 0
 	}
-	return t.add(*v)
+	return c.add(*v)
 }
 
-// compactLine keeps what rendering l needs. A price or line that is not a
-// finite number has no JSON form: the snapshot is corrupt (the panic is
+// compactLine keeps what rendering l needs; the open price is the line's
+// own until its series is known (prepareRows). A price or line that is not
+// a finite number has no JSON form: the snapshot is corrupt (the panic is
 // the load's error, as encoding/json's was when lines were rendered here).
-func compactLine(t *strTable, l *OddsLine) oddsRow {
-	if !finite(l.Price) || !finite(l.OpenPrice) || (l.Line != nil && !finite(*l.Line)) {
+func compactLine(t *strCache, l *OddsLine) oddsRow {
+	if !finite(l.Price) || (l.Line != nil && !finite(*l.Line)) {
 		panic(fmt.Sprintf("odds line %s: price or line is not a finite number", l.ID))
 	}
-	r := oddsRow{id: l.ID, market: l.MarketID, price: l.Price, open: l.OpenPrice, at: l.CapturedAt.UnixNano(),
+	r := oddsRow{id: l.ID, market: l.MarketID, price: l.Price, open: l.Price, at: l.CapturedAt.UnixNano(),
 		kind: t.add(l.Market), source: t.add(l.Source), model: t.addPtr(l.ModelVersion), outcome: t.add(l.OutcomeKey),
 		lbl: t.add(l.Label), ptype: t.addPtr(l.ParticipantType)}
 	if l.MatchID != nil {

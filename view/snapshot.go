@@ -176,7 +176,6 @@ type tables struct {
 	lineups     []Lineup
 	streams     []Stream
 	sample      []SampleRow
-	odds        []OddsLine
 	liveIDs     []liveIDRow
 	rankings    []RankingRow
 	roster      []RosterRow
@@ -191,6 +190,7 @@ type tables struct {
 	playerMaps  []PlayerMapSummary
 	packed      packedParts
 	oddsPrep    *oddsPrep   // odds.go: made as odds_lines is read
+	odds        []OddsLine  // lines of tables made by hand (tests): build prepares them
 	changes     []changeRow // changes.go
 	hasChanges  bool        // the snapshot holds the change log
 	serial      bool        // build on the calling goroutine alone (LoadOptions.Workers 1)
@@ -362,9 +362,7 @@ func (l *loader) readRows(t *tables) {
 	l.read("odds_lines", func(p string) (err error) {
 		// The largest table: its row groups are read on two goroutines
 		// unless the load keeps to one.
-		if t.odds, err = readParquetWith[OddsLine](l.ctx, p, l.bigWorkers); err == nil {
-			t.oddsPrep = prepareOdds(t.odds, l.bigWorkers > 1)
-		}
+		t.oddsPrep, err = readOdds(l.ctx, p, l.bigWorkers)
 		return
 	})
 	readInto(l, "live_ids", &t.liveIDs)
@@ -469,7 +467,10 @@ func build(m Meta, t *tables) *Snapshot {
 	oddsDone := make(chan any, 1)
 	buildOddsIndex := func() {
 		defer func() { oddsDone <- recover() }()
-		s.odds = buildOdds(s, t.odds, t.oddsPrep)
+		if t.oddsPrep == nil && t.odds != nil {
+			t.oddsPrep = prepareOdds(t.odds, false)
+		}
+		s.odds = buildOdds(s, t.oddsPrep)
 	}
 	if t.serial {
 		buildOddsIndex()
