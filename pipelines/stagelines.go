@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eodata/eo/raw"
@@ -18,6 +19,22 @@ import (
 // processor (the JSON check is most of a line's cost: 2.5 s of a 10,000-match
 // world's 6.5 s stage on one goroutine), and hands them back in file order
 // to the one goroutine that owns the DuckDB appenders.
+
+// validJSON is the JSON check of every raw line, with encoding/json's
+// verdicts (TestJSONCheckAgreesWithEncodingJSON) at four times its speed:
+// segmentio's Valid (623 against 153 MB/s on the lines of a generated
+// world), on the stage's busiest path. segmentio's has no nesting limit,
+// and encoding/json refuses more than 10,000 levels: a line long enough to
+// nest that deep (every level takes a byte) gets encoding/json's check.
+func validJSON(line []byte) bool {
+	if len(line) > maxNesting {
+		return json.Valid(line)
+	}
+	return segjson.Valid(line)
+}
+
+// maxNesting is encoding/json's limit on nesting (its scanner's maxNestingDepth).
+const maxNesting = 10000
 
 // stagedLine is one line of a raw file, classified.
 type stagedLine struct {
@@ -154,7 +171,7 @@ func classify(c *lineChunk) {
 			// DuckDB takes UTF-8 text only: the line is kept with its
 			// invalid bytes written as \xNN.
 			o.reason, o.body = "invalid UTF-8", escapeInvalidUTF8(line)
-		case line[0] != '{' || !json.Valid(line):
+		case line[0] != '{' || !validJSON(line):
 			o.reason, o.body = "malformed JSON", string(line)
 		default:
 			o.body = text[from : from+len(line)]
