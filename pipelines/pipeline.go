@@ -29,11 +29,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 	"unicode/utf8"
 
 	"github.com/marcboeker/go-duckdb/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
@@ -388,6 +390,9 @@ type run struct {
 	conn    *sql.Conn
 	start   time.Time
 	model   *modelRun // the ratings and model step's run, for the model review
+	// connector is db's: the stage's appenders take connections of their
+	// own from it, on the same database.
+	connector *duckdb.Connector
 }
 
 func (r *run) open() (*sql.DB, error) {
@@ -395,11 +400,14 @@ func (r *run) open() (*sql.DB, error) {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("duckdb", "")
+	c, err := duckdb.NewConnector("", nil)
 	if err != nil {
 		return nil, fmt.Errorf("open duckdb: %w", err)
 	}
-	// One connection: temp tables and settings live per connection.
+	db := sql.OpenDB(c) // closing db closes c
+	r.connector = c
+	// One connection: temp tables and settings live per connection. (The
+	// stage appends on connections of its own, from the connector.)
 	db.SetMaxOpenConns(1)
 	settings := []string{
 		"SET TimeZone = 'UTC'",
@@ -468,46 +476,74 @@ func (r *run) stage(ctx context.Context, batches []raw.BatchManifest, skipped []
 			return 0, err
 		}
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	var total int64
-	err = conn.Raw(func(dc any) error {
-		drv, ok := dc.(*duckdb.Conn)
-		if !ok {
-			return errors.New("not a duckdb connection")
-		}
-		qa, err := duckdb.NewAppenderFromConn(drv, "", "quarantine")
-		if err != nil {
-			return err
-		}
-		defer qa.Close()
+	return r.appendEntities(ctx, batches, dirs, base)
+}
+
+// stageWorkers is how many entities the stage appends at once, each on a
+// connection of its own: one appender's goroutine bounded the stage (the
+// lines' checks run on every processor).
+const stageWorkers = 2
+
+// appendEntities appends every entity's lines of every batch to its
+// stage_<entity> table (and the lines it rejects to quarantine), entities
+// shared out among stageWorkers connections; an entity's files are
+// appended in batch order, by one worker.
+func (r *run) appendEntities(ctx context.Context, batches []raw.BatchManifest, dirs map[string]string, base int) (int64, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	next := make(chan raw.Entity)
+	g.Go(func() error {
+		defer close(next)
 		for _, e := range raw.Entities {
-			app, err := duckdb.NewAppenderFromConn(drv, "", "stage_"+string(e))
+			select {
+			case next <- e:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	var total int64
+	for range stageWorkers {
+		g.Go(func() error {
+			dc, err := r.connector.Connect(gctx)
 			if err != nil {
 				return err
 			}
-			for seq, b := range batches {
-				if _, listed := b.Files[e]; !listed {
-					continue
-				}
-				path := filepath.Join(dirs[b.BatchID], string(e)+".ndjson")
-				n, err := appendFile(ctx, app, qa, int32(base+seq), e, path)
-				if err != nil {
-					app.Close()
-					return fmt.Errorf("stage %s of batch %s: %w", e, b.BatchID, err)
-				}
-				total += n
-				r.rep.Staged[string(e)] += n
-			}
-			if err := app.Close(); err != nil {
+			defer dc.Close()
+			qa, err := newAppender(dc, "quarantine")
+			if err != nil {
 				return err
 			}
-		}
-		return qa.Flush()
-	})
+			defer qa.Close()
+			for e := range next {
+				app, err := newAppender(dc, "stage_"+string(e))
+				if err != nil {
+					return err
+				}
+				for seq, b := range batches {
+					if _, listed := b.Files[e]; !listed {
+						continue
+					}
+					path := filepath.Join(dirs[b.BatchID], string(e)+".ndjson")
+					n, err := appendFile(gctx, app, qa, int32(base+seq), e, path)
+					if err != nil {
+						app.Close()
+						return fmt.Errorf("stage %s of batch %s: %w", e, b.BatchID, err)
+					}
+					mu.Lock()
+					total += n
+					r.rep.Staged[string(e)] += n
+					mu.Unlock()
+				}
+				if err := app.Close(); err != nil {
+					return err
+				}
+			}
+			return qa.Flush()
+		})
+	}
+	err := g.Wait()
 	return total, err
 }
 
