@@ -3,13 +3,9 @@ package view
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
-
-	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // OddsSpec is the one order odds history pages in (newest first).
@@ -179,20 +175,17 @@ func readOdds(ctx context.Context, path string, workers int) (_ *oddsPrep, err e
 			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
-	pf, err := file.OpenParquetFile(path, false, readProps)
+	pf, binds, err := openFlat[OddsLine](path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
-	binds, err := flatBindings(reflect.TypeFor[OddsLine](), pf.MetaData().Schema)
-	if errors.Is(err, errNotFlat) {
+	if binds == nil {
 		lines, err := readArrow[OddsLine](ctx, pf, path)
 		if err != nil {
 			return nil, err
 		}
 		return prepareOdds(lines, workers > 1), nil
-	} else if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	x := newOddsIndex(int(pf.NumRows()))
 	err = eachFlatGroup(ctx, path, pf, binds, workers, func() func(int, []OddsLine) error {

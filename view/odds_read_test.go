@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,10 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // TestReadOddsRowGroupAtATime reads an odds_lines file in the published
@@ -182,17 +179,12 @@ func writeOddsLines(t *testing.T, path string, lines []OddsLine, groupRows int64
 		{Name: "is_closing", Type: bl, Nullable: true},
 		{Name: "captured_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 	}, nil)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(groupRows))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
+	writeTestParquet(t, path, schema, props, func(b *array.RecordBuilder) { appendOddsLines(b, lines) })
+}
+
+// appendOddsLines appends lines to a record of writeOddsLines' schema.
+func appendOddsLines(b *array.RecordBuilder, lines []OddsLine) {
 	idText := func(v *ID) *string {
 		if v == nil {
 			return nil
@@ -235,13 +227,5 @@ func writeOddsLines(t *testing.T, path string, lines []OddsLine, groupRows int64
 		}
 		b.Field(16).(*array.BooleanBuilder).Append(l.IsClosing)
 		b.Field(17).(*array.TimestampBuilder).Append(arrow.Timestamp(l.CapturedAt.UnixMicro()))
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -44,21 +44,35 @@ func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []
 			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
-	pf, err := file.OpenParquetFile(path, false, readProps)
+	pf, binds, err := openFlat[T](path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
-	if binds, err := flatBindings(reflect.TypeFor[T](), pf.MetaData().Schema); err == nil {
-		out := make([]T, pf.NumRows())
-		if err := readFlatGroups(ctx, path, pf, binds, out, workers); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		return out, nil
-	} else if !errors.Is(err, errNotFlat) {
+	if binds == nil {
+		return readArrow[T](ctx, pf, path)
+	}
+	out := make([]T, pf.NumRows())
+	if err := readFlatGroups(ctx, path, pf, binds, out, workers); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return readArrow[T](ctx, pf, path)
+	return out, nil
+}
+
+// openFlat opens the Parquet file at path with T's bindings to its
+// columns, or no bindings when the flat reader cannot read it (a list
+// column: read it through Arrow). The caller closes the reader.
+func openFlat[T any](path string) (*file.Reader, []flatBinding, error) {
+	pf, err := file.OpenParquetFile(path, false, readProps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	binds, err := flatBindings(reflect.TypeFor[T](), pf.MetaData().Schema)
+	if err != nil && !errors.Is(err, errNotFlat) {
+		pf.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return pf, binds, nil
 }
 
 // readArrow is readParquet through Arrow record batches: for a table

@@ -67,29 +67,38 @@ func randomRows(rng *rand.Rand, segs [][2]*string, version int) []patchRow {
 }
 
 // writePatchRows writes rows as Parquet in row groups of groupRows, with
-// props (nil: dictionaries and snappy, as another writer would).
+// dictionaries and snappy, as another writer would.
 func writePatchRows(t *testing.T, path string, rows []patchRow, groupRows int64) {
+	t.Helper()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(groupRows))
+	writeTestParquet(t, path, patchSchema, props, func(b *array.RecordBuilder) {
+		for _, r := range rows {
+			appendStr(b.Field(0).(*array.StringBuilder), r.match)
+			appendStr(b.Field(1).(*array.StringBuilder), r.tour)
+			b.Field(2).(*array.Int32Builder).Append(r.seq)
+			b.Field(3).(*array.Float64Builder).Append(r.price)
+			b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(r.at))
+			b.Field(5).(*array.BooleanBuilder).Append(r.open)
+			appendStr(b.Field(6).(*array.StringBuilder), r.label)
+		}
+	})
+}
+
+// writeTestParquet writes one record batch of schema, which fill appends
+// to, as the Parquet file path.
+func writeTestParquet(t *testing.T, path string, schema *arrow.Schema, props *parquet.WriterProperties, fill func(*array.RecordBuilder)) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(groupRows))
-	w, err := pqarrow.NewFileWriter(patchSchema, f, props, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, patchSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	for _, r := range rows {
-		appendStr(b.Field(0).(*array.StringBuilder), r.match)
-		appendStr(b.Field(1).(*array.StringBuilder), r.tour)
-		b.Field(2).(*array.Int32Builder).Append(r.seq)
-		b.Field(3).(*array.Float64Builder).Append(r.price)
-		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(r.at))
-		b.Field(5).(*array.BooleanBuilder).Append(r.open)
-		appendStr(b.Field(6).(*array.StringBuilder), r.label)
-	}
+	fill(b)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	if err := w.Write(rec); err != nil {
