@@ -408,6 +408,11 @@ func (s *Server) Load(ctx context.Context) error {
 		// and the load's garbage would start one every few hundred
 		// milliseconds. The soft memory limit still bounds the heap.
 		defer gcpace.Relax()()
+		// The load's goroutine holds a processor (a P) as long as it
+		// runs, which left the requests one fewer for the load's length.
+		// One P more while it loads leaves them all of theirs, and the
+		// kernel shares the cores between the load's thread and theirs.
+		defer oneMoreProc()()
 	}
 	next, err := view.LoadWith(ctx, dir, viewMeta(m), lo)
 	if err != nil {
@@ -439,6 +444,27 @@ func (s *Server) Load(ctx context.Context) error {
 		"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
 	return nil
 }
+
+// oneMoreProc raises GOMAXPROCS by one until restore is called, which
+// sets it back: to the runtime's default (which then follows the CPU
+// limit again) when that is what it was, else to the value it had.
+func oneMoreProc() (restore func()) {
+	n := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(n + 1)
+	if swapProcsHook != nil {
+		swapProcsHook()
+	}
+	return func() {
+		runtime.SetDefaultGOMAXPROCS()
+		if runtime.GOMAXPROCS(0) != n {
+			runtime.GOMAXPROCS(n)
+		}
+	}
+}
+
+// swapProcsHook, when set (by tests), runs while a swap's load has its
+// extra processor.
+var swapProcsHook func()
 
 // reject records a snapshot that cannot be served and removes its cached
 // copy.

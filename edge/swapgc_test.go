@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -38,5 +39,44 @@ func TestSwapRestoresTheGCSetting(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(150); got != 150 {
 		t.Errorf("GOGC after a swap: %d, want the 150 it was before", got)
+	}
+}
+
+// A swap loads with one processor more than the requests have (the load's
+// goroutine holds one while it runs), and gives the setting back after.
+func TestSwapLoadsOnAnExtraProcessor(t *testing.T) {
+	ts := newTestServer(t)
+	n := runtime.GOMAXPROCS(0)
+	during := 0
+	swapProcsHook = func() { during = runtime.GOMAXPROCS(0) }
+	defer func() { swapProcsHook = nil }()
+	next := ts.publishNext(t, servedFiles(t, ts))
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ts.Current().ID != next.SnapshotID {
+		t.Fatalf("serving %s, want the new snapshot %s", ts.Current().ID, next.SnapshotID)
+	}
+	if during != n+1 {
+		t.Errorf("GOMAXPROCS while the swap loaded: %d, want %d", during, n+1)
+	}
+	if got := runtime.GOMAXPROCS(0); got != n {
+		t.Errorf("GOMAXPROCS after the swap: %d, want the %d it was before", got, n)
+	}
+}
+
+// A custom GOMAXPROCS (not the runtime's default) is what a swap gives back.
+func TestSwapKeepsACustomProcessorCount(t *testing.T) {
+	ts := newTestServer(t)
+	def := runtime.GOMAXPROCS(0)
+	custom := def + 3
+	runtime.GOMAXPROCS(custom)
+	defer runtime.SetDefaultGOMAXPROCS()
+	ts.publishNext(t, servedFiles(t, ts))
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != custom {
+		t.Errorf("GOMAXPROCS after the swap: %d, want the custom %d", got, custom)
 	}
 }
