@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"testing"
 
 	"github.com/eodata/eo/publish"
@@ -78,5 +79,36 @@ func TestSwapKeepsACustomProcessorCount(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != custom {
 		t.Errorf("GOMAXPROCS after the swap: %d, want the custom %d", got, custom)
+	}
+}
+
+// forcedCycles is how many collections runtime.GC (or debug.FreeOSMemory)
+// has run in this process.
+func forcedCycles(t *testing.T) uint64 {
+	t.Helper()
+	s := []rtmetrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		t.Fatalf("metric %s not supported", s[0].Name)
+	}
+	return s[0].Value.Uint64()
+}
+
+// A swap collects the load's garbage before it gives back the extra
+// processor and the relaxed collector setting: the old snapshot's and the
+// load's garbage are not left in the heap into the next swap.
+func TestSwapCollectsTheLoadsGarbage(t *testing.T) {
+	ts := newTestServer(t)
+	var before, during uint64
+	swapProcsHook = func() { during = forcedCycles(t) }
+	defer func() { swapProcsHook = nil }()
+	before = forcedCycles(t)
+	ts.publishNext(t, servedFiles(t, ts))
+	if err := ts.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := forcedCycles(t); after <= during || during != before {
+		t.Errorf("forced collections: %d before the swap, %d once its processor was added, %d after it; want one more after",
+			before, during, after)
 	}
 }
