@@ -170,11 +170,7 @@ func newOddsIndex(n int) *oddsIndex {
 // (240 bytes and six pointers a line, against oddsRow's 144 and none;
 // 4.6 million lines at 100,000 matches), then prepares it (prepareRows).
 func readOdds(ctx context.Context, path string, workers int) (_ *oddsPrep, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
-		}
-	}()
+	defer recoverCorrupt(path, &err)
 	pf, binds, err := openFlat[OddsLine](path)
 	if err != nil {
 		return nil, err

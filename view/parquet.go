@@ -36,14 +36,19 @@ func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 	return readParquetWith[T](ctx, path, 1)
 }
 
+// recoverCorrupt, deferred by a reader of path, turns a panic in the
+// Parquet decoder (bytes it cannot decode) into an error wrapping
+// ErrCorrupt.
+func recoverCorrupt(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
+	}
+}
+
 // readParquetWith is readParquet with a flat table's row groups read on
 // that many goroutines.
 func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
-		}
-	}()
+	defer recoverCorrupt(path, &err)
 	pf, binds, err := openFlat[T](path)
 	if err != nil {
 		return nil, err
