@@ -158,7 +158,9 @@ func sendExportLink(c *fiber.Ctx, m view.Meta, t view.ExportTable, url string) e
 func (s *Server) streamExport(c *fiber.Ctx, m view.Meta, t view.ExportTable) error {
 	etag := `"` + t.SHA256 + `"`
 	c.Set(fiber.HeaderETag, etag)
-	c.Set(fiber.HeaderCacheControl, "private, max-age=31536000, immutable") // a file of one snapshot never changes
+	// The URL names the table, not the snapshot: its bytes change with every
+	// swap, so a cache keeps the file and revalidates it with the ETag.
+	c.Set(fiber.HeaderCacheControl, cachePolicy)
 	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" && noneMatch([]byte(inm), []byte(t.SHA256)) {
 		s.metrics.exports.WithLabelValues(t.Name, "not_modified").Inc()
 		return c.SendStatus(fiber.StatusNotModified)

@@ -83,7 +83,8 @@ func TestExportsListTheCustomerTables(t *testing.T) {
 	sum := sha256.Sum256(f.body)
 	want := listed["matches"]["sha256"].(string)
 	if f.status != 200 || f.header.Get("Content-Type") != parquetMIME || hex.EncodeToString(sum[:]) != want ||
-		f.header.Get("ETag") != `"`+want+`"` || f.header.Get("Content-Encoding") != "" {
+		f.header.Get("ETag") != `"`+want+`"` || f.header.Get("Content-Encoding") != "" ||
+		f.header.Get("Cache-Control") != cachePolicy { // the URL's bytes change with the snapshot: never immutable
 		t.Fatalf("/exports/matches: %d %v, sha256 %x (listed %s)", f.status, f.header, sum, want)
 	}
 	req := httptest.NewRequest(http.MethodGet, "/v1/cs2/exports/matches", nil)
