@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/eodata/eo/raw"
+	eosql "github.com/eodata/eo/sql"
 )
 
-// BareReadWrite is the yardstick a full rebuild is measured against
-// (issue 17: "≤ 3× a bare DuckDB read-and-write of the same raw input"):
+// BareReadWrite is the yardstick a full rebuild is measured against:
 // DuckDB reads every entity's NDJSON files under rawDir (a local store's
 // raw area, every batch) with read_json and writes each entity as one
 // Parquet file to outDir, zstd as the pipeline exports. Nothing is typed,
@@ -35,25 +36,22 @@ func BareReadWrite(ctx context.Context, rawDir, outDir, memory string, threads i
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return 0, err
 	}
-	r := &run{o: Options{WorkDir: outDir, MemoryLimit: memory, Threads: threads}}
-	db, err := r.open()
-	if err != nil {
+	r := &run{o: Options{WorkDir: outDir, MemoryLimit: memory, Threads: threads, Logger: slog.Default()}, rep: &Report{}}
+	if err := r.open(); err != nil {
 		return 0, err
 	}
-	defer db.Close()
+	defer r.db.Close()
 	var total int64
 	for _, e := range raw.Entities {
 		if len(files[e]) == 0 {
 			continue
 		}
-		list := make([]string, len(files[e]))
-		for i, f := range files[e] {
-			list[i] = "'" + sqlString(f) + "'"
+		q, err := eosql.Render("bare/read_write.sql", map[string]any{"Files": files[e],
+			"Out": filepath.Join(outDir, string(e)+".parquet")}, nil)
+		if err != nil {
+			return total, err
 		}
-		q := fmt.Sprintf(`COPY (SELECT * FROM read_json([%s], format = 'newline_delimited', union_by_name = true))
-TO '%s' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
-			strings.Join(list, ", "), sqlString(filepath.Join(outDir, string(e)+".parquet")))
-		res, err := db.ExecContext(ctx, q)
+		res, err := r.db.ExecContext(ctx, q)
 		if err != nil {
 			return total, fmt.Errorf("bare read-and-write of %s: %w", e, err)
 		}

@@ -37,35 +37,32 @@ const (
 // digestedTables are the published tables the digests are made of.
 var digestedTables = []string{"tournaments", "teams", "players", "matches", "odds_lines"}
 
-// changes computes the digests, appends the changes to the log (out_changes,
-// exported with the other tables) and saves both to the store: the log
-// first, so a failure between the two repeats entries (harmless: a client
-// fetches the entity again) rather than losing them. It returns the number
-// of entries the run appended. An incremental run does the same on the
-// state's tables (its out_ tables are there), digesting again only what
-// can have changed: nothing when none of the digested tables changed, the
-// scope's matches and odds when the model did not run again, else all;
-// it exports the log every run.
+// changes computes the digests (of the state's tables), appends the
+// changes to the log (out_changes, exported with the other tables) and
+// saves both to the store: the log first, so a failure between the two
+// repeats entries (harmless: a client fetches the entity again) rather than
+// losing them. It digests again only what can have changed: nothing when
+// none of the digested tables changed, the scope's matches and odds when
+// the model did not run, else all (always on a new state). It returns the
+// number of entries the run appended.
 func (r *run) changes(ctx context.Context) (int64, error) {
-	if r.inc == nil {
-		return r.changeLog(ctx, sqlChangesDigests)
-	}
-	q := sqlChangesDigests
+	d := map[string]bool{"Keep": false, "Scoped": false}
 	switch {
-	case !slices.ContainsFunc(digestedTables, func(t string) bool { return r.inc.changed[t] }):
-		q = sqlChangesKeepDigests
-	case !r.inc.model:
-		q = sqlChangesScoped
+	case r.all || r.model:
+	case !slices.ContainsFunc(digestedTables, func(t string) bool { return r.changed[t] }):
+		d["Keep"] = true
+	default:
+		d["Scoped"] = true
 	}
-	r.inc.changed["changes"] = true
-	return r.inCatalog(ctx, "st", func() (int64, error) { return r.changeLog(ctx, q) })
+	r.changed["changes"] = true
+	return r.inCatalog(ctx, "st", func() (int64, error) { return r.changeLog(ctx, d) })
 }
 
 // changeLog is the change log step on the default catalog's out_ tables,
-// making the digests with digests (they read the previous ones; without
-// them, every digest is made again).
-func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
-	if _, err := r.exec(ctx, sqlChangesTables); err != nil {
+// making the digests as d says (without previous ones, every digest is made
+// again).
+func (r *run) changeLog(ctx context.Context, d map[string]bool) (int64, error) {
+	if err := r.do(ctx, "changes/tables.sql", nil); err != nil {
 		return 0, err
 	}
 	hasPrev, err := r.loadStateTable(ctx, digestsKey, "prev_digests")
@@ -76,21 +73,21 @@ func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 		return 0, err
 	}
 	if !hasPrev {
-		digests = sqlChangesDigests
+		d = map[string]bool{"Keep": false, "Scoped": false}
 	}
-	if _, err := r.exec(ctx, digests); err != nil {
+	if err := r.do(ctx, "changes/digests.sql", d); err != nil {
 		return 0, fmt.Errorf("changes: digests: %w", err)
 	}
 	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored
-	if _, err := r.exec(ctx, sqlChangesAppend, start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
-		return 0, fmt.Errorf("changes/append.sql: %w", err)
+	if err := r.execArgs(ctx, "changes/append.sql", start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
+		return 0, err
 	}
-	for _, s := range []struct{ key, query string }{
-		{changesKey, `SELECT * FROM out_changes ORDER BY position`},
-		{digestsKey, `SELECT * FROM entity_digests ORDER BY entity_type, entity_id`},
-	} {
+	for _, s := range []struct {
+		key string
+		log bool
+	}{{changesKey, true}, {digestsKey, false}} {
 		path := filepath.Join(r.o.WorkDir, "state-"+filepath.Base(s.key))
-		if _, err := r.exec(ctx, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, s.query, sqlString(path))); err != nil {
+		if err := r.do(ctx, "changes/save.sql", map[string]any{"Log": s.log, "Path": path}); err != nil {
 			return 0, err
 		}
 		if err := publish.PutFile(ctx, r.o.Store, s.key, path); err != nil {
@@ -98,7 +95,7 @@ func (r *run) changeLog(ctx context.Context, digests string) (int64, error) {
 		}
 	}
 	var n int64
-	err = r.queryRow(ctx, `SELECT count(*) FROM out_changes WHERE entity_type <> '_log' AND changed_at = ?`, start).Scan(&n)
+	err = r.queryRowFile(ctx, "changes/appended.sql", start).Scan(&n)
 	return n, err
 }
 
@@ -116,7 +113,7 @@ func (r *run) loadStateTable(ctx context.Context, key, table string) (bool, erro
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return false, err
 	}
-	if _, err := r.exec(ctx, fmt.Sprintf(`INSERT INTO %s BY NAME SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
+	if err := r.do(ctx, "changes/load.sql", map[string]string{"Table": table, "Path": path}); err != nil {
 		return false, fmt.Errorf("load %s: %w", key, err)
 	}
 	return true, nil

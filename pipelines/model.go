@@ -2,7 +2,6 @@ package pipelines
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"strings"
@@ -49,13 +48,13 @@ const (
 // ModelReportKey is the store key of one run's model review report.
 func ModelReportKey(runID string) string { return modelReportPrefix + runID + ".html" }
 
-// ratingsAndModel reads completed matches and stat lines, runs model/ and
+// runModel reads completed matches and stat lines, runs model/ and
 // writes out_rankings, out_roster_history, out_model_metrics,
 // out_model_forecasts and the eo_model lines (out_model_lines, empty while
 // the gate is closed; sql/assemble/01_odds_lines.sql unions them into
 // odds_lines), fills out_teams.own_rank, and keeps the run for the model
 // review (reviewModel, after the assemble step).
-func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
+func (r *run) runModel(ctx context.Context) (int64, error) {
 	o := r.o.Model.withDefaults()
 	matches, asOf, err := r.readModelMatches(ctx)
 	if err != nil {
@@ -92,7 +91,7 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	}
 	// The review (reviewModel) runs once the odds lines are assembled: it
 	// compares these forecasts with the closing eo_market lines.
-	r.model = &modelRun{matches: matches, forecasts: res.Forecasts, metrics: metrics}
+	r.modelRun = &modelRun{matches: matches, forecasts: res.Forecasts, metrics: metrics}
 	r.o.Logger.Info("model evaluated", "run", r.rep.RunID, "matches", len(matches),
 		"settled", metrics.SettledMatches, "brier", math.Round(metrics.Brier*1e4)/1e4,
 		"brier_ci_high", math.Round(metrics.BrierCIHigh*1e4)/1e4, "gate_passed", metrics.GatePassed,
@@ -106,7 +105,7 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 // the latest ended_at of a completed one.
 func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, error) {
 	var asOf time.Time
-	matches, err := collect(ctx, r.db, sqlModelReadMatches, nil, func(m *model.Match) []any {
+	matches, err := query(ctx, r, "model/read_matches.sql", nil, nil, func(m *model.Match) []any {
 		return []any{&m.ID, &m.TeamA, &m.TeamB, &m.Completed, &m.ScheduledAt, &m.EndedAt, &m.WinnerA, &m.Format, &m.MapsA, &m.MapsB}
 	})
 	if err != nil {
@@ -125,7 +124,7 @@ func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, e
 		match string
 		model.MapScore
 	}
-	maps, err := collect(ctx, r.db, sqlModelReadModelMaps, nil, func(x *mapRow) []any {
+	maps, err := query(ctx, r, "model/read_model_maps.sql", nil, nil, func(x *mapRow) []any {
 		return []any{&x.match, &x.Name, &x.RoundsA, &x.RoundsB}
 	})
 	if err != nil {
@@ -148,7 +147,7 @@ func (r *run) readModelSides(ctx context.Context, matches []model.Match, idx map
 		match, team, players string
 		kills                float64
 	}
-	sides, err := collect(ctx, r.db, sqlModelReadModelSides, nil, func(x *side) []any {
+	sides, err := query(ctx, r, "model/read_model_sides.sql", nil, nil, func(x *side) []any {
 		return []any{&x.match, &x.team, &x.kills, &x.players}
 	})
 	if err != nil {
@@ -186,7 +185,7 @@ func (r *run) readModelKills(ctx context.Context, matches []model.Match, idx map
 		match string
 		model.Perf
 	}
-	ks, err := collect(ctx, r.db, sqlModelReadModelKills, nil, func(x *kills) []any {
+	ks, err := query(ctx, r, "model/read_model_kills.sql", nil, nil, func(x *kills) []any {
 		return []any{&x.match, &x.KillsA, &x.KillsB}
 	})
 	if err != nil {
@@ -204,7 +203,7 @@ func (r *run) readModelKills(ctx context.Context, matches []model.Match, idx map
 // readModelRanks reads the published team ranks over time (the landed
 // team records with an external_rank).
 func (r *run) readModelRanks(ctx context.Context) ([]model.RankObs, error) {
-	ranks, err := collect(ctx, r.db, sqlModelReadModelRanks, nil, func(x *model.RankObs) []any {
+	ranks, err := query(ctx, r, "model/read_model_ranks.sql", nil, nil, func(x *model.RankObs) []any {
 		return []any{&x.Team, &x.Rank, &x.At}
 	})
 	if err != nil {
@@ -224,7 +223,6 @@ func round(x float64, places int) float64 {
 // writeRankings fills out_rankings (team and player boards at asOf, with
 // the rank a week earlier) and out_teams.own_rank.
 func (r *run) writeRankings(ctx context.Context, matches []model.Match, res model.RunResult, asOf, prevAt time.Time, o ModelOptions) error {
-	db := r.db
 	var played []model.Played
 	for _, m := range matches {
 		if m.Completed {
@@ -256,7 +254,7 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		prevPlayer[p.PlayerID] = p.Rank
 	}
 
-	if _, err := db.ExecContext(ctx, sqlModelRankRows); err != nil {
+	if err := r.do(ctx, "model/rank_rows.sql", nil); err != nil {
 		return err
 	}
 	prevOrNil := func(m map[string]int, id string) any {
@@ -266,7 +264,7 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		return nil
 	}
 	n := len(teams) + len(players)
-	return stageAndWrite(ctx, db, "rankings", "model_rank_rows", n, func(i int) []any {
+	return r.stageAndWrite(ctx, "rankings", "model_rank_rows", n, func(i int) []any {
 		if i < len(teams) {
 			t := teams[i]
 			return []any{"team", int32(t.Rank), t.TeamID, round(t.Value, 2), round(t.Rating.R, 2), round(t.Rating.RD, 2),
@@ -275,17 +273,17 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		p := players[i-len(teams)]
 		return []any{"player", int32(p.Rank), p.PlayerID, round(p.Rating, 3), round(p.Rating, 3), nil,
 			int32(p.Maps), prevOrNil(prevPlayer, p.PlayerID)}
-	}, sqlModelRankings)
+	}, "model/rankings.sql")
 }
 
 // stageAndWrite appends n rows (row(i) is the i-th) to the staging table,
-// then runs the statement write (with args) that turns them into the
+// then runs the statement file write (with args) that turns them into the
 // output; what names the step in the errors.
-func stageAndWrite(ctx context.Context, db *sql.DB, what, table string, n int, row func(i int) []any, write string, args ...any) error {
-	if err := appendRows(ctx, db, table, n, row); err != nil {
+func (r *run) stageAndWrite(ctx context.Context, what, table string, n int, row func(i int) []any, write string, args ...any) error {
+	if err := appendRows(ctx, r.db, table, n, row); err != nil {
 		return fmt.Errorf("model: append %s: %w", what, err)
 	}
-	if _, err := db.ExecContext(ctx, write, args...); err != nil {
+	if err := r.execArgs(ctx, write, args...); err != nil {
 		return fmt.Errorf("model: write %s: %w", what, err)
 	}
 	return nil
@@ -294,7 +292,7 @@ func stageAndWrite(ctx context.Context, db *sql.DB, what, table string, n int, r
 // readMapLines reads the map-level rating lines of completed matches in
 // (from, to].
 func (r *run) readMapLines(ctx context.Context, from, to time.Time) ([]model.MapLine, error) {
-	lines, err := collect(ctx, r.db, sqlModelReadMapLines, []any{from, to}, func(l *model.MapLine) []any {
+	lines, err := query(ctx, r, "model/read_map_lines.sql", nil, []any{from, to}, func(l *model.MapLine) []any {
 		return []any{&l.PlayerID, &l.MatchID, &l.At, &l.Rating}
 	})
 	if err != nil {
@@ -306,37 +304,33 @@ func (r *run) readMapLines(ctx context.Context, from, to time.Time) ([]model.Map
 // writeRosterHistory fills out_roster_history from the map-level stat lines
 // of completed matches.
 func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
-	db := r.db
-	rows, err := db.QueryContext(ctx, sqlModelReadRosterLineups)
+	type lineup struct {
+		team, players string
+		model.TeamMatch
+	}
+	lineups, err := query(ctx, r, "model/read_roster_lineups.sql", nil, nil, func(x *lineup) []any {
+		return []any{&x.team, &x.MatchID, &x.At, &x.players}
+	})
 	if err != nil {
 		return fmt.Errorf("model: read lineups from stats: %w", err)
 	}
 	byTeam := map[string][]model.TeamMatch{}
 	var order []string
-	for rows.Next() {
-		var team, players string
-		var tm model.TeamMatch
-		if err := rows.Scan(&team, &tm.MatchID, &tm.At, &players); err != nil {
-			rows.Close()
-			return err
-		}
+	for _, x := range lineups {
+		tm := x.TeamMatch
 		tm.At = tm.At.UTC()
-		tm.Players = strings.Split(players, ",")
-		if _, ok := byTeam[team]; !ok {
-			order = append(order, team)
+		tm.Players = strings.Split(x.players, ",")
+		if _, ok := byTeam[x.team]; !ok {
+			order = append(order, x.team)
 		}
-		byTeam[team] = append(byTeam[team], tm)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+		byTeam[x.team] = append(byTeam[x.team], tm)
 	}
 	// Renames: every name a team took after its first.
 	type rename struct {
 		team string
 		at   time.Time
 	}
-	rs, err := collect(ctx, db, sqlModelReadTeamRenames, nil, func(x *rename) []any { return []any{&x.team, &x.at} })
+	rs, err := query(ctx, r, "model/read_team_renames.sql", nil, nil, func(x *rename) []any { return []any{&x.team, &x.at} })
 	if err != nil {
 		return fmt.Errorf("model: read team names: %w", err)
 	}
@@ -355,10 +349,10 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 			out = append(out, row{team, rr})
 		}
 	}
-	if _, err := db.ExecContext(ctx, sqlModelRosterRows); err != nil {
+	if err := r.do(ctx, "model/roster_rows.sql", nil); err != nil {
 		return err
 	}
-	return stageAndWrite(ctx, db, "roster history", "model_roster_rows", len(out), func(i int) []any {
+	return r.stageAndWrite(ctx, "roster history", "model_roster_rows", len(out), func(i int) []any {
 		x := out[i]
 		var days any
 		if x.DaysSincePrev != nil {
@@ -366,7 +360,7 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 		}
 		return []any{x.team, x.MatchID, x.PlayedAt, strings.Join(x.PlayerIDs, ","), strings.Join(x.PlayersIn, ","),
 			strings.Join(x.PlayersOut, ","), x.HasDebutant, days, int32(x.ChangedCount), x.Continuity}
-	}, sqlModelRosterHistory)
+	}, "model/roster_history.sql")
 }
 
 // writeModelTables fills out_model_metrics, out_model_forecasts and appends
@@ -375,15 +369,14 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 // eo_market_key macros of sql/derive/00_odds.sql, so the eo_model
 // match-winner market of a match has the same market_id as its eo_market one.
 func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.Forecast, lines []model.Line) error {
-	db := r.db
-	if _, err := db.ExecContext(ctx, sqlModelMetrics,
+	if err := r.execArgs(ctx, "model/metrics.sql",
 		m.Market, round(m.Brier, 6), round(m.BrierCILow, 6), round(m.BrierCIHigh, 6), round(m.LogLoss, 6),
 		round(m.Accuracy, 6), round(m.BrierSkillScore, 6), m.SettledMatches, m.ModelVersion, m.GatePassed,
 		m.MinSettled, m.EvaluatedAt); err != nil {
 		return fmt.Errorf("model: write metrics: %w", err)
 	}
 
-	if _, err := db.ExecContext(ctx, sqlModelForecastRows); err != nil {
+	if err := r.do(ctx, "model/forecast_rows.sql", nil); err != nil {
 		return err
 	}
 	var settled []model.Forecast
@@ -392,30 +385,22 @@ func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.
 			settled = append(settled, f)
 		}
 	}
-	err := stageAndWrite(ctx, db, "forecasts", "model_fc_rows", len(settled), func(i int) []any {
+	err := r.stageAndWrite(ctx, "forecasts", "model_fc_rows", len(settled), func(i int) []any {
 		f := settled[i]
 		return []any{f.MatchID, f.ScheduledAt, round(f.PHome, 6), int32(f.Outcome), round(f.Brier(), 6)}
-	}, sqlModelForecasts, model.Version)
+	}, "model/forecasts.sql", model.Version)
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `DROP TABLE model_fc_rows`); err != nil {
-		return err
-	}
-
-	if _, err := db.ExecContext(ctx, sqlModelModelLinesPrepare); err != nil {
+	if err := r.do(ctx, "model/model_lines_prepare.sql", nil); err != nil {
 		return fmt.Errorf("model: prepare lines: %w", err)
 	}
-	if len(lines) == 0 {
-		_, err := db.ExecContext(ctx, `DROP TABLE model_line_rows`)
-		return err
-	}
-	return stageAndWrite(ctx, db, "lines", "model_line_rows", len(lines), func(i int) []any {
+	return r.stageAndWrite(ctx, "lines", "model_line_rows", len(lines), func(i int) []any {
 		l := lines[i]
 		var w any
 		if l.IsWinner != nil {
 			w = *l.IsWinner
 		}
 		return []any{l.MatchID, l.OutcomeKey, l.TeamID, round(l.Price, 4), w, l.IsClosing, l.CapturedAt, l.ModelVersion}
-	}, sqlModelModelLines)
+	}, "model/model_lines.sql")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/devig"
+	eosql "github.com/eodata/eo/sql"
 )
 
 // oddsChunk is how many markets the eo_market series step reads and
@@ -52,7 +53,11 @@ func (r *run) oddsSeries(ctx context.Context) (int64, error) {
 	}
 	defer conn.Close()
 	var markets int32
-	if err := conn.QueryRowContext(ctx, `SELECT coalesce(max(mi), 0) FROM odds_markets`).Scan(&markets); err != nil {
+	q, err := eosql.Render("odds/markets.sql", nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	if err := conn.QueryRowContext(ctx, q).Scan(&markets); err != nil {
 		return 0, err
 	}
 	var (
@@ -89,12 +94,11 @@ type seriesWalk struct {
 
 // read walks the markets lo..hi (mi), appending their lines to w.out.
 func (w *seriesWalk) read(ctx context.Context, conn *sql.Conn, lo, hi int32) error {
-	rows, err := conn.QueryContext(ctx, `SELECT c.mi, ci.ci, oi.oi, epoch_us(c.captured_at), c.price
-FROM odds_caps c
-JOIN odds_contributor_keys ci USING (contributor)
-JOIN odds_outcome_keys oi USING (outcome)
-WHERE c.mi BETWEEN ? AND ?
-ORDER BY c.mi, c.captured_at`, lo, hi)
+	q, err := eosql.Render("odds/captures.sql", nil, nil)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.QueryContext(ctx, q, lo, hi)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package pipelines_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -315,7 +316,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 
 func TestNoBatches(t *testing.T) {
 	_, err := pipelines.Run(context.Background(), pipelines.Options{Store: publish.NewMemory(), WorkDir: t.TempDir()})
-	if err != pipelines.ErrNoBatches {
+	if !errors.Is(err, pipelines.ErrNoBatches) {
 		t.Fatalf("got %v, want ErrNoBatches", err)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/raw"
 )
 
 // MintID returns the service id of an upstream key: a UUIDv7 whose time is
@@ -84,17 +83,18 @@ func slugify(name string) string {
 	return strings.TrimRight(b.String(), "-")
 }
 
-func (r *run) loadRegistries(ctx context.Context) (int64, error) {
-	stmts := []string{
-		sqlRegIdMapTable,
-		sqlRegSlugMapTable,
+// State keys of the id and slug registries in the store.
+const (
+	idsKey   = "state/ids.parquet"
+	slugsKey = "state/slugs.parquet"
+)
+
+// loadRegistries reads the id and slug registries from the store (none
+// on the first run).
+func (r *run) loadRegistries(ctx context.Context) error {
+	if err := r.do(ctx, "registries/tables.sql", nil); err != nil {
+		return err
 	}
-	for _, s := range stmts {
-		if _, err := r.db.ExecContext(ctx, s); err != nil {
-			return 0, err
-		}
-	}
-	var n int64
 	for key, table := range map[string]string{idsKey: "id_map", slugsKey: "slug_map"} {
 		path := filepath.Join(r.o.WorkDir, filepath.Base(key))
 		b, err := publish.GetBytes(ctx, r.o.Store, key)
@@ -102,34 +102,27 @@ func (r *run) loadRegistries(ctx context.Context) (int64, error) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", key, err)
+			return fmt.Errorf("read %s: %w", key, err)
 		}
 		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return 0, err
+			return err
 		}
-		if _, err := r.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s SELECT * FROM read_parquet('%s')`, table, sqlString(path))); err != nil {
-			return 0, fmt.Errorf("load %s: %w", key, err)
+		if err := r.do(ctx, "registries/load.sql", map[string]string{"Table": table, "Path": path}); err != nil {
+			return fmt.Errorf("load %s: %w", key, err)
 		}
 	}
-	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM id_map`).Scan(&n)
-	return n, err
+	return nil
 }
 
 // mintIDs gives every tournament, team, player and match seen for the first
 // time its id.
-func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, error) {
+func (r *run) mintIDs(ctx context.Context) (int64, error) {
 	type rec struct {
 		kind, key string
 		seq       int
 	}
-	recs, err := collect(ctx, r.db, sqlRegNewKeys, nil, func(x *rec) []any { return []any{&x.kind, &x.key, &x.seq} })
-	if err != nil {
-		return 0, err
-	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	if _, err := r.db.ExecContext(ctx, sqlRegNewIdsTable); err != nil {
+	recs, err := query(ctx, r, "registries/new_keys.sql", nil, nil, func(x *rec) []any { return []any{&x.kind, &x.key, &x.seq} })
+	if err != nil || len(recs) == 0 {
 		return 0, err
 	}
 	err = appendRows(ctx, r.db, "new_ids", len(recs), func(i int) []any {
@@ -138,15 +131,14 @@ func (r *run) mintIDs(ctx context.Context, batches []raw.BatchManifest) (int64, 
 		// particular history.
 		seen := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 		if x.kind != "game" {
-			seen = batches[x.seq].LandedAt
+			seen = r.batches[x.seq-r.seqBase].LandedAt
 		}
 		return []any{x.kind, x.key, MintID(x.kind, x.key, seen).String(), seen}
 	})
 	if err != nil {
 		return 0, err
 	}
-	_, err = r.db.ExecContext(ctx, sqlRegSaveNewIds)
-	return int64(len(recs)), err
+	return int64(len(recs)), r.do(ctx, "registries/save_new_ids.sql", nil)
 }
 
 // assignSlugs keeps the slug of every key whose name did not change and gives
@@ -157,7 +149,7 @@ func (r *run) assignSlugs(ctx context.Context) (int64, error) {
 		oldName, slug   sql.NullString
 		seen            time.Time
 	}
-	recs, err := collect(ctx, r.db, sqlRegSlugCandidates, nil, func(x *rec) []any {
+	recs, err := query(ctx, r, "registries/slug_candidates.sql", nil, nil, func(x *rec) []any {
 		return []any{&x.kind, &x.key, &x.name, &x.oldName, &x.slug, &x.seen}
 	})
 	if err != nil {
@@ -191,30 +183,11 @@ func (r *run) assignSlugs(ctx context.Context) (int64, error) {
 		final[i] = slug
 		changed++
 	}
-	if _, err := r.db.ExecContext(ctx, sqlRegSlugMapTable); err != nil {
+	if err := r.do(ctx, "registries/slug_map_table.sql", nil); err != nil {
 		return 0, err
 	}
 	err = appendRows(ctx, r.db, "slug_map", len(recs), func(i int) []any {
 		return []any{recs[i].kind, recs[i].key, recs[i].name, final[i]}
 	})
 	return int64(changed), err
-}
-
-// collect reads every row of a query into a T; scan names the fields a row
-// is scanned into.
-func collect[T any](ctx context.Context, db *sql.DB, query string, args []any, scan func(*T) []any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		var x T
-		if err := rows.Scan(scan(&x)...); err != nil {
-			return nil, err
-		}
-		out = append(out, x)
-	}
-	return out, rows.Err()
 }

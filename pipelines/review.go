@@ -30,7 +30,7 @@ const forecasterOrder = "CASE forecaster WHEN 'eo_model' THEN 0 WHEN 'eo_market'
 // HTML, one row, which the edge serves) and the same report to the store
 // (ModelReportKey, ModelReportLatestKey). It returns the compared matches.
 func (r *run) reviewModel(ctx context.Context) (int64, error) {
-	mr := r.model
+	mr := r.modelRun
 	if mr == nil {
 		return 0, fmt.Errorf("model review: the ratings and model step has not run")
 	}
@@ -38,7 +38,7 @@ func (r *run) reviewModel(ctx context.Context) (int64, error) {
 		matchID string
 		p       float64
 	}
-	rows, err := collect(ctx, r.db, sqlModelReviewClosing, nil, func(x *closingRow) []any { return []any{&x.matchID, &x.p} })
+	rows, err := query(ctx, r, "model/review_closing.sql", nil, nil, func(x *closingRow) []any { return []any{&x.matchID, &x.p} })
 	if err != nil {
 		return 0, fmt.Errorf("model review: read closing lines: %w", err)
 	}
@@ -76,10 +76,10 @@ func (r *run) reviewModel(ctx context.Context) (int64, error) {
 // fills them from c and the report's HTML.
 func (r *run) writeReview(ctx context.Context, c model.Comparison, report string) error {
 	db := r.db
-	if _, err := db.ExecContext(ctx, sqlModelReviewTables); err != nil {
+	if err := r.do(ctx, "model/review_tables.sql", nil); err != nil {
 		return fmt.Errorf("model review: create tables: %w", err)
 	}
-	m := r.model.metrics
+	m := r.modelRun.metrics
 	if err := appendRows(ctx, db, "out_model_report", 1, func(int) []any {
 		return []any{m.Market, m.ModelVersion, m.EvaluatedAt, report}
 	}); err != nil {

@@ -6,12 +6,11 @@ import (
 	"database/sql"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "github.com/marcboeker/go-duckdb/v2"
-
-	eosql "github.com/eodata/eo/sql"
 )
 
 // testDB is an in-memory DuckDB on one connection (a run's settings and
@@ -53,27 +52,39 @@ INSERT INTO b VALUES (';'); -- a string literal with a semicolon, not at the lin
 	}
 }
 
-// Every statement file under sql/changes, sql/model and sql/registries is
-// read by name in sqlfiles.go: a file left behind by a rename (or never wired
-// in) fails here, as a name without a file fails MustFile when the package
-// starts.
-func TestEveryStatementFileIsRead(t *testing.T) {
-	src, err := os.ReadFile("sqlfiles.go")
+// Every file under sql/ is run: those of the folders run in name order
+// (normalise, derive, assemble) by execFolder, every other one by its name
+// in this package's Go files. A file left behind by a rename (or never
+// wired in) fails here, as a name without a file fails when the step runs.
+func TestEverySQLFileIsRun(t *testing.T) {
+	var src strings.Builder
+	gofiles, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, folder := range []string{"changes", "model", "registries"} {
-		steps, err := eosql.Steps(folder)
+	for _, f := range gofiles {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(steps) == 0 {
-			t.Fatalf("sql/%s holds no statement", folder)
+		src.Write(b)
+	}
+	ordered := map[string]bool{"normalise": true, "derive": true, "assemble": true}
+	files, err := filepath.Glob("../sql/*/*")
+	if err != nil || len(files) < 20 {
+		t.Fatalf("sql files: %d, %v", len(files), err)
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(filepath.ToSlash(f), "../sql/")
+		folder, _, _ := strings.Cut(name, "/")
+		if ordered[folder] || !(strings.HasSuffix(name, ".sql") || strings.HasSuffix(name, ".tmpl")) {
+			continue
 		}
-		for _, s := range steps {
-			if !strings.Contains(string(src), `eosql.MustFile("`+s.Name+`")`) {
-				t.Errorf("sql/%s is not read by sqlfiles.go", s.Name)
-			}
+		if !strings.Contains(src.String(), `"`+name+`"`) {
+			t.Errorf("sql/%s is not run by name", name)
 		}
 	}
 }
@@ -115,7 +126,7 @@ func TestReleaseCacheDropsFileBlocks(t *testing.T) {
 	if cached < 8<<20 || inMemory < 4<<20 {
 		t.Fatalf("the setup should cache the file's blocks and hold an in-memory table: %d and %d bytes", cached, inMemory)
 	}
-	r := &run{o: Options{Logger: slog.Default()}, rep: &Report{RunID: "test"}, db: db, inc: &incState{budget: 512e6}}
+	r := &run{o: Options{Logger: slog.Default()}, rep: &Report{RunID: "test"}, db: db, budget: budget{bytes: 512e6, goPrev: -1}}
 	r.releaseCache(ctx)
 	if after := usage("BASE_TABLE"); after > cached/4 {
 		t.Errorf("cached blocks of the file: %d bytes before, %d after", cached, after)

@@ -1,12 +1,13 @@
-// Package sql embeds the pipeline's DuckDB SQL: the staging template that
-// types and validates raw lines; the numbered normalise, derive and assemble
-// steps (files run in name order within a folder; each is idempotent, CREATE
-// OR REPLACE, so a step can be re-run after a failure); and the named
-// statements the Go steps run (model/, registries/, changes/), read with
-// MustFile.
+// Package sql embeds the pipeline's DuckDB SQL, one file a step or a
+// statement, named by step (sql/<step>/...). Every file is a Go text
+// template (most have no action and read as plain SQL): the pipeline
+// renders it with the step's values (a table name, an entity's fields) and
+// runs its statements in order. Folders whose files run in name order
+// (normalise, derive, assemble, aggregate) are read with Steps.
 package sql
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -14,9 +15,10 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"text/template"
 )
 
-//go:embed stage/*.tmpl normalise/*.sql derive/*.sql assemble/*.sql model/*.sql registries/*.sql changes/*.sql
+//go:embed */*.sql */*.tmpl
 var files embed.FS
 
 // Step is one named SQL file.
@@ -46,25 +48,33 @@ func Steps(folder string) ([]Step, error) {
 	return out, nil
 }
 
-// MustFile returns a named statement file, e.g. "model/rankings.sql". It
-// is called when a package initialises, so a missing file stops every
-// binary and test of that package at once, naming the file.
-func MustFile(name string) string {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("sql: %s: %v", name, err))
-	}
-	return string(b)
-}
-
-// Template returns a text template file's source, e.g. "stage/stage.sql.tmpl".
-func Template(name string) (string, error) {
+// Render renders the file name (e.g. "merge/replace.sql") as a text
+// template with data, and funcs beside the standard ones (join: strings.Join;
+// quote: a SQL string literal).
+func Render(name string, data any, funcs template.FuncMap) (string, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		return "", fmt.Errorf("sql: read %s: %w", name, err)
 	}
-	return string(b), nil
+	t := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+		"join":  strings.Join,
+		"quote": Quote,
+	})
+	if funcs != nil {
+		t = t.Funcs(funcs)
+	}
+	if t, err = t.Parse(string(b)); err != nil {
+		return "", fmt.Errorf("sql: %s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("sql: %s: %w", name, err)
+	}
+	return buf.String(), nil
 }
+
+// Quote is s as a SQL string literal.
+func Quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Digest is a SHA-256 over every embedded file's name and text: what a
 // persisted pipeline state records, so that a build whose SQL differs

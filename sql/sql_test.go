@@ -1,34 +1,40 @@
 package sql
 
 import (
-	"fmt"
 	"strings"
 	"testing"
+	"text/template"
 )
 
-// A statement read by a name that has no file stops with an error naming the
-// file (MustFile runs when the reading package initialises, so every test of
-// that package fails with it).
-func TestMustFileNamesAMissingFile(t *testing.T) {
-	if got := MustFile("model/rankings.sql"); !strings.Contains(got, "rankings") {
-		t.Fatalf("model/rankings.sql: %q", got)
+// A file read by a name that has none fails naming the file; a template
+// error names the file too.
+func TestRenderNamesWhatIsMissing(t *testing.T) {
+	got, err := Render("run/count.sql", "some_table", nil)
+	if err != nil || strings.TrimSpace(got) != "SELECT count(*) FROM some_table;" {
+		t.Fatalf("run/count.sql: %q, %v", got, err)
 	}
-	msg := func() (msg string) {
-		defer func() { msg = fmt.Sprint(recover()) }()
-		MustFile("model/no_such_statement.sql")
-		return "no panic"
-	}()
-	if !strings.Contains(msg, "sql: model/no_such_statement.sql") || !strings.Contains(msg, "does not exist") {
-		t.Fatalf("MustFile of a missing name: %s", msg)
+	if _, err := Render("run/no_such.sql", nil, nil); err == nil || !strings.Contains(err.Error(), "run/no_such.sql") {
+		t.Fatalf("a missing file: %v", err)
+	}
+	// merge/ensure.sql needs .Table and .Src: missing keys fail the render.
+	if _, err := Render("merge/ensure.sql", map[string]string{"Table": "t"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "merge/ensure.sql") {
+		t.Fatalf("a missing template key: %v", err)
+	}
+	if _, err := Render("check/01_check.sql", nil, template.FuncMap{}); err == nil {
+		t.Fatal("check/01_check.sql needs its spec function")
 	}
 }
 
-func TestStepsAndTemplateNameWhatIsMissing(t *testing.T) {
+func TestQuote(t *testing.T) {
+	if got := Quote("it's"); got != "'it''s'" {
+		t.Fatalf("Quote: %s", got)
+	}
+}
+
+func TestStepsAreInNameOrder(t *testing.T) {
 	if _, err := Steps("no_such_folder"); err == nil || !strings.Contains(err.Error(), "no_such_folder") {
 		t.Fatalf("Steps of a missing folder: %v", err)
-	}
-	if _, err := Template("stage/no_such.tmpl"); err == nil || !strings.Contains(err.Error(), "stage/no_such.tmpl") {
-		t.Fatalf("Template of a missing file: %v", err)
 	}
 	steps, err := Steps("derive")
 	if err != nil || len(steps) == 0 {

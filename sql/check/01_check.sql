@@ -2,19 +2,20 @@
 -- holds every record that passed the per-line checks (stage.sql.tmpl), every
 -- version of every key. A failing record is quarantined with its reason and
 -- removed from the candidates; only then does last-write-wins pick each key's
--- winner among the survivors (the template call winners makes v_<entity>). So a
+-- winner among the survivors (the template winners makes v_<entity>). So a
 -- rejected correction never replaces the record it corrects: the older valid
 -- version wins and stays published, and with it every row that refers to it.
 -- Parents are checked (and their winners picked) before children, and a
 -- child is checked against its parent's winners: a child of a parent of
 -- which no version survives is quarantined too ("unknown match_id").
--- This file is rendered as a Go text/template (pipelines.run.check).
+-- pipelines.run.check renders it: spec "<entity>" is the entity's raw.Spec,
+-- and each entity's winners are picked exactly once.
 CREATE OR REPLACE TEMP TABLE bad (entity VARCHAR, batch_seq INTEGER, line_no INTEGER, reason VARCHAR);
 
 -- no reference to check
-{{winners "tournaments"}}
-{{winners "teams"}}
-{{winners "books"}}
+{{template "winners" (spec "tournaments")}}
+{{template "winners" (spec "teams")}}
+{{template "winners" (spec "books")}}
 
 -- players: a current team, when given, must exist
 INSERT INTO bad
@@ -22,7 +23,7 @@ SELECT 'players', p.batch_seq, p.line_no, 'unknown team_id'
 FROM c_players p LEFT JOIN v_teams t ON t.id = p.team_id
 WHERE coalesce(p.team_id, '') <> '' AND t.id IS NULL;
 DELETE FROM c_players WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'players');
-{{winners "players"}}
+{{template "winners" (spec "players")}}
 
 -- matches: known tournament and teams, two different teams
 INSERT INTO bad
@@ -37,7 +38,7 @@ LEFT JOIN v_teams a ON a.id = m.team_a_id
 LEFT JOIN v_teams b ON b.id = m.team_b_id
 WHERE t.id IS NULL OR a.id IS NULL OR b.id IS NULL OR m.team_a_id = m.team_b_id;
 DELETE FROM c_matches WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'matches');
-{{winners "matches"}}
+{{template "winners" (spec "matches")}}
 
 -- the winning matches' formats and teams, for the children of a match
 CREATE OR REPLACE TEMP TABLE match_need AS
@@ -64,7 +65,7 @@ FROM (
   FROM c_match_updates u LEFT JOIN match_need n ON n.id = u.match_id)
 WHERE unknown OR bad_score OR bad_kills;
 DELETE FROM c_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
-{{winners "match_updates"}}
+{{template "winners" (spec "match_updates")}}
 
 -- map results: a known match, a map number inside the format, a possible score
 INSERT INTO bad
@@ -84,7 +85,7 @@ WHERE n.id IS NULL OR r.map_number < 1 OR r.map_number > 2 * n.need - 1
         OR r.first_half_b + coalesce(r.second_half_b, 0) + coalesce(r.overtime_b, 0) <> r.score_b))
    OR ((r.overtime_a IS NULL) <> (r.overtime_b IS NULL));
 DELETE FROM c_map_results WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'map_results');
-{{winners "map_results"}}
+{{template "winners" (spec "map_results")}}
 
 -- vetoes: a known match; a child row naming a team must name one of its
 -- match's two teams
@@ -99,7 +100,7 @@ WHERE n.id IS NULL
    OR (v.choice_type = 'decider') = (coalesce(v.team_id, '') <> '')
    OR (coalesce(v.team_id, '') <> '' AND (v.match_id, v.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams));
 DELETE FROM c_vetoes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'vetoes');
-{{winners "vetoes"}}
+{{template "winners" (spec "vetoes")}}
 
 INSERT INTO bad
 SELECT 'player_stats', s.batch_seq, s.line_no,
@@ -115,7 +116,7 @@ WHERE n.id IS NULL OR p.id IS NULL
    OR s.kills < 0 OR s.deaths < 0 OR s.assists < 0 OR s.adr < 0 OR s.rounds_played < 0
    OR s.kast < 0 OR s.kast > 1 OR s.map_number < 1;
 DELETE FROM c_player_stats WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'player_stats');
-{{winners "player_stats"}}
+{{template "winners" (spec "player_stats")}}
 
 INSERT INTO bad
 SELECT 'rounds', r.batch_seq, r.line_no,
@@ -128,7 +129,7 @@ WHERE n.id IS NULL
    OR r.round_number < 1 OR r.map_number < 1 OR r.kast < 0 OR r.kast > 5 OR r.kills < 0 OR r.deaths < 0
    OR r.round_duration_ms < 0;
 DELETE FROM c_rounds WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'rounds');
-{{winners "rounds"}}
+{{template "winners" (spec "rounds")}}
 
 -- depth rows: a known match and player (and a known opponent for a duel:
 -- normalise joins it, so an unknown one would drop the row silently)
@@ -146,15 +147,15 @@ CROSS JOIN LATERAL (SELECT CASE
     WHEN x.opponent_id NOT IN (SELECT id FROM v_players) THEN 'unknown opponent_id' END AS reason)
 WHERE reason IS NOT NULL;
 DELETE FROM c_depth_weapons WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_weapons');
-{{winners "depth_weapons"}}
+{{template "winners" (spec "depth_weapons")}}
 DELETE FROM c_depth_grenades WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_grenades');
-{{winners "depth_grenades"}}
+{{template "winners" (spec "depth_grenades")}}
 DELETE FROM c_depth_hitgroups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_hitgroups');
-{{winners "depth_hitgroups"}}
+{{template "winners" (spec "depth_hitgroups")}}
 DELETE FROM c_depth_duels WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_duels');
-{{winners "depth_duels"}}
+{{template "winners" (spec "depth_duels")}}
 DELETE FROM c_depth_flashes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_flashes');
-{{winners "depth_flashes"}}
+{{template "winners" (spec "depth_flashes")}}
 
 -- lineups: a team of the match, a list of known players
 CREATE OR REPLACE TEMP TABLE lineup_unknown AS
@@ -173,13 +174,13 @@ WHERE l.match_id NOT IN (SELECT id FROM match_need)
    OR TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL
    OR (l.batch_seq, l.line_no) IN (SELECT (batch_seq, line_no) FROM lineup_unknown);
 DELETE FROM c_lineups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'lineups');
-{{winners "lineups"}}
+{{template "winners" (spec "lineups")}}
 
 INSERT INTO bad
 SELECT 'streams', s.batch_seq, s.line_no, 'unknown match_id'
 FROM c_streams s WHERE s.match_id NOT IN (SELECT id FROM match_need);
 DELETE FROM c_streams WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'streams');
-{{winners "streams"}}
+{{template "winners" (spec "streams")}}
 
 -- price captures: exactly one parent, known; a decimal price above 1
 INSERT INTO bad
@@ -200,7 +201,19 @@ WHERE (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '')
    OR (c.market = 'total_maps' AND c.outcome NOT IN ('over', 'under'))
    OR (c.market = 'outright' AND c.outcome NOT IN (SELECT id FROM v_teams));
 DELETE FROM c_price_captures WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'price_captures');
-{{winners "price_captures"}}
+{{template "winners" (spec "price_captures")}}
 
 INSERT INTO quarantine
 SELECT b.batch_seq, b.entity, b.line_no, b.reason, NULL FROM bad b;
+
+{{- /* The latest surviving candidate per upstream key (last write wins by the
+upstream's change time, then by landing order: the later batch, then the
+later line), or every candidate of an entity without a key. */}}
+{{- define "winners"}}
+{{- if .Key}}
+CREATE OR REPLACE TABLE v_{{.Entity}} AS SELECT * FROM c_{{.Entity}}
+QUALIFY row_number() OVER (PARTITION BY {{range $i, $k := .Key}}{{if $i}}, {{end}}"{{$k}}"{{end}} ORDER BY "{{.Order}}" DESC, batch_seq DESC, line_no DESC) = 1;
+{{- else}}
+CREATE OR REPLACE TABLE v_{{.Entity}} AS SELECT * FROM c_{{.Entity}};
+{{- end}}
+{{- end}}

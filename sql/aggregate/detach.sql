@@ -1,0 +1,2 @@
+DETACH agg;
+CHECKPOINT st;

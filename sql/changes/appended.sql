@@ -1,0 +1,1 @@
+SELECT count(*) FROM out_changes WHERE entity_type <> '_log' AND changed_at = ?;

@@ -1,0 +1,1 @@
+INSERT INTO {{.Table}} BY NAME SELECT * FROM read_parquet({{quote .Path}});

@@ -1,0 +1,1 @@
+SELECT DISTINCT chunk FROM parts_scope ORDER BY chunk;

@@ -1,0 +1,1 @@
+SELECT CAST(id AS VARCHAR) FROM parts_scope;

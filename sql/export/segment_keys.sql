@@ -1,0 +1,1 @@
+SELECT {{range .Seg}}CAST({{.}} AS VARCHAR), {{end}}{{if eq (len .Seg) 1}}NULL{{end}} FROM {{.Table}};

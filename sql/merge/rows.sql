@@ -1,0 +1,1 @@
+SELECT * FROM {{.DB}}.{{.Table}} WHERE {{.Pred}};

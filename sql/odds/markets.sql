@@ -1,0 +1,1 @@
+SELECT coalesce(max(mi), 0) FROM odds_markets;

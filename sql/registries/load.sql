@@ -1,0 +1,1 @@
+INSERT INTO {{.Table}} SELECT * FROM read_parquet({{quote .Path}});

@@ -1,0 +1,3 @@
+-- The state written out and closed: the run's last use of it.
+CHECKPOINT st;
+DETACH st;

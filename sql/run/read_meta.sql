@@ -1,0 +1,1 @@
+SELECT body FROM st.state_meta;

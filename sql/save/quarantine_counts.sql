@@ -1,0 +1,1 @@
+SELECT entity, reason, count(*) FROM quarantine GROUP BY ALL ORDER BY ALL;
