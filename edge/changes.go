@@ -8,7 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/tables"
 )
 
 // The changes feed: GET /v1/{game}/changes?since=<cursor> lists what
@@ -85,7 +86,7 @@ func (cc cursorCodec) decodeChanges(s string) (c changesCursor, ok bool) {
 // changeEntry is one entry of a /changes page.
 type changeEntry struct {
 	typ, kind, source string
-	id                view.ID
+	id                tables.ID
 	at                time.Time
 }
 
@@ -176,7 +177,7 @@ func appendChange(b []byte, game string, e *changeEntry) []byte {
 	b = append(b, `","changed_at":"`...)
 	// Microseconds, as every other time the service serves (a live entry's
 	// time is the edge's clock, which has nanoseconds).
-	b = e.at.UTC().Truncate(time.Microsecond).AppendFormat(b, time.RFC3339Nano)
+	b = raw.Instant(e.at).AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","source":"`...)
 	b = append(b, e.source...)
 	b = append(b, `","href":"/v1/`...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -36,7 +37,7 @@ type liveChanges struct {
 // changeKey is a live change's entity: a match, or a match's odds.
 type changeKey struct {
 	typ uint8
-	id  view.ID
+	id  tables.ID
 }
 
 const (
@@ -164,7 +165,7 @@ func cmpU64(a, b uint64) int {
 
 // drop forgets the changes of matches keep rejects (at a snapshot swap:
 // the matches the new snapshot does not have).
-func (l *liveChanges) drop(keep func(id view.ID) bool) {
+func (l *liveChanges) drop(keep func(id tables.ID) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -231,7 +232,7 @@ func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveCha
 // started on one continues on another.
 func (l *liveState) recordChanges(seq uint64, ap view.Applied) {
 	changes := make([]liveChange, 0, len(ap.Matches)+len(ap.Odds))
-	at := func(id view.ID, kinds ...string) uint64 {
+	at := func(id tables.ID, kinds ...string) uint64 {
 		for _, k := range kinds {
 			if s := l.tracker.EventSeq(id, k); s > 0 {
 				return s

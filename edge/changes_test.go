@@ -13,7 +13,7 @@ import (
 	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/tables"
 )
 
 // replayBatches plays a match of ls's snapshot out with the local replay and
@@ -188,7 +188,7 @@ func atSeq(seq uint64, keys ...changeKey) []liveChange {
 // the feed's numbering does.
 func TestLiveChangesLog(t *testing.T) {
 	l := newLiveChanges()
-	id := func(n byte) view.ID { return view.ID{15: n} }
+	id := func(n byte) tables.ID { return tables.ID{15: n} }
 	at := fixtureNow
 	l.record(10, at, atSeq(10, changeKey{keyOdds, id(2)}, changeKey{keyMatch, id(2)}, changeKey{keyMatch, id(1)}, changeKey{keyMatch, id(1)}))
 	l.record(11, at, atSeq(11, changeKey{keyMatch, id(2)}))
@@ -214,7 +214,7 @@ func TestLiveChangesLog(t *testing.T) {
 	if _, _, seq, key = l.after(50, changeKey{typ: keyMatch}, 10); seq != 50 || key.typ != keyMatch {
 		t.Fatalf("ahead: %d %v", seq, key)
 	}
-	l.drop(func(x view.ID) bool { return x != id(1) })
+	l.drop(func(x tables.ID) bool { return x != id(1) })
 	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "10:2/2 11:1/2 " || l.size.Load() != 2 {
 		t.Fatalf("after the drop: %s (%d held)", keys(all), l.size.Load())
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -58,13 +59,13 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 	// map_results is read into rows (typed column decoders); match_parts
 	// holds the matches' pre-rendered parts, each frame under a checksum:
 	// every corruption of one of its frames must fail the load.
-	for _, table := range []string{"map_results", view.MatchPartsTable} {
+	for _, table := range []string{"map_results", tables.MatchPartsTable} {
 		failed := 0
 		for i := 1; i < 40; i++ {
 			dir, _ := corruptCopy(t, ts, table, float64(i)/41)
 			_, err := view.Load(context.Background(), dir, ts.Current().Meta)
 			if err != nil {
-				if !errors.Is(err, view.ErrCorrupt) {
+				if !errors.Is(err, tables.ErrCorrupt) {
 					t.Fatalf("%s corrupt at %d/41: %v does not wrap view.ErrCorrupt", table, i, err)
 				}
 				failed++
@@ -73,7 +74,7 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 		if failed == 0 {
 			t.Fatalf("%s: no corruption was detected: the sweep tests nothing", table)
 		}
-		if table == view.MatchPartsTable && failed != 39 {
+		if table == tables.MatchPartsTable && failed != 39 {
 			t.Errorf("%s: %d of 39 corruptions failed the load, want all", table, failed)
 		}
 		t.Logf("%s: %d of 39 corruptions failed the load (the rest decoded to other values)", table, failed)
@@ -101,7 +102,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	}
 	bad := ts.publishNext(t, files)
 	err := ts.Load(context.Background())
-	if !errors.Is(err, view.ErrCorrupt) {
+	if !errors.Is(err, tables.ErrCorrupt) {
 		t.Fatalf("Load of the corrupt snapshot: %v, want view.ErrCorrupt", err)
 	}
 	if ts.Current().ID != good {

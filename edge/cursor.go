@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -33,7 +34,7 @@ import (
 type cursor struct {
 	Sort string       `json:"o,omitempty"` // empty: minted before sort support, means the default order
 	Val  view.SortVal `json:"v"`
-	ID   view.ID      `json:"-"`
+	ID   tables.ID    `json:"-"`
 	IDS  string       `json:"i"` // JSON cursors only
 	Kind string       `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
 	// Snap is the snapshot the page was served from: the next page comes
@@ -86,7 +87,7 @@ type binaryFields struct {
 	kind, sort, snap, str []byte
 	null                  bool
 	num                   int64
-	id                    view.ID
+	id                    tables.ID
 }
 
 func parseBinary(b []byte) (f binaryFields, ok bool) {
@@ -265,7 +266,7 @@ func decodeJSON(body []byte, c *cursor) bool {
 	if json.Unmarshal(body, c) != nil {
 		return false
 	}
-	id, ok := view.ParseID(c.IDS)
+	id, ok := tables.ParseID(c.IDS)
 	c.ID = id
 	return ok
 }

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
-var cursorID = view.ID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+var cursorID = tables.ID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 
 // TestCursorRoundTrip: every kind of sort value survives encode and decode,
 // under the spec and kind it was minted for, and nothing else.

@@ -32,6 +32,7 @@ import (
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/reload"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -416,7 +417,7 @@ func (s *Server) Load(ctx context.Context) error {
 	}
 	next, err := view.LoadWith(ctx, dir, viewMeta(m), lo)
 	if err != nil {
-		if errors.Is(err, view.ErrCorrupt) {
+		if errors.Is(err, tables.ErrCorrupt) {
 			s.reject(m.SnapshotID, dir, err)
 		}
 		return fmt.Errorf("edge: load snapshot %s: %w", m.SnapshotID, err)
@@ -557,7 +558,7 @@ func (s *Server) loadCached(ctx context.Context, why error) error {
 		}
 		next, err := view.Load(ctx, dir, viewMeta(m))
 		if err != nil {
-			if errors.Is(err, view.ErrCorrupt) {
+			if errors.Is(err, tables.ErrCorrupt) {
 				s.reject(m.SnapshotID, dir, err)
 			} else {
 				s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
@@ -606,7 +607,7 @@ func (s *Server) pruneCache(keep string) {
 // pointer until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadWithTimeout(ctx); err != nil {
-		if errors.Is(err, view.ErrCorrupt) {
+		if errors.Is(err, tables.ErrCorrupt) {
 			s.log.Error("the published snapshot is corrupt; looking for a good one in the local cache", "err", err)
 		} else {
 			s.log.Warn("store unreachable at start; looking for a snapshot in the local cache", "err", err)
@@ -688,7 +689,7 @@ func (s *Server) loadWithTimeout(ctx context.Context) error {
 func (s *Server) watch(ctx context.Context) {
 	reload.Every(ctx, s.o.PollInterval, s.loadWithTimeout, func(err error) {
 		s.metrics.reloadFailed()
-		if !errors.Is(err, view.ErrCorrupt) { // reject logged it
+		if !errors.Is(err, tables.ErrCorrupt) { // reject logged it
 			s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
 		}
 	})

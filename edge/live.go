@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -205,7 +206,7 @@ func (l *liveState) swapped(old, cur *view.View) {
 		var a, b []byte
 		for _, target := range targets {
 			kind, rest, _ := strings.Cut(target, ":")
-			id, _ := view.ParseID(rest)
+			id, _ := tables.ParseID(rest)
 			var okA, okB bool
 			if kind == "match" {
 				a, okA = old.AppendMatchFrame(a[:0], id)
@@ -227,12 +228,12 @@ func (l *liveState) swapped(old, cur *view.View) {
 			return true
 		}
 		_, rest, _ := strings.Cut(target, ":")
-		id, _ := view.ParseID(rest)
+		id, _ := tables.ParseID(rest)
 		m, ok := cur.Match(id)
 		return ok && m.Status != "completed" && m.Status != "cancelled"
 	})
 	l.hist.Swapped(at)
-	l.changes.drop(func(id view.ID) bool { _, ok := cur.Match(id); return ok })
+	l.changes.drop(func(id tables.ID) bool { _, ok := cur.Match(id); return ok })
 	l.tracker.Rebased(cur)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -71,8 +72,8 @@ func (s *Server) listMatches(c *fiber.Ctx) error {
 }
 
 // matchID resolves a path id; malformed is 404.
-func matchID(c *fiber.Ctx) (view.ID, error) {
-	id, ok := view.ParseID(c.Params("id"))
+func matchID(c *fiber.Ctx) (tables.ID, error) {
+	id, ok := tables.ParseID(c.Params("id"))
 	if !ok {
 		return id, notFound("match")
 	}
@@ -117,7 +118,7 @@ func (s *Server) matchSub(sub string) fiber.Handler {
 			return err
 		}
 		v := viewOf(c)
-		list := func(p view.Packed) error {
+		list := func(p tables.Packed) error {
 			sendPacked(jsonBody(c), p, "[]", true)
 			return nil
 		}
@@ -136,7 +137,7 @@ func (s *Server) matchSub(sub string) fiber.Handler {
 		}
 		switch sub {
 		case "depth":
-			sendPacked(jsonBody(c), v.MatchDepth(id), view.EmptyDepth, false)
+			sendPacked(jsonBody(c), v.MatchDepth(id), tables.EmptyDepth, false)
 			return nil
 		case "lineups":
 			return list(v.MatchLineups(id))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -21,23 +22,23 @@ import (
 func TestMatchPartsEqualPartsRenderedAtLoad(t *testing.T) {
 	ts := newTestServer(t)
 	cur := ts.Current()
-	if got := cur.MatchPartsSource(); got != view.MatchPartsTable {
-		t.Fatalf("the published snapshot's parts came from %q, want the pipeline's %s table", got, view.MatchPartsTable)
+	if got := cur.MatchPartsSource(); got != tables.MatchPartsTable {
+		t.Fatalf("the published snapshot's parts came from %q, want the pipeline's %s table", got, tables.MatchPartsTable)
 	}
 	dir := filepath.Join(ts.cacheRoot(), cur.ID)
 	meta := cur.Meta
-	meta.Tables = slices.DeleteFunc(slices.Clone(meta.Tables), func(n string) bool { return n == view.MatchPartsTable })
+	meta.Tables = slices.DeleteFunc(slices.Clone(meta.Tables), func(n string) bool { return n == tables.MatchPartsTable })
 	rendered, err := view.Load(context.Background(), dir, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := rendered.MatchPartsSource(); !strings.HasPrefix(got, "rendered at load") {
-		t.Fatalf("a snapshot without %s: parts source %q", view.MatchPartsTable, got)
+		t.Fatalf("a snapshot without %s: parts source %q", tables.MatchPartsTable, got)
 	}
 	a, b := view.New(cur), view.New(rendered)
 	parts := []struct {
 		name string
-		get  func(*view.View, view.ID) view.Packed
+		get  func(*view.View, tables.ID) tables.Packed
 	}{
 		{"stats", (*view.View).MatchStats}, {"vetoes", (*view.View).MatchVetoes},
 		{"rounds", (*view.View).MatchRounds}, {"depth", (*view.View).MatchDepth},
@@ -51,7 +52,7 @@ func TestMatchPartsEqualPartsRenderedAtLoad(t *testing.T) {
 			xb, yb := x.AppendTo(nil, "none"), y.AppendTo(nil, "none")
 			if !bytes.Equal(xb, yb) || x.Len() != y.Len() {
 				t.Fatalf("match %s %s: from %s %d bytes (%d rows), rendered at load %d bytes (%d rows)",
-					m.ID, p.name, view.MatchPartsTable, len(xb), x.Len(), len(yb), y.Len())
+					m.ID, p.name, tables.MatchPartsTable, len(xb), x.Len(), len(yb), y.Len())
 			}
 			if string(xb) != "none" {
 				nonEmpty[p.name]++
@@ -76,7 +77,7 @@ func TestCorruptMatchPartsFailTheLoad(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, cur.Meta.File(view.MatchPartsTable))
+	path := filepath.Join(dir, cur.Meta.File(tables.MatchPartsTable))
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestCorruptMatchPartsFailTheLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = view.Load(context.Background(), dir, cur.Meta)
-	if !errors.Is(err, view.ErrCorrupt) {
+	if !errors.Is(err, tables.ErrCorrupt) {
 		t.Fatalf("a match part that is not a zstd frame: load error %v, want view.ErrCorrupt", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -217,17 +218,17 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"Player", view.Player{}, nil},
 		{"Tournament", view.Tournament{}, []string{"status"}},
 		{"MapResult", view.MapResult{}, nil},
-		{"Veto", view.Veto{}, nil},
-		{"StatLine", view.StatLine{}, nil},
-		{"Round", view.Round{}, nil},
-		{"DepthWeapon", view.DepthWeapon{}, nil},
-		{"DepthGrenade", view.DepthGrenade{}, nil},
-		{"DepthHitgroup", view.DepthHitgroup{}, nil},
-		{"DepthDuel", view.DepthDuel{}, nil},
-		{"DepthFlash", view.DepthFlash{}, nil},
-		{"Lineup", view.Lineup{}, nil},
-		{"MatchEvent", view.MatchEvent{}, nil},
-		{"Stream", view.Stream{}, nil},
+		{"Veto", tables.Veto{}, nil},
+		{"StatLine", tables.StatLine{}, nil},
+		{"Round", tables.Round{}, nil},
+		{"DepthWeapon", tables.DepthWeapon{}, nil},
+		{"DepthGrenade", tables.DepthGrenade{}, nil},
+		{"DepthHitgroup", tables.DepthHitgroup{}, nil},
+		{"DepthDuel", tables.DepthDuel{}, nil},
+		{"DepthFlash", tables.DepthFlash{}, nil},
+		{"Lineup", tables.Lineup{}, nil},
+		{"MatchEvent", tables.MatchEvent{}, nil},
+		{"Stream", tables.Stream{}, nil},
 		{"TeamProfile", view.TeamProfile{}, nil},
 		{"TeamMapProfile", view.TeamMapProfile{}, nil},
 		{"HeadToHead", view.HeadToHead{}, []string{"recent_matches"}},

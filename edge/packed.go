@@ -3,12 +3,12 @@ package edge
 import (
 	"github.com/valyala/fasthttp"
 
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/tables"
 )
 
 // sendPacked writes {"data": <json>} into r from a compressed part of the
 // view (the list meta too when asArray), decompressing into a pooled buffer.
-func sendPacked(r *fasthttp.Response, p view.Packed, empty string, asArray bool) {
+func sendPacked(r *fasthttp.Response, p tables.Packed, empty string, asArray bool) {
 	bp := bufs.Get().(*[]byte)
 	buf := p.AppendTo((*bp)[:0], empty)
 	r.AppendBodyString(`{"data":`)

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/zeebo/xxh3"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -67,26 +68,26 @@ const (
 )
 
 // scopeFunc tells a request's scope and, for scopeMatch, its match.
-type scopeFunc func(c *fiber.Ctx) (pageScope, view.ID)
+type scopeFunc func(c *fiber.Ctx) (pageScope, tables.ID)
 
-func viewScope(*fiber.Ctx) (pageScope, view.ID)     { return scopeView, view.ID{} }
-func snapshotScope(*fiber.Ctx) (pageScope, view.ID) { return scopeSnapshot, view.ID{} }
+func viewScope(*fiber.Ctx) (pageScope, tables.ID)     { return scopeView, tables.ID{} }
+func snapshotScope(*fiber.Ctx) (pageScope, tables.ID) { return scopeSnapshot, tables.ID{} }
 
 // matchScope: a /matches/{id} resource or sub-resource.
-func matchScope(c *fiber.Ctx) (pageScope, view.ID) {
-	if id, ok := view.ParseID(c.Params("id")); ok {
+func matchScope(c *fiber.Ctx) (pageScope, tables.ID) {
+	if id, ok := tables.ParseID(c.Params("id")); ok {
 		return scopeMatch, id
 	}
-	return scopeView, view.ID{}
+	return scopeView, tables.ID{}
 }
 
 // oddsScope: /odds?match= reads one match's lines; the bulk /odds every
 // open market's.
-func oddsScope(c *fiber.Ctx) (pageScope, view.ID) {
-	if id, ok := view.ParseID(c.Query("match")); ok {
+func oddsScope(c *fiber.Ctx) (pageScope, tables.ID) {
+	if id, ok := tables.ParseID(c.Query("match")); ok {
 		return scopeMatch, id
 	}
-	return scopeView, view.ID{}
+	return scopeView, tables.ID{}
 }
 
 type pageCache struct {
@@ -101,7 +102,7 @@ type cachedPage struct {
 	etag  string // `"` + xxh3 of body in base 36: finishWire's ETag, rendered once
 	until int64  // unix nanoseconds the body may change from with the clock; 0: never
 	scope pageScope
-	match view.ID // scopeMatch: the match
+	match tables.ID // scopeMatch: the match
 	// enc holds the body compressed in each coding, made by the first
 	// request that asked for it (finishWire); shared, never written to.
 	enc [len(codings) + 1]atomic.Pointer[[]byte]

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -185,7 +186,7 @@ func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
 	}
 	ids := make(view.AnyID, len(items))
 	for i, it := range items {
-		id, ok := view.ParseID(it)
+		id, ok := tables.ParseID(it)
 		if !ok {
 			return nil, badParam("%s must be canonical lowercase UUIDs, comma-separated; %q is not one", name, it)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) teamProfile(c *fiber.Ctx) error {
 
 // pathTeam resolves the path's team (an id or a slug) in the request's view,
 // or answers 404.
-func pathTeam(c *fiber.Ctx) (*view.View, view.ID, error) {
+func pathTeam(c *fiber.Ctx) (*view.View, tables.ID, error) {
 	v := viewOf(c)
 	id, _, ok := v.Team(c.Params("id"))
 	if !ok {
@@ -98,7 +99,7 @@ func (s *Server) headToHead(c *fiber.Ctx) error {
 	if ov == "" {
 		return badParam("opponent is required: a team id or slug")
 	}
-	if _, isID := view.ParseID(ov); !isID && !view.IsSlug(ov) {
+	if _, isID := tables.ParseID(ov); !isID && !tables.IsSlug(ov) {
 		return badParam("opponent must be a canonical lowercase UUID or a slug")
 	}
 	opp, _, ok := v.Team(ov)
@@ -129,9 +130,9 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 		if v == "" || len(parts) > 500 {
 			return badParam("ids takes 1 to 500 comma-separated player ids")
 		}
-		f.IDs = make(map[view.ID]bool, len(parts))
+		f.IDs = make(map[tables.ID]bool, len(parts))
 		for _, p := range parts {
-			id, ok := view.ParseID(p)
+			id, ok := tables.ParseID(p)
 			if !ok {
 				return badParam("ids must be canonical lowercase UUIDs; %q is not", p)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -313,12 +314,12 @@ func atoiLimit(v string) (int, error) {
 
 // queryID parses an optional id query parameter (nil when absent, 400
 // when malformed).
-func queryID(c *fiber.Ctx, name string) (*view.ID, error) {
+func queryID(c *fiber.Ctx, name string) (*tables.ID, error) {
 	v := c.Query(name)
 	if v == "" {
 		return nil, nil
 	}
-	id, ok := view.ParseID(v)
+	id, ok := tables.ParseID(v)
 	if !ok {
 		return nil, badParam("%s must be a canonical lowercase UUID", name)
 	}
@@ -380,7 +381,7 @@ func sendList(c *fiber.Ctx, rows [][]byte, next []byte) error {
 }
 
 // sendArray writes a pre-rendered JSON array as an unpaginated list.
-func sendArray(c *fiber.Ctx, a view.Array) error {
+func sendArray(c *fiber.Ctx, a tables.Array) error {
 	r := jsonBody(c)
 	r.AppendBodyString(`{"data":`)
 	if a.JSON == nil {

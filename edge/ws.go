@@ -21,6 +21,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -424,7 +425,7 @@ func (w *wsConn) readLoop() {
 func (w *wsConn) subscribe(target string, since *uint64) {
 	l := w.l
 	kind, rest, _ := strings.Cut(target, ":")
-	id, ok := view.ParseID(rest)
+	id, ok := tables.ParseID(rest)
 	if !ok || (kind != "match" && kind != "odds") {
 		w.queue(frameError, errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"
 )
 
@@ -363,7 +364,9 @@ func TestWSSlowConsumer(t *testing.T) {
 		snapSeq = c.expect("snapshot", target).Seq
 	}
 	const n = 1500 // about 25 MB: more than the socket buffers and the queue hold
-	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", 16<<10) + `"}`)
+	// a live_state just under raw.MaxJSON: a longer one is refused, as the
+	// pipeline would quarantine it
+	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", raw.MaxJSON-16) + `"}`)
 	// Updates are conflated: changes that arrive together reach a client as
 	// one update with the newest state, so the fast client sees increasing
 	// seqs (the feed positions of the events: consecutive here, one frame

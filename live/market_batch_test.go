@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/market"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/synth"
@@ -41,9 +42,9 @@ type seriesRow struct {
 // TestLiveAgreesWithBatch feeds the same captures through the batch
 // pipeline (sql/derive/00_odds*.sql and its Go walk) and through the live
 // aggregator, and requires the same published series: same market ids,
-// outcomes, instants and book counts, and prices to the bit (both evaluate
-// the rule with package devig; pipelines.TestOddsWalkEqualsTheSQLGrid
-// holds the walk to the SQL it replaced).
+// outcomes, instants and book counts, and prices to the bit (both run
+// package market; what this holds is the keying around it: contributors,
+// markets, the order captures are applied in).
 func TestLiveAgreesWithBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline")
@@ -114,22 +115,22 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 	var goRows []seriesRow
 	for i := 0; i < len(caps); {
 		j := i
-		touched := map[MarketKey]bool{}
-		var order []MarketKey
+		touched := map[market.Key]bool{}
+		var order []market.Key
 		for ; j < len(caps) && caps[j].CapturedAt.Equal(caps[i].CapturedAt); j++ {
 			c := caps[j]
 			id, ok := ids[c.MatchID]
 			if c.Market == "outright" || !ok {
 				continue
 			}
-			k := MarketKey{Market: c.Market, MatchID: id}
+			k := market.Key{Market: c.Market, MatchID: id}
 			if c.Market == "map_winner" && c.MapNumber != nil {
 				k.MapNumber = *c.MapNumber
 			}
 			if c.Line != nil {
 				k.Line, k.HasLine = *c.Line, true
 			}
-			agg.Apply(k, Quote{Contributor: root[c.Book], Book: c.Book, Outcome: c.Outcome, Price: c.Price, CapturedAt: c.CapturedAt})
+			agg.Apply(k, market.Quote{Contributor: root[c.Book], Book: c.Book, Outcome: c.Outcome, Price: c.Price, At: c.CapturedAt})
 			if !touched[k] {
 				touched[k] = true
 				order = append(order, k)
@@ -137,8 +138,8 @@ func TestLiveAgreesWithBatch(t *testing.T) {
 		}
 		for _, k := range order {
 			for _, l := range agg.Evaluate(k, caps[i].CapturedAt) {
-				goRows = append(goRows, seriesRow{market: k.Market, marketID: l.MarketID, outcome: l.Outcome,
-					at: l.CapturedAt.UTC(), price: l.Price, bookCount: l.BookCount})
+				goRows = append(goRows, seriesRow{market: k.Market, marketID: k.ID().String(), outcome: l.Outcome,
+					at: l.At.UTC(), price: l.Price, bookCount: l.Books})
 			}
 		}
 		i = j

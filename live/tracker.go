@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eodata/eo/market"
+	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -22,14 +25,13 @@ type Tracker struct {
 	pos     Position // under cur's writers' lock
 	// last is, per match of the batch being applied, the feed position
 	// of its last score event and of its last price event (EventSeq).
-	last     map[view.ID][2]uint64
+	last     map[tables.ID][2]uint64
 	running  atomic.Bool
 	events   atomic.Int64
 	dropped  atomic.Int64
 	skipped  atomic.Int64
 	withheld atomic.Int64
-	// rejected counts the events refused, by reason (scoreProblem,
-	// mapProblem, priceProblem).
+	// rejected counts the events refused, by reason (problem).
 	rejected sync.Map // string → *atomic.Int64
 	// Now is the clock an event's changed_at or captured_at is checked
 	// against, as the lander's landed_at will be (nil: time.Now).
@@ -179,13 +181,13 @@ func (t *Tracker) Apply(evs []Event) {
 		if t.Now != nil {
 			now = t.Now()
 		}
-		t.last = map[view.ID][2]uint64{}
+		t.last = map[tables.ID][2]uint64{}
 		type touched struct {
-			match view.ID
+			match tables.ID
 			at    time.Time
 		}
-		markets := map[MarketKey]*touched{}
-		var order []MarketKey
+		markets := map[market.Key]*touched{}
+		var order []market.Key
 		var ch view.Changes
 		for i := range evs {
 			ev := pipelinePrecision(&evs[i])
@@ -195,16 +197,11 @@ func (t *Tracker) Apply(evs []Event) {
 				continue
 			}
 			var format, why string
-			switch ev.Kind {
-			case KindScore:
-				if m, _ := v.Match(id); m != nil {
-					format = m.Format
-				}
-				why = scoreProblem(ev, format, now)
-			case KindPrice:
-				if ev.Market != "outright" { // not served live
-					why = priceProblem(ev, now)
-				}
+			if m, _ := v.Match(id); m != nil {
+				format = m.Format
+			}
+			if recs := rawRecords(*ev); len(recs) > 0 && (ev.Kind == KindScore || ev.Market != "outright") { // outrights are not served live
+				why = problem(recs[0].e, recs[0].rec, format, now)
 			}
 			if why != "" {
 				t.reject(why)
@@ -216,12 +213,12 @@ func (t *Tracker) Apply(evs []Event) {
 			t.last[id] = seqs
 			switch ev.Kind {
 			case KindScore:
-				ch.Matches = append(ch.Matches, t.matchState(id, ev, format))
+				ch.Matches = append(ch.Matches, t.matchState(id, ev, format, now))
 			case KindPrice:
 				if ev.Market == "outright" {
 					continue // not served live
 				}
-				k := MarketKey{Market: ev.Market, MatchID: id.String()}
+				k := market.Key{Market: ev.Market, MatchID: id.String()}
 				if ev.Market == "map_winner" {
 					if ev.MapNumber == nil {
 						continue
@@ -231,8 +228,8 @@ func (t *Tracker) Apply(evs []Event) {
 				if ev.Line != nil {
 					k.Line, k.HasLine = *ev.Line, true
 				}
-				t.agg.Apply(k, Quote{Contributor: ev.Contributor(), Book: ev.Book, Outcome: ev.Outcome,
-					Price: ev.Price, CapturedAt: ev.CapturedAt})
+				t.agg.Apply(k, market.Quote{Contributor: ev.Contributor(), Book: ev.Book, Outcome: ev.Outcome,
+					Price: ev.Price, At: ev.CapturedAt})
 				tm := markets[k]
 				if tm == nil {
 					tm = &touched{match: id}
@@ -247,7 +244,7 @@ func (t *Tracker) Apply(evs []Event) {
 		for _, k := range order {
 			tm := markets[k]
 			for _, ln := range t.agg.Evaluate(k, tm.at) {
-				ch.Lines = append(ch.Lines, liveLine(tm.match, ln))
+				ch.Lines = append(ch.Lines, liveLine(tm.match, k, ln))
 			}
 		}
 		nv, ap := v.Apply(ch)
@@ -269,7 +266,7 @@ func (t *Tracker) Apply(evs []Event) {
 // when it has none. Unlike the batch's position, it does not depend on how
 // an instance happened to batch the feed: every instance of a feed gives a
 // change the same position.
-func (t *Tracker) EventSeq(id view.ID, kind string) uint64 { return t.last[id][eventSlot(kind)] }
+func (t *Tracker) EventSeq(id tables.ID, kind string) uint64 { return t.last[id][eventSlot(kind)] }
 
 func eventSlot(kind string) int {
 	if kind == KindPrice {
@@ -283,7 +280,7 @@ func eventSlot(kind string) int {
 // in the snapshot, and no more prices are expected.
 func (t *Tracker) Rebased(v *view.View) {
 	t.agg.ForgetIf(func(matchID string) bool {
-		id, ok := view.ParseID(matchID)
+		id, ok := tables.ParseID(matchID)
 		if !ok {
 			return true
 		}
@@ -292,18 +289,19 @@ func (t *Tracker) Rebased(v *view.View) {
 	})
 }
 
-// pipelinePrecision is a copy of ev with its times cut to the microsecond,
-// as the pipeline stores them (DuckDB's TIMESTAMPTZ): the view then shows
-// an event's times as the snapshot that lands it will, and a client sees no
-// change of started_at or changed_at when that snapshot is swapped in.
+// pipelinePrecision is a copy of ev with its times as the pipeline stores
+// them (raw.Instant): the view then shows an event's times as the snapshot
+// that lands it will, and a client sees no change of started_at or
+// changed_at when that snapshot is swapped in.
 func pipelinePrecision(ev *Event) *Event {
 	c := *ev
-	c.ChangedAt = c.ChangedAt.Truncate(time.Microsecond)
-	c.CapturedAt = c.CapturedAt.Truncate(time.Microsecond)
+	c.ChangedAt, c.CapturedAt = raw.Instant(c.ChangedAt), raw.Instant(c.CapturedAt)
 	if len(c.Maps) > 0 {
 		c.Maps = append([]MapScore(nil), c.Maps...)
 		for i := range c.Maps {
-			c.Maps[i].StartedAt = c.Maps[i].StartedAt.Truncate(time.Microsecond)
+			if !c.Maps[i].StartedAt.IsZero() {
+				c.Maps[i].StartedAt = raw.Instant(c.Maps[i].StartedAt)
+			}
 		}
 	}
 	return &c
@@ -318,14 +316,17 @@ func (t *Tracker) reject(why string) {
 // matchState is the view's state of a score event: its finished maps but
 // those the pipeline would quarantine (counted as rejected), as the next
 // snapshot will hold them.
-func (t *Tracker) matchState(id view.ID, ev *Event, format string) view.MatchState {
+func (t *Tracker) matchState(id tables.ID, ev *Event, format string, now time.Time) view.MatchState {
 	st := view.MatchState{ID: id, Status: ev.Status, ScoreA: ev.ScoreA, ScoreB: ev.ScoreB, ResultType: ev.ResultType,
 		LiveState: ev.LiveState, ChangedAt: ev.ChangedAt}
+	landed := rawRecords(*ev)[1:] // the finished maps, as they land
 	for _, m := range ev.Maps {
 		if !m.Done {
 			continue // the map in play is in live_state
 		}
-		if why := mapProblem(&m, format); why != "" {
+		rec := landed[0]
+		landed = landed[1:]
+		if why := problem(rec.e, rec.rec, format, now); why != "" {
 			t.reject("map: " + why)
 			continue
 		}
@@ -345,13 +346,13 @@ func sideOr(s string) string {
 	return s
 }
 
-func liveLine(match view.ID, ln MarketLine) view.LiveLine {
-	id, _ := view.ParseID(ln.ID())
-	market, _ := view.ParseID(ln.MarketID)
-	l := view.LiveLine{ID: id, MarketID: market, MatchID: match, Market: ln.Key.Market, MapNumber: ln.Key.MapNumber,
-		Outcome: ln.Outcome, Price: ln.Price, BookCount: ln.BookCount, CapturedAt: ln.CapturedAt, Retract: ln.Retract}
-	if ln.Key.HasLine {
-		x := ln.Key.Line
+// liveLine is the view's line of market k's published line ln.
+func liveLine(match tables.ID, k market.Key, ln market.Line) view.LiveLine {
+	mid := k.ID()
+	l := view.LiveLine{ID: tables.ID(market.LineID(mid, ln.Outcome, "eo_market", ln.At)), MarketID: tables.ID(mid), MatchID: match, Market: k.Market, MapNumber: k.MapNumber,
+		Outcome: ln.Outcome, Price: ln.Price, BookCount: ln.Books, CapturedAt: ln.At, Retract: ln.Retract}
+	if k.HasLine {
+		x := k.Line
 		l.Line = &x
 	}
 	return l

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/raw"
 )
 
 // The change log behind GET /v1/{game}/changes (SNAPSHOT.md, changes):
@@ -78,7 +79,7 @@ func (r *run) changeLog(ctx context.Context, d map[string]bool) (int64, error) {
 	if err := r.do(ctx, "changes/digests.sql", d); err != nil {
 		return 0, fmt.Errorf("changes: digests: %w", err)
 	}
-	start := r.rep.StartedAt.Truncate(time.Microsecond) // as stored
+	start := raw.Instant(r.rep.StartedAt) // as stored
 	if err := r.execArgs(ctx, "changes/append.sql", start, start.Add(-ChangeRetention), start.UnixMicro(), hasPrev); err != nil {
 		return 0, err
 	}

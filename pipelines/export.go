@@ -20,7 +20,7 @@ import (
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	eosql "github.com/eodata/eo/sql"
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/tables"
 )
 
 // export writes each changed table to Parquet from the state: a segmented
@@ -69,7 +69,7 @@ func (r *run) export(ctx context.Context) (int64, error) {
 			}
 			patched = append(patched, j)
 			g.Go(func() error {
-				res, err := view.PatchParquet(gctx, prev, j.delta, j.path, seg, rep)
+				res, err := tables.PatchParquet(gctx, prev, j.delta, j.path, seg, rep)
 				if err != nil {
 					return fmt.Errorf("patch %s: %w", name, err)
 				}
@@ -107,13 +107,13 @@ func (r *run) addTable(name, path string, rows int64) {
 
 // exportTable writes st.out_<name> to the run's folder in the table's row
 // order. A table the export patches is cut into the row groups of a patch
-// (view.PatchRowGroup): the next run's patch copies those it does not
+// (tables.PatchRowGroup): the next run's patch copies those it does not
 // touch and rewrites a few small groups.
 func (r *run) exportTable(ctx context.Context, name string) (int64, error) {
 	path := filepath.Join(r.outDir, name+".parquet")
 	groupRows := 122880
 	if segments[name] != nil {
-		groupRows = view.PatchRowGroup
+		groupRows = tables.PatchRowGroup
 	}
 	if err := r.copyOut(ctx, name, "true", path, groupRows); err != nil {
 		return 0, err
@@ -207,16 +207,16 @@ func (r *run) scopeSegments(ctx context.Context) (map[int]map[string]bool, error
 	rows, err := query(ctx, r, "export/scope_keys.sql", nil, nil, func(x *row) []any { return []any{&x.id, &x.match} })
 	for _, x := range rows {
 		if x.match {
-			out[1][view.SegmentKey(&x.id)] = true
-			out[2][view.SegmentKey(&x.id, nil)] = true
+			out[1][tables.SegmentKey(&x.id)] = true
+			out[2][tables.SegmentKey(&x.id, nil)] = true
 		} else {
-			out[2][view.SegmentKey(nil, &x.id)] = true
+			out[2][tables.SegmentKey(nil, &x.id)] = true
 		}
 	}
 	return out, err
 }
 
-// segmentKeys are the segment keys (view.SegmentKey) of the rows of the
+// segmentKeys are the segment keys (tables.SegmentKey) of the rows of the
 // changed-segments table, whose columns are seg.
 func (r *run) segmentKeys(ctx context.Context, table string, seg []string) (map[string]bool, error) {
 	rows, err := query(ctx, r, "export/segment_keys.sql", map[string]any{"Table": table, "Seg": seg}, nil,
@@ -229,13 +229,13 @@ func (r *run) segmentKeys(ctx context.Context, table string, seg []string) (map[
 				key[i] = &x[i].String
 			}
 		}
-		out[view.SegmentKey(key...)] = true
+		out[tables.SegmentKey(key...)] = true
 	}
 	return out, err
 }
 
 // logPatch logs what the patch of a table did.
-func (r *run) logPatch(table string, segments int, res view.PatchResult) {
+func (r *run) logPatch(table string, segments int, res tables.PatchResult) {
 	r.o.Logger.Info("table patched", "run", r.rep.RunID, "table", table, "segments", segments, "row_groups", res.Groups,
 		"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 }
@@ -249,19 +249,19 @@ const defaultPartsChunk = 10000
 // matches at a time, and puts them into the previous run's file (or links
 // that file when no table a part is rendered from changed).
 func (r *run) parts(ctx context.Context) (int64, error) {
-	out := filepath.Join(r.outDir, view.MatchPartsTable+".parquet")
-	prev := r.prevFile(view.MatchPartsTable)
-	sources := append(slices.Clone(view.PartSources), "match_events")
+	out := filepath.Join(r.outDir, tables.MatchPartsTable+".parquet")
+	prev := r.prevFile(tables.MatchPartsTable)
+	sources := append(slices.Clone(tables.PartSources), "match_events")
 	if prev != "" && !slices.ContainsFunc(sources, func(t string) bool { return r.changed[t] }) {
 		if err := linkOrCopy(prev, out); err != nil {
 			return 0, err
 		}
 		var n int64
 		err := r.value(ctx, "export/file_rows.sql", out, &n)
-		r.addTable(view.MatchPartsTable, out, n)
+		r.addTable(tables.MatchPartsTable, out, n)
 		return n, err
 	}
-	r.changed[view.MatchPartsTable] = true
+	r.changed[tables.MatchPartsTable] = true
 	// The matches whose parts can have changed: those whose rows changed
 	// in a source table, or, if a source changed otherwise, every match of
 	// the scope.
@@ -293,16 +293,16 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 	if lim := byteSize(r.o.MemoryLimit); lim > 0 && r.budget.goPrev < 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))
 	}
-	delta := filepath.Join(r.partsDir(), view.MatchPartsTable+".parquet")
-	n, err := view.WriteMatchPartsOf(ctx, dirs, delta)
+	delta := filepath.Join(r.partsDir(), tables.MatchPartsTable+".parquet")
+	n, err := tables.WriteMatchPartsOf(ctx, dirs, delta)
 	if err != nil {
 		return 0, err
 	}
-	res := view.PatchResult{Rows: n}
+	res := tables.PatchResult{Rows: n}
 	if prev == "" {
 		err = os.Rename(delta, out)
-	} else if res, err = view.PatchMatchParts(ctx, prev, delta, out, replace); err == nil {
-		r.logPatch(view.MatchPartsTable, len(replace), res)
+	} else if res, err = tables.PatchMatchParts(ctx, prev, delta, out, replace); err == nil {
+		r.logPatch(tables.MatchPartsTable, len(replace), res)
 	}
 	debug.FreeOSMemory() // the heap the render grew, before the state's last checkpoint
 	if err != nil {
@@ -311,7 +311,7 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 	if err := os.RemoveAll(r.partsDir()); err != nil {
 		return 0, err
 	}
-	r.addTable(view.MatchPartsTable, out, res.Rows)
+	r.addTable(tables.MatchPartsTable, out, res.Rows)
 	return res.Rows, nil
 }
 
@@ -345,14 +345,14 @@ func (r *run) partChunks(ctx context.Context, sources []string) ([]string, error
 }
 
 // partsScope is the set of matches whose parts are rendered again.
-func (r *run) partsScope(ctx context.Context) (map[view.ID]bool, error) {
+func (r *run) partsScope(ctx context.Context) (map[tables.ID]bool, error) {
 	ids, err := query(ctx, r, "export/parts_ids.sql", nil, nil, func(s *string) []any { return []any{s} })
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[view.ID]bool, len(ids))
+	out := make(map[tables.ID]bool, len(ids))
 	for _, s := range ids {
-		id, ok := view.ParseID(s)
+		id, ok := tables.ParseID(s)
 		if !ok {
 			return nil, fmt.Errorf("match id %q is not an id", s)
 		}

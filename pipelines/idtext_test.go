@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/pipelines"
+	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -32,7 +33,7 @@ func TestIDsAreTextAndSchemaOneStillLoads(t *testing.T) {
 			WHERE column_type LIKE 'UUID%%'`, src)).Scan(&uuids); err != nil {
 			t.Fatal(err)
 		}
-		if uuids > 0 && tf.Name != view.MatchPartsTable {
+		if uuids > 0 && tf.Name != tables.MatchPartsTable {
 			t.Errorf("table %s still has %d UUID columns", tf.Name, uuids)
 		}
 		// The same table as schema version 1 wrote it: ids as UUIDs.

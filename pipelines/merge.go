@@ -172,7 +172,7 @@ func (r *run) empty(ctx context.Context, table string) (bool, error) {
 	return n == 0, err
 }
 
-// segments are the tables the export patches (view.PatchParquet) rather
+// segments are the tables the export patches (tables.PatchParquet) rather
 // than exports whole: each is ordered by these text columns first, a
 // match's rows (an outright's: its tournament's) contiguous.
 var segments = map[string][]string{
@@ -266,16 +266,13 @@ func (r *run) ratingsAndModel(ctx context.Context) (int64, error) {
 	return n, r.makeDigests(ctx, out)
 }
 
-// inCatalog runs fn with catalog as the default (USE), with the SQL macros
-// the steps call defined there, and goes back to memory after.
+// inCatalog runs fn with catalog as the default (USE) and goes back to
+// memory after.
 func (r *run) inCatalog(ctx context.Context, catalog string, fn func() (int64, error)) (int64, error) {
 	if err := r.do(ctx, "run/use.sql", catalog); err != nil {
 		return 0, err
 	}
 	defer r.do(context.WithoutCancel(ctx), "run/use.sql", "memory")
-	if err := r.do(ctx, "run/macros.sql", nil); err != nil {
-		return 0, err
-	}
 	return fn()
 }
 

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eodata/eo/market"
+	"github.com/marcboeker/go-duckdb/v2"
+
 	"github.com/eodata/eo/model"
 )
 
@@ -365,9 +368,9 @@ func (r *run) writeRosterHistory(ctx context.Context, o ModelOptions) error {
 
 // writeModelTables fills out_model_metrics, out_model_forecasts and appends
 // the eo_model lines to out_model_lines (created here with the odds_lines
-// columns when the odds step has not). market_id and id use the eo_uuid /
-// eo_market_key macros of sql/derive/00_odds.sql, so the eo_model
-// match-winner market of a match has the same market_id as its eo_market one.
+// columns when the odds step has not), with the ids package market mints:
+// the eo_model match-winner market of a match has the same market_id as its
+// eo_market one.
 func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.Forecast, lines []model.Line) error {
 	if err := r.execArgs(ctx, "model/metrics.sql",
 		m.Market, round(m.Brier, 6), round(m.BrierCILow, 6), round(m.BrierCIHigh, 6), round(m.LogLoss, 6),
@@ -401,6 +404,12 @@ func (r *run) writeModelTables(ctx context.Context, m model.Metrics, fs []model.
 		if l.IsWinner != nil {
 			w = *l.IsWinner
 		}
-		return []any{l.MatchID, l.OutcomeKey, l.TeamID, round(l.Price, 4), w, l.IsClosing, l.CapturedAt, l.ModelVersion}
+		// The ids of the eo_market line of the same match, outcome and
+		// instant (package market): eo_model's market is its match-winner
+		// market.
+		mid := market.Key{Market: "match_winner", MatchID: l.MatchID}.ID()
+		id := market.LineID(mid, l.OutcomeKey, "eo_model", l.CapturedAt)
+		return []any{duckdb.UUID(id), duckdb.UUID(mid), l.MatchID, l.OutcomeKey, l.TeamID, round(l.Price, 4), w, l.IsClosing,
+			l.CapturedAt, l.ModelVersion}
 	}, "model/model_lines.sql")
 }

@@ -26,7 +26,7 @@ import (
 
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/tables"
 )
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
@@ -121,11 +121,11 @@ var ErrNoBatches = raw.ErrNoBatches
 // InternalTables are tables the edge reads that are not for customers:
 // upstream ids (live_ids), the matches' pre-rendered parts, the model
 // review report and the change log (SNAPSHOT.md lists them apart).
-var InternalTables = map[string]bool{"live_ids": true, view.MatchPartsTable: true, "model_report": true, "changes": true}
+var InternalTables = map[string]bool{"live_ids": true, tables.MatchPartsTable: true, "model_report": true, "changes": true}
 
 // PublishedTables are the tables a snapshot holds: the exported ones and
 // the matches' pre-rendered parts.
-var PublishedTables = append(slices.Clone(OutputTables), view.MatchPartsTable)
+var PublishedTables = append(slices.Clone(OutputTables), tables.MatchPartsTable)
 
 // OutputTables lists the tables exported from DuckDB: snapshot name -> table out_<name>.
 var OutputTables = []string{
@@ -286,7 +286,7 @@ func (r *run) open() error {
 		"Memory": r.o.MemoryLimit}); err != nil {
 		return fmt.Errorf("configure duckdb: %w", err)
 	}
-	return r.do(context.Background(), "run/macros.sql", nil)
+	return registerRules(r.db)
 }
 
 // outOfMemory says whether err is DuckDB's out of memory error.

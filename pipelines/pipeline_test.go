@@ -18,7 +18,7 @@ import (
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
-	"github.com/eodata/eo/view"
+	"github.com/eodata/eo/tables"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -149,10 +149,10 @@ func TestGolden(t *testing.T) {
 	// change byte for byte. What they hold is held by the edge's
 	// TestMatchPartsEqualPartsRenderedAtLoad: every part of every match
 	// equal to the one rendered from the tables above.
-	if _, ok := got[view.MatchPartsTable]; !ok {
-		t.Fatalf("the run published no %s table", view.MatchPartsTable)
+	if _, ok := got[tables.MatchPartsTable]; !ok {
+		t.Fatalf("the run published no %s table", tables.MatchPartsTable)
 	}
-	delete(got, view.MatchPartsTable)
+	delete(got, tables.MatchPartsTable)
 	// model_report is one row of HTML (the review page, drawn by
 	// model.Report): its layout is held by the model's tests, its numbers by
 	// the model_metrics and model_comparison goldens; TestModelStepOpenGate

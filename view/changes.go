@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // The snapshot's change log (the internal table changes, SNAPSHOT.md):
@@ -15,18 +17,18 @@ const ChangesTable = "changes"
 
 // changeRow is a row of changes.parquet.
 type changeRow struct {
-	Position   int64     `col:"position"`
-	EntityType string    `col:"entity_type"`
-	EntityID   *ID       `col:"entity_id"` // nil: the horizon row
-	Kind       string    `col:"kind"`
-	ChangedAt  time.Time `col:"changed_at"`
+	Position   int64      `col:"position"`
+	EntityType string     `col:"entity_type"`
+	EntityID   *tables.ID `col:"entity_id"` // nil: the horizon row
+	Kind       string     `col:"kind"`
+	ChangedAt  time.Time  `col:"changed_at"`
 }
 
 // Change is one entry of a change log.
 type Change struct {
 	Position  int64
 	Type      string // tournament, team, player, match, odds (the match's odds)
-	ID        ID
+	ID        tables.ID
 	Kind      string // created, updated, deleted
 	ChangedAt time.Time
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // A change log reads its horizon row and its entries; After and Head page
@@ -12,7 +14,7 @@ import (
 // log.
 func TestChangeLog(t *testing.T) {
 	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	id := &ID{15: 1}
+	id := &tables.ID{15: 1}
 	rows := []changeRow{{Position: 100, EntityType: "_log", Kind: "horizon", ChangedAt: at},
 		{Position: 101, EntityType: "team", EntityID: id, Kind: "updated", ChangedAt: at},
 		{Position: 102, EntityType: "match", EntityID: id, Kind: "deleted", ChangedAt: at},

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // Closing odds in bulk (/odds/closing): the closing line of every (market,
@@ -33,7 +35,7 @@ type ClosingFilter struct {
 // indexClosing records each completed match's closing lines in reading
 // order.
 func (x *oddsIndex) indexClosing(s *Snapshot) {
-	x.closing = map[ID][]int32{}
+	x.closing = map[tables.ID][]int32{}
 	for i := range x.rows {
 		r := &x.rows[i]
 		if r.flags&isClosing == 0 || r.flags&hasMatch == 0 {

@@ -3,10 +3,11 @@ package view
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"sort"
-	"strconv"
 	"time"
+
+	"github.com/eodata/eo/market"
+	"github.com/eodata/eo/tables"
 )
 
 // Live changes: the live path (live.Tracker) turns feed events into
@@ -20,7 +21,7 @@ import (
 // MatchState is a match's whole live state at one instant (a score event
 // carries the whole state, so applying one is idempotent).
 type MatchState struct {
-	ID         ID
+	ID         tables.ID
 	Status     string // scheduled, live, completed, cancelled
 	ScoreA     *int   // maps won
 	ScoreB     *int
@@ -48,7 +49,7 @@ type MapScore struct {
 // same id, market id and price the batch pipeline mints for the same
 // captures.
 type LiveLine struct {
-	ID, MarketID, MatchID ID
+	ID, MarketID, MatchID tables.ID
 	Market                string // match_winner, map_winner, total_maps, map_handicap
 	MapNumber             int    // 0: none
 	Line                  *float64
@@ -71,7 +72,7 @@ type Changes struct {
 type Applied struct {
 	// Matches whose row or maps changed (status, scores, live state, maps,
 	// data_available), in the order of the batch.
-	Matches []ID
+	Matches []tables.ID
 	// Odds are the matches with new lines and those lines, rendered as a
 	// JSON array of OddsLine rows.
 	Odds []OddsUpdate
@@ -85,7 +86,7 @@ type Applied struct {
 
 // OddsUpdate is one match's new live lines.
 type OddsUpdate struct {
-	Match ID
+	Match tables.ID
 	Lines []byte
 }
 
@@ -94,8 +95,8 @@ type OddsUpdate struct {
 // derived from it against the base.
 type delta struct {
 	version uint64
-	matches map[ID]*liveMatch
-	lines   map[ID][]*liveLine // per match, ascending (captured_at, id)
+	matches map[tables.ID]*liveMatch
+	lines   map[tables.ID][]*liveLine // per match, ascending (captured_at, id)
 
 	over    map[int32]*overlay // base match index -> effective state
 	touched []uint64           // bitset of base match indexes with an overlay
@@ -127,7 +128,7 @@ type overlay struct {
 	m      Match // effective row: status, scores, live state, maps and odds flags
 	detail []byte
 	list   []byte
-	maps   Array
+	maps   tables.Array
 	heads  []seriesHead // newest line per series, reading order
 	hist   *order       // live lines newest first (idx into histLines)
 	lines  []*liveLine  // hist's rows
@@ -140,8 +141,8 @@ type bulkList struct {
 }
 
 func (d *delta) clone() *delta {
-	n := &delta{version: d.version + 1, matches: make(map[ID]*liveMatch, len(d.matches)+4),
-		lines: make(map[ID][]*liveLine, len(d.lines)+4), over: make(map[int32]*overlay, len(d.over)+4),
+	n := &delta{version: d.version + 1, matches: make(map[tables.ID]*liveMatch, len(d.matches)+4),
+		lines: make(map[tables.ID][]*liveLine, len(d.lines)+4), over: make(map[int32]*overlay, len(d.over)+4),
 		touched: append([]uint64(nil), d.touched...), statusIn: d.statusIn, bulk: d.bulk, coverage: d.coverage,
 		covCounts: d.covCounts}
 	for k, v := range d.matches {
@@ -209,7 +210,7 @@ func (v *View) Apply(c Changes) (*View, Applied) {
 // series is one odds series of a match.
 type series struct {
 	match   int32
-	market  ID
+	market  tables.ID
 	outcome string
 }
 
@@ -372,7 +373,7 @@ func (a *applier) overlay(v *View, mi int32) bool {
 // the match otherwise), a line when it is newer than the new snapshot's
 // newest line of its series.
 func (v *View) Rebase(next *Snapshot) *View {
-	nd := &delta{version: v.d.version + 1, matches: map[ID]*liveMatch{}, lines: map[ID][]*liveLine{},
+	nd := &delta{version: v.d.version + 1, matches: map[tables.ID]*liveMatch{}, lines: map[tables.ID][]*liveLine{},
 		over: map[int32]*overlay{}}
 	keep := map[int32]bool{}
 	for id, lm := range v.d.matches {
@@ -455,7 +456,7 @@ func upsertLine(ls []*liveLine, l *liveLine) ([]*liveLine, bool) {
 
 // removeLine drops the line with id from a match's lines (a copy); false
 // when it is not there.
-func removeLine(ls []*liveLine, id ID) ([]*liveLine, bool) {
+func removeLine(ls []*liveLine, id tables.ID) ([]*liveLine, bool) {
 	for i, l := range ls {
 		if l.ID == id {
 			out := make([]*liveLine, 0, len(ls)-1)
@@ -481,7 +482,7 @@ func seriesOpen(s *Snapshot, ls []*liveLine, l *liveLine) float64 {
 }
 
 // head finds a match's newest published line of one series.
-func (s *Snapshot) head(match, market ID, outcome, source string) *seriesHead {
+func (s *Snapshot) head(match, market tables.ID, outcome, source string) *seriesHead {
 	hs := s.odds.heads[match]
 	for i := range hs {
 		if h := &hs[i]; h.market == market && h.outcome == outcome && h.source == source {
@@ -525,7 +526,7 @@ func (s *Snapshot) supersedes(l *liveLine) int {
 func (s *Snapshot) renderLine(l *liveLine, open float64) {
 	mi := s.matchByID[l.MatchID]
 	m := &s.matches[mi]
-	name := func(id ID) string {
+	name := func(id tables.ID) string {
 		if t := s.Team(id); t != nil {
 			return t.Name
 		}
@@ -545,24 +546,12 @@ func (s *Snapshot) renderLine(l *liveLine, open float64) {
 		lineV = *l.Line
 		r.Line = &lineV
 	}
-	team, side := m.TeamAID, 1.0
+	team := m.TeamAID
 	if l.Outcome == "away" {
-		team, side = m.TeamBID, -1.0
+		team = m.TeamBID
 	}
-	switch l.Market {
-	case "total_maps":
-		if l.Outcome == "over" {
-			r.Label = "Over " + duckDouble(lineV)
-		} else {
-			r.Label = "Under " + duckDouble(lineV)
-		}
-	case "map_handicap":
-		r.Label = name(team) + " " + fmt.Sprintf("%+g", side*lineV)
-	case "map_winner":
-		r.Label = name(team) + " (map " + strconv.Itoa(l.MapNumber) + ")"
-	default:
-		r.Label = name(team)
-	}
+	k := market.Key{Market: l.Market, MapNumber: l.MapNumber, Line: lineV, HasLine: l.Line != nil}
+	r.Label = market.Label(k, l.Outcome, name(m.TeamAID), name(m.TeamBID))
 	if l.Market != "total_maps" {
 		pt := "team"
 		r.ParticipantType = &pt
@@ -570,16 +559,6 @@ func (s *Snapshot) renderLine(l *liveLine, open float64) {
 	}
 	l.open = open
 	l.json = mustJSON(&r)
-}
-
-// duckDouble renders a double as DuckDB's CAST(x AS VARCHAR) does for the
-// values lines take (2.5, -1.5, 3.0).
-func duckDouble(x float64) string {
-	s := strconv.FormatFloat(x, 'f', -1, 64)
-	if !bytes.ContainsAny([]byte(s), ".eEn") {
-		s += ".0"
-	}
-	return s
 }
 
 // buildOverlay renders match mi with its live state and live lines.
@@ -604,7 +583,7 @@ func (s *Snapshot) buildOverlay(mi int32, lm *liveMatch, lines []*liveLine) *ove
 		for i, l := range lines {
 			ov.lines[len(lines)-1-i] = l // newest first
 		}
-		ov.hist = newOrder(OddsSpec, len(ov.lines), func(i int) ID { return ov.lines[i].ID },
+		ov.hist = newOrder(OddsSpec, len(ov.lines), func(i int) tables.ID { return ov.lines[i].ID },
 			func(i int) SortVal { return numVal(ov.lines[i].at) })
 	}
 	ov.detail = mustJSON(m)
@@ -657,7 +636,7 @@ func applyState(m *Match, lm *liveMatch) {
 
 // row is the map result the batch derives from a finished live map
 // (sql/normalise/02_tables.sql: status played, rounds_played the sum).
-func (x *MapScore) row(match ID) MapResult {
+func (x *MapScore) row(match tables.ID) MapResult {
 	r := MapResult{MatchID: match, MapNumber: x.Number, MapName: x.Name, ScoreA: x.ScoreA, ScoreB: x.ScoreB,
 		FirstHalfA: x.FirstHalfA, FirstHalfB: x.FirstHalfB, SecondHalfA: x.SecondHalfA, SecondHalfB: x.SecondHalfB,
 		OvertimeA: x.OvertimeA, OvertimeB: x.OvertimeB, Status: "played", RoundsPlayed: x.ScoreA + x.ScoreB}
@@ -674,7 +653,7 @@ func (x *MapScore) row(match ID) MapResult {
 
 // withLiveMaps is a match's map results with the live path's finished maps
 // after the snapshot's (a map the snapshot has keeps the snapshot's row).
-func withLiveMaps(match ID, d *matchData, live []MapScore) Array {
+func withLiveMaps(match tables.ID, d *matchData, live []MapScore) tables.Array {
 	var rows [][]byte
 	for i := range live {
 		x := &live[i]
@@ -700,7 +679,7 @@ func withLiveMaps(match ID, d *matchData, live []MapScore) Array {
 		}
 		b = append(b, r...)
 	}
-	return Array{JSON: append(b, ']'), N: d.maps.N + len(rows)}
+	return tables.Array{JSON: append(b, ']'), N: d.maps.N + len(rows)}
 }
 
 // mergeHeads puts each series' newest live line in place of the snapshot's
@@ -743,7 +722,7 @@ func (d *delta) derive(s *Snapshot, bulk bool) {
 	}
 	d.statusIn = make(map[string]*order, len(moved))
 	for st, idx := range moved {
-		d.statusIn[st] = newOrderOf(MatchSorts.Def, idx, func(i int32) ID { return s.matches[i].ID },
+		d.statusIn[st] = newOrderOf(MatchSorts.Def, idx, func(i int32) tables.ID { return s.matches[i].ID },
 			func(i int32) SortVal { return numVal(s.matches[i].ScheduledAt.UnixMicro()) })
 	}
 	if d.coverage == nil || cov != d.covCounts {

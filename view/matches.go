@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // Has is a set of data_available keys a match must have (?has=).
@@ -191,7 +193,7 @@ func (v *View) detailJSON(mi int32) []byte {
 }
 
 // Match returns a match's row as the view serves it (read-only).
-func (v *View) Match(id ID) (*Match, bool) {
+func (v *View) Match(id tables.ID) (*Match, bool) {
 	mi, ok := v.base.matchByID[id]
 	if !ok {
 		return nil, false
@@ -200,7 +202,7 @@ func (v *View) Match(id ID) (*Match, bool) {
 }
 
 // HasMatch reports whether the match exists.
-func (v *View) HasMatch(id ID) bool {
+func (v *View) HasMatch(id tables.ID) bool {
 	_, ok := v.base.matchByID[id]
 	return ok
 }
@@ -208,7 +210,7 @@ func (v *View) HasMatch(id ID) bool {
 // AppendMatch appends match detail (the Match object, with the sub-objects
 // of include in the order given, each once) to dst; false when the match
 // is unknown. include must hold IncludeKeys only.
-func (v *View) AppendMatch(dst []byte, id ID, include []string, now time.Time) ([]byte, bool) {
+func (v *View) AppendMatch(dst []byte, id tables.ID, include []string, now time.Time) ([]byte, bool) {
 	mi, ok := v.base.matchByID[id]
 	if !ok {
 		return dst, false
@@ -247,7 +249,7 @@ func (v *View) AppendMatch(dst []byte, id ID, include []string, now time.Time) (
 		case "odds":
 			dst = v.base.odds.appendHeads(dst, v.heads(mi))
 		case "maps":
-			dst = append(dst, orEmpty(v.maps(mi).JSON)...)
+			dst = append(dst, tables.OrEmpty(v.maps(mi).JSON)...)
 		case "stats":
 			dst = d.stats.AppendTo(dst, "[]")
 		case "vetoes":
@@ -270,7 +272,7 @@ func includeIndex(k string) int {
 	return len(IncludeKeys)
 }
 
-func (s *Snapshot) appendTeam(b []byte, id ID) []byte {
+func (s *Snapshot) appendTeam(b []byte, id tables.ID) []byte {
 	if ti, ok := s.teamIdx.byID[id]; ok {
 		return append(b, s.teamJSON[ti]...)
 	}
@@ -284,7 +286,7 @@ func (v *View) heads(mi int32) []seriesHead {
 	return v.base.odds.heads[v.base.matches[mi].ID]
 }
 
-func (v *View) maps(mi int32) Array {
+func (v *View) maps(mi int32) tables.Array {
 	if ov := v.overlayOf(mi); ov != nil {
 		return ov.maps
 	}
@@ -304,43 +306,43 @@ func (x *oddsIndex) appendHeads(dst []byte, hs []seriesHead) []byte {
 
 // MatchMaps is a match's map results, live maps included (a well-formed
 // unknown id has none).
-func (v *View) MatchMaps(id ID) Array {
+func (v *View) MatchMaps(id tables.ID) tables.Array {
 	if mi, ok := v.base.matchByID[id]; ok {
 		return v.maps(mi)
 	}
-	return Array{}
+	return tables.Array{}
 }
 
 // MatchStats is a match's player stat lines.
-func (v *View) MatchStats(id ID) Packed { return v.base.data(id).stats }
+func (v *View) MatchStats(id tables.ID) tables.Packed { return v.base.data(id).stats }
 
 // MatchVetoes is a match's veto steps.
-func (v *View) MatchVetoes(id ID) Packed { return v.base.data(id).vetoes }
+func (v *View) MatchVetoes(id tables.ID) tables.Packed { return v.base.data(id).vetoes }
 
 // MatchRounds is a match's round rows (compressed).
-func (v *View) MatchRounds(id ID) Packed { return v.base.data(id).rounds }
+func (v *View) MatchRounds(id tables.ID) tables.Packed { return v.base.data(id).rounds }
 
 // MatchDepth is a match's depth object (compressed; none: EmptyDepth).
-func (v *View) MatchDepth(id ID) Packed { return v.base.data(id).depth }
+func (v *View) MatchDepth(id tables.ID) tables.Packed { return v.base.data(id).depth }
 
 // MatchLineups is a match's lineups.
-func (v *View) MatchLineups(id ID) Packed { return v.base.data(id).lineups }
+func (v *View) MatchLineups(id tables.ID) tables.Packed { return v.base.data(id).lineups }
 
 // MatchHistory is a match's status and score changes in the snapshot.
-func (v *View) MatchHistory(id ID) Packed { return v.base.data(id).history }
+func (v *View) MatchHistory(id tables.ID) tables.Packed { return v.base.data(id).history }
 
 // MatchStreams is a match's streams.
-func (v *View) MatchStreams(id ID) Packed { return v.base.data(id).streams }
+func (v *View) MatchStreams(id tables.ID) tables.Packed { return v.base.data(id).streams }
 
 // AppendMatchFrame appends a WebSocket match frame's data: the match as
 // GET /matches/{id}?include=maps serves it at this instant.
-func (v *View) AppendMatchFrame(dst []byte, id ID) ([]byte, bool) {
+func (v *View) AppendMatchFrame(dst []byte, id tables.ID) ([]byte, bool) {
 	return v.AppendMatch(dst, id, []string{"maps"}, time.Time{})
 }
 
 // AppendOddsFrame appends a WebSocket odds frame's data: the match's
 // latest line per series, as include=odds serves it at this instant.
-func (v *View) AppendOddsFrame(dst []byte, id ID) ([]byte, bool) {
+func (v *View) AppendOddsFrame(dst []byte, id tables.ID) ([]byte, bool) {
 	mi, ok := v.base.matchByID[id]
 	if !ok {
 		return dst, false
@@ -351,21 +353,21 @@ func (v *View) AppendOddsFrame(dst []byte, id ID) ([]byte, bool) {
 // HeadToHead is the /teams/{id}/head-to-head object: the completed matches
 // between two teams (the view's rows, live completions included).
 type HeadToHead struct {
-	TeamID      ID       `json:"team_id"`
-	OpponentID  ID       `json:"opponent_id"`
-	Matches     int      `json:"matches"`
-	Wins        int      `json:"wins"`
-	Losses      int      `json:"losses"`
-	MapsWon     int      `json:"maps_won"`
-	MapsLost    int      `json:"maps_lost"`
-	WinPct      *float64 `json:"win_pct"`
-	LastMatchAt *string  `json:"last_match_at"`
+	TeamID      tables.ID `json:"team_id"`
+	OpponentID  tables.ID `json:"opponent_id"`
+	Matches     int       `json:"matches"`
+	Wins        int       `json:"wins"`
+	Losses      int       `json:"losses"`
+	MapsWon     int       `json:"maps_won"`
+	MapsLost    int       `json:"maps_lost"`
+	WinPct      *float64  `json:"win_pct"`
+	LastMatchAt *string   `json:"last_match_at"`
 }
 
 const h2hRecent = 10
 
 // HeadToHead renders the head-to-head object of team against opp.
-func (v *View) HeadToHead(team, opp ID) []byte {
+func (v *View) HeadToHead(team, opp tables.ID) []byte {
 	h := HeadToHead{TeamID: team, OpponentID: opp}
 	var recent [][]byte
 	if o := v.base.matchesByTeam[team]; o != nil {
@@ -458,7 +460,7 @@ func (v *View) OddsBulk(source string, limit int, now time.Time) [][]byte {
 
 // OddsPage is /odds?match=: the match's lines newest first (captured_at
 // desc, id desc), live lines included, keyset-paged after a cursor's key.
-func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
+func (v *View) OddsPage(match tables.ID, source string, after *Key, limit int) Page {
 	s := v.base
 	x := s.odds
 	var live *overlay
@@ -512,7 +514,7 @@ func (v *View) OddsPage(match ID, source string, after *Key, limit int) Page {
 
 // Candidate is a match the local replay may play.
 type Candidate struct {
-	ID          ID
+	ID          tables.ID
 	UpstreamID  string
 	Format      string // bo1, bo3, bo5
 	Status      string // live or scheduled

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/eodata/eo/tables"
 )
 
 // OddsSpec is the one order odds history pages in (newest first).
@@ -18,16 +20,16 @@ var OddsSources = map[string]bool{"eo_market": true, "eo_model": true}
 // a match, with what a live line of the same series needs: the open price,
 // and the fields that order a match's latest lines for reading.
 type seriesHead struct {
-	market  ID
+	market  tables.ID
 	outcome string
 	source  string
 	kind    string // match_winner, map_handicap, ...
 	mapNum  int
 	line    float64
 	open    float64
-	at      int64 // captured_at of the newest line, unix microseconds
-	id      ID    // the newest line's id
-	settled bool  // the market has a settled line
+	at      int64     // captured_at of the newest line, unix microseconds
+	id      tables.ID // the newest line's id
+	settled bool      // the market has a settled line
 	// json is the line pre-rendered (a live line, or the snapshot line of an
 	// open market); nil: render the snapshot's row (oddsIndex.headJSON).
 	json []byte
@@ -45,8 +47,8 @@ type oddsIndex struct {
 	sources []string
 	rows    []oddsRow
 	strs    *strTable
-	byMatch map[ID]*order       // captured_at desc, id desc
-	heads   map[ID][]seriesHead // match -> newest line per series, reading order
+	byMatch map[tables.ID]*order       // captured_at desc, id desc
+	heads   map[tables.ID][]seriesHead // match -> newest line per series, reading order
 	// open: the latest line per (market, outcome, source) of every open
 	// market, newest first (captured_at desc, id desc), and its JSON.
 	// openTour is an outright's tournament index (-1 on match lines),
@@ -59,11 +61,11 @@ type oddsIndex struct {
 	openKey   []Key
 	// closing: each completed match's closing lines, in reading order
 	// (closing.go).
-	closing map[ID][]int32
+	closing map[tables.ID][]int32
 }
 
 type seriesKey struct {
-	market          ID
+	market          tables.ID
 	outcome, source uint32 // strTable indexes
 }
 
@@ -156,13 +158,13 @@ func (sr *oddsSeries) widen(rows []oddsRow, i int32) {
 // tournaments (buildOdds).
 type oddsPrep struct {
 	x       *oddsIndex
-	latest  []int32     // the newest line of each series, newest first
-	settled map[ID]bool // market -> any line settled
+	latest  []int32            // the newest line of each series, newest first
+	settled map[tables.ID]bool // market -> any line settled
 }
 
 // newOddsIndex is an index of n lines, to be compacted into its rows.
 func newOddsIndex(n int) *oddsIndex {
-	return &oddsIndex{rows: make([]oddsRow, n), strs: newStrTable(), heads: map[ID][]seriesHead{}}
+	return &oddsIndex{rows: make([]oddsRow, n), strs: newStrTable(), heads: map[tables.ID][]seriesHead{}}
 }
 
 // readOdds reads odds_lines into a compact index, one row group at a time
@@ -170,21 +172,21 @@ func newOddsIndex(n int) *oddsIndex {
 // (240 bytes and six pointers a line, against oddsRow's 144 and none;
 // 4.6 million lines at 100,000 matches), then prepares it (prepareRows).
 func readOdds(ctx context.Context, path string, workers int) (_ *oddsPrep, err error) {
-	defer recoverCorrupt(path, &err)
-	pf, binds, err := openFlat[OddsLine](path)
+	defer tables.RecoverCorrupt(path, &err)
+	pf, binds, err := tables.OpenFlat[OddsLine](path)
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
 	if binds == nil {
-		lines, err := readArrow[OddsLine](ctx, pf, path)
+		lines, err := tables.ReadArrow[OddsLine](ctx, pf, path)
 		if err != nil {
 			return nil, err
 		}
 		return prepareOdds(lines, workers > 1), nil
 	}
 	x := newOddsIndex(int(pf.NumRows()))
-	err = eachFlatGroup(ctx, path, pf, binds, workers, func() func(int, []OddsLine) error {
+	err = tables.EachFlatGroup(ctx, path, pf, binds, workers, func() func(int, []OddsLine) error {
 		c := x.strs.cache()
 		return func(start int, lines []OddsLine) error {
 			rows := x.rows[start : start+len(lines)]
@@ -224,7 +226,7 @@ func prepareRows(x *oddsIndex, parallel bool) *oddsPrep {
 	rows := x.rows
 	x.src = make([]uint8, len(rows))
 	srcCode := map[uint32]uint8{}
-	p := &oddsPrep{x: x, settled: map[ID]bool{}}
+	p := &oddsPrep{x: x, settled: map[tables.ID]bool{}}
 	for i := range rows {
 		r := &rows[i]
 		c, ok := srcCode[r.source]
@@ -242,9 +244,9 @@ func prepareRows(x *oddsIndex, parallel bool) *oddsPrep {
 	// is ordered on another goroutine while the series are found.
 	var history sync.WaitGroup
 	orderHistory := func() {
-		x.byMatch = groupOrders(OddsSpec, len(rows), func(i int) (ID, bool) {
+		x.byMatch = groupOrders(OddsSpec, len(rows), func(i int) (tables.ID, bool) {
 			return rows[i].match, rows[i].flags&hasMatch != 0
-		}, func(i int32) ID { return rows[i].id }, func(i int32) SortVal { return numVal(rows[i].micros()) })
+		}, func(i int32) tables.ID { return rows[i].id }, func(i int32) SortVal { return numVal(rows[i].micros()) })
 	}
 	if parallel {
 		history.Go(orderHistory)
@@ -286,7 +288,7 @@ func buildOdds(s *Snapshot, p *oddsPrep) *oddsIndex {
 
 // indexLatest records the newest line of every series (latest, newest
 // first): the heads of each match and the open-market list.
-func (x *oddsIndex) indexLatest(s *Snapshot, latest []int32, settled map[ID]bool) {
+func (x *oddsIndex) indexLatest(s *Snapshot, latest []int32, settled map[tables.ID]bool) {
 	// The open markets' lines are pre-rendered into one buffer (bulk /odds
 	// reads them on every request); the other heads render when asked.
 	isOpen := make([]int32, len(latest)) // match index, or -1 - tournament index; 0: closed
@@ -404,7 +406,7 @@ func ptrOr[T any](p *T, def T) T {
 
 // OddsHistoryLen is the number of published lines of a match (its history
 // without live lines).
-func (s *Snapshot) OddsHistoryLen(match ID) int {
+func (s *Snapshot) OddsHistoryLen(match tables.ID) int {
 	if o := s.odds.byMatch[match]; o != nil {
 		return len(o.idx)
 	}
@@ -412,8 +414,8 @@ func (s *Snapshot) OddsHistoryLen(match ID) int {
 }
 
 // OddsMatches lists the matches that have published odds lines.
-func (s *Snapshot) OddsMatches() []ID {
-	out := make([]ID, 0, len(s.odds.byMatch))
+func (s *Snapshot) OddsMatches() []tables.ID {
+	out := make([]tables.ID, 0, len(s.odds.byMatch))
 	for id := range s.odds.byMatch {
 		out = append(out, id)
 	}

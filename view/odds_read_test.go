@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/parquettest"
+	"github.com/eodata/eo/tables"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -27,8 +30,8 @@ import (
 //   - the settled markets and each row's source.
 func TestReadOddsRowGroupAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	id := func() ID {
-		var v ID
+	id := func() tables.ID {
+		var v tables.ID
 		for i := range v {
 			v[i] = byte(r.UintN(256))
 		}
@@ -89,7 +92,7 @@ func TestReadOddsRowGroupAtATime(t *testing.T) {
 		t.Fatalf("%d rows for %d lines", len(x.rows), len(lines))
 	}
 	type skey struct {
-		market          ID
+		market          tables.ID
 		outcome, source string
 	}
 	earlier := func(a, b *OddsLine) bool {
@@ -106,7 +109,7 @@ func TestReadOddsRowGroupAtATime(t *testing.T) {
 			last[k] = i
 		}
 	}
-	settled := map[ID]bool{}
+	settled := map[tables.ID]bool{}
 	for i := range lines {
 		l := lines[i]
 		l.OpenPrice = lines[first[skey{l.MarketID, l.OutcomeKey, l.Source}]].Price
@@ -142,7 +145,7 @@ func TestReadOddsRowGroupAtATime(t *testing.T) {
 	if !slices.Equal(p.latest, newest) {
 		t.Fatalf("newest line of each series:\n got %v\nwant %v", p.latest, newest)
 	}
-	history := map[ID][]int32{}
+	history := map[tables.ID][]int32{}
 	for i := range lines {
 		if m := lines[i].MatchID; m != nil {
 			history[*m] = append(history[*m], int32(i))
@@ -180,12 +183,12 @@ func writeOddsLines(t *testing.T, path string, lines []OddsLine, groupRows int64
 		{Name: "captured_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 	}, nil)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(groupRows))
-	writeTestParquet(t, path, schema, props, func(b *array.RecordBuilder) { appendOddsLines(b, lines) })
+	parquettest.Write(t, path, schema, props, func(b *array.RecordBuilder) { appendOddsLines(b, lines) })
 }
 
 // appendOddsLines appends lines to a record of writeOddsLines' schema.
 func appendOddsLines(b *array.RecordBuilder, lines []OddsLine) {
-	idText := func(v *ID) *string {
+	idText := func(v *tables.ID) *string {
 		if v == nil {
 			return nil
 		}
@@ -201,19 +204,19 @@ func appendOddsLines(b *array.RecordBuilder, lines []OddsLine) {
 	}
 	for i := range lines {
 		l := &lines[i]
-		appendStr(b.Field(0).(*array.StringBuilder), idText(&l.ID))
-		appendStr(b.Field(1).(*array.StringBuilder), idText(l.MatchID))
-		appendStr(b.Field(2).(*array.StringBuilder), idText(l.TournamentID))
-		appendStr(b.Field(3).(*array.StringBuilder), idText(&l.MarketID))
-		appendStr(b.Field(4).(*array.StringBuilder), &l.Market)
+		parquettest.AppendString(b.Field(0).(*array.StringBuilder), idText(&l.ID))
+		parquettest.AppendString(b.Field(1).(*array.StringBuilder), idText(l.MatchID))
+		parquettest.AppendString(b.Field(2).(*array.StringBuilder), idText(l.TournamentID))
+		parquettest.AppendString(b.Field(3).(*array.StringBuilder), idText(&l.MarketID))
+		parquettest.AppendString(b.Field(4).(*array.StringBuilder), &l.Market)
 		i32p(5, l.MapNumber)
-		appendStr(b.Field(6).(*array.StringBuilder), &l.Source)
-		appendStr(b.Field(7).(*array.StringBuilder), l.ModelVersion)
+		parquettest.AppendString(b.Field(6).(*array.StringBuilder), &l.Source)
+		parquettest.AppendString(b.Field(7).(*array.StringBuilder), l.ModelVersion)
 		i32p(8, l.BookCount)
-		appendStr(b.Field(9).(*array.StringBuilder), &l.OutcomeKey)
-		appendStr(b.Field(10).(*array.StringBuilder), &l.Label)
-		appendStr(b.Field(11).(*array.StringBuilder), l.ParticipantType)
-		appendStr(b.Field(12).(*array.StringBuilder), idText(l.ParticipantID))
+		parquettest.AppendString(b.Field(9).(*array.StringBuilder), &l.OutcomeKey)
+		parquettest.AppendString(b.Field(10).(*array.StringBuilder), &l.Label)
+		parquettest.AppendString(b.Field(11).(*array.StringBuilder), l.ParticipantType)
+		parquettest.AppendString(b.Field(12).(*array.StringBuilder), idText(l.ParticipantID))
 		if l.Line == nil {
 			b.Field(13).AppendNull()
 		} else {

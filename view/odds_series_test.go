@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // The series of the published file are runs of consecutive lines, found
@@ -19,7 +21,7 @@ func TestOddsSeriesInAnyOrder(t *testing.T) {
 		for _, src := range []string{"eo_market", "eo_model"} {
 			for _, out := range []string{"a", "b"} {
 				for k := range 5 {
-					lines = append(lines, OddsLine{ID: ID{byte(len(lines)), 7}, MarketID: ID{byte(m), 1},
+					lines = append(lines, OddsLine{ID: tables.ID{byte(len(lines)), 7}, MarketID: tables.ID{byte(m), 1},
 						Source: src, OutcomeKey: out, Price: 1 + rng.Float64(),
 						CapturedAt: t0.Add(time.Duration(rng.IntN(50)+k) * time.Minute)})
 				}
@@ -27,11 +29,11 @@ func TestOddsSeriesInAnyOrder(t *testing.T) {
 		}
 	}
 	type result struct {
-		open   map[ID]float64 // line -> open price
-		newest []ID
+		open   map[tables.ID]float64 // line -> open price
+		newest []tables.ID
 	}
 	resultOf := func(lines []OddsLine) result {
-		r := result{open: map[ID]float64{}}
+		r := result{open: map[tables.ID]float64{}}
 		rows := prepareOdds(lines, false).x.rows
 		for _, sr := range seriesOf(rows) {
 			for i := range sr.all {
@@ -42,7 +44,7 @@ func TestOddsSeriesInAnyOrder(t *testing.T) {
 			}
 			r.newest = append(r.newest, rows[sr.last].id)
 		}
-		slices.SortFunc(r.newest, func(a, b ID) int { return slices.Compare(a[:], b[:]) })
+		slices.SortFunc(r.newest, func(a, b tables.ID) int { return slices.Compare(a[:], b[:]) })
 		return r
 	}
 	sorted := resultOf(lines)

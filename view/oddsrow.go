@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // oddsRow is a published odds line kept compact and rendered per request.
@@ -17,7 +19,7 @@ import (
 // table of pre-rendered JSON strings (strs[0] is null); flags says which
 // optional fields are present.
 type oddsRow struct {
-	id, match, tour, market, part     ID
+	id, match, tour, market, part     tables.ID
 	line, price, open                 float64
 	at                                int64 // captured_at, unix nanoseconds (UTC)
 	kind, source, model, outcome, lbl uint32
@@ -149,13 +151,13 @@ func (x *oddsIndex) appendLine(b []byte, i int32) []byte {
 	r := &x.rows[i]
 	f := r.flags
 	b = append(b, `{"id":`...)
-	b = appendIDJSON(b, r.id)
+	b = tables.AppendIDJSON(b, r.id)
 	b = append(b, `,"match_id":`...)
 	b = appendOptID(b, r.match, f&hasMatch != 0)
 	b = append(b, `,"tournament_id":`...)
 	b = appendOptID(b, r.tour, f&hasTour != 0)
 	b = append(b, `,"market_id":`...)
-	b = appendIDJSON(b, r.market)
+	b = tables.AppendIDJSON(b, r.market)
 	b = append(b, `,"market":`...)
 	b = append(b, x.strs.json[r.kind]...)
 	b = append(b, `,"map_number":`...)
@@ -200,11 +202,11 @@ func (x *oddsIndex) appendLine(b []byte, i int32) []byte {
 	return append(b, `"}`...)
 }
 
-func appendOptID(b []byte, id ID, ok bool) []byte {
+func appendOptID(b []byte, id tables.ID, ok bool) []byte {
 	if !ok {
 		return append(b, "null"...)
 	}
-	return appendIDJSON(b, id)
+	return tables.AppendIDJSON(b, id)
 }
 
 func appendOptInt(b []byte, v int64, ok bool) []byte {

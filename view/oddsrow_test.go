@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // TestOddsLinesRenderAsEncodingJSON holds the per-request renderer of odds
@@ -26,8 +28,8 @@ func TestOddsLinesRenderAsEncodingJSON(t *testing.T) {
 		}
 		return math.Float64frombits(r.Uint64()>>2 | 0x3ff0000000000000>>1) // finite, varied
 	}
-	id := func() ID {
-		var v ID
+	id := func() tables.ID {
+		var v tables.ID
 		for i := range v {
 			v[i] = byte(r.UintN(256))
 		}
@@ -50,7 +52,7 @@ func TestOddsLinesRenderAsEncodingJSON(t *testing.T) {
 		l.IsWinner = maybeOf(r, maybe)
 		lines = append(lines, l)
 	}
-	s := testSnapshot("render", func(t *tables) { t.odds = lines })
+	s := testSnapshot("render", func(t *loaded) { t.odds = lines })
 	if len(s.odds.rows) != len(lines) {
 		t.Fatalf("%d rows for %d lines", len(s.odds.rows), len(lines))
 	}

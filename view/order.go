@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/eodata/eo/tables"
 )
 
 // SortVal is one row's value under a sort key. Null sorts last in both
@@ -40,10 +42,10 @@ func (a AnyOf) Has(v string) bool { return len(a) == 0 || slices.Contains(a, v) 
 func (a AnyOf) HasPtr(p *string) bool { return len(a) == 0 || p != nil && slices.Contains(a, *p) }
 
 // AnyID is a set filter over ids; an empty set matches every row.
-type AnyID []ID
+type AnyID []tables.ID
 
 // Has reports whether id passes the filter.
-func (a AnyID) Has(id ID) bool { return len(a) == 0 || slices.Contains(a, id) }
+func (a AnyID) Has(id tables.ID) bool { return len(a) == 0 || slices.Contains(a, id) }
 func intPtrVal(p *int) SortVal {
 	if p == nil {
 		return SortVal{Null: true}
@@ -108,7 +110,7 @@ func (ss SortSet) Accepted() string {
 // carries the key of the last row of its page (keyset pagination).
 type Key struct {
 	Val SortVal
-	ID  ID
+	ID  tables.ID
 }
 
 // order is a sorted list of row indexes under one sort spec, with each row's
@@ -118,12 +120,12 @@ type order struct {
 	desc bool
 	idx  []int32
 	vals []SortVal
-	ids  []ID
+	ids  []tables.ID
 }
 
 // cmpKey compares (v, id) under the order's direction: nulls last, ties by id
 // in the same direction.
-func (o *order) cmpKey(av SortVal, aid ID, bv SortVal, bid ID) int {
+func (o *order) cmpKey(av SortVal, aid tables.ID, bv SortVal, bid tables.ID) int {
 	c := cmpVal(av, bv)
 	if c != 0 {
 		if o.desc && !av.Null && !bv.Null {
@@ -139,16 +141,16 @@ func (o *order) cmpKey(av SortVal, aid ID, bv SortVal, bid ID) int {
 }
 
 // after returns the position of the first row strictly after (v, id).
-func (o *order) after(v SortVal, id ID) int {
+func (o *order) after(v SortVal, id tables.ID) int {
 	return sort.Search(len(o.idx), func(i int) bool {
 		return o.cmpKey(o.vals[i], o.ids[i], v, id) > 0
 	})
 }
 
-func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) SortVal) *order {
+func newOrder(spec string, n int, idOf func(int) tables.ID, valOf func(int) SortVal) *order {
 	o := &order{spec: spec, desc: strings.HasPrefix(spec, "-"), idx: make([]int32, n)}
 	vals := make([]SortVal, n)
-	ids := make([]ID, n)
+	ids := make([]tables.ID, n)
 	for i := 0; i < n; i++ {
 		o.idx[i] = int32(i)
 		vals[i] = valOf(i)
@@ -159,7 +161,7 @@ func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) SortVal) *o
 		return o.cmpKey(vals[x], ids[x], vals[y], ids[y]) < 0
 	})
 	o.vals = make([]SortVal, n)
-	o.ids = make([]ID, n)
+	o.ids = make([]tables.ID, n)
 	for i, x := range o.idx {
 		o.vals[i], o.ids[i] = vals[x], ids[x]
 	}
@@ -167,8 +169,8 @@ func newOrder(spec string, n int, idOf func(int) ID, valOf func(int) SortVal) *o
 }
 
 // newOrderOf orders a set of row indexes under spec.
-func newOrderOf(spec string, rows []int32, idOf func(int32) ID, valOf func(int32) SortVal) *order {
-	o := newOrder(spec, len(rows), func(i int) ID { return idOf(rows[i]) }, func(i int) SortVal { return valOf(rows[i]) })
+func newOrderOf(spec string, rows []int32, idOf func(int32) tables.ID, valOf func(int32) SortVal) *order {
+	o := newOrder(spec, len(rows), func(i int) tables.ID { return idOf(rows[i]) }, func(i int) SortVal { return valOf(rows[i]) })
 	for k, i := range o.idx {
 		o.idx[k] = rows[i]
 	}
@@ -176,7 +178,7 @@ func newOrderOf(spec string, rows []int32, idOf func(int32) ID, valOf func(int32
 }
 
 // buildOrders builds every spec of a sort set.
-func buildOrders(n int, ss SortSet, idOf func(int) ID, valOf func(key string, i int) SortVal) map[string]*order {
+func buildOrders(n int, ss SortSet, idOf func(int) tables.ID, valOf func(key string, i int) SortVal) map[string]*order {
 	out := map[string]*order{}
 	for _, spec := range ss.Specs() {
 		key := strings.TrimPrefix(spec, "-")
@@ -229,14 +231,14 @@ func tournamentSortValue(t *Tournament) SortVal {
 // makes of an order of all n rows, at the cost of sorting each group
 // rather than all of them (a 100k snapshot's ten million odds lines in
 // groups of a match's hundred). keyOf says a row's group, or none.
-func groupOrders(spec string, n int, keyOf func(int) (ID, bool), idOf func(int32) ID, valOf func(int32) SortVal) map[ID]*order {
-	count := map[ID]int32{}
+func groupOrders(spec string, n int, keyOf func(int) (tables.ID, bool), idOf func(int32) tables.ID, valOf func(int32) SortVal) map[tables.ID]*order {
+	count := map[tables.ID]int32{}
 	for i := 0; i < n; i++ {
 		if k, ok := keyOf(i); ok {
 			count[k]++
 		}
 	}
-	rows := make(map[ID][]int32, len(count))
+	rows := make(map[tables.ID][]int32, len(count))
 	for k, c := range count {
 		rows[k] = make([]int32, 0, c)
 	}
@@ -245,7 +247,7 @@ func groupOrders(spec string, n int, keyOf func(int) (ID, bool), idOf func(int32
 			rows[k] = append(rows[k], int32(i))
 		}
 	}
-	out := make(map[ID]*order, len(rows))
+	out := make(map[tables.ID]*order, len(rows))
 	for k, r := range rows {
 		out[k] = newOrderOf(spec, r, idOf, valOf)
 	}
@@ -267,7 +269,7 @@ func partition[K comparable](o *order, keysOf func(int32) []K) map[K]*order {
 	out := make(map[K]*order, len(n))
 	for k, c := range n {
 		out[k] = &order{spec: o.spec, desc: o.desc, idx: make([]int32, 0, c), vals: make([]SortVal, 0, c),
-			ids: make([]ID, 0, c)}
+			ids: make([]tables.ID, 0, c)}
 	}
 	for i, x := range o.idx {
 		for _, k := range keysOf(x) {

@@ -3,6 +3,8 @@ package view
 import (
 	"sort"
 	"strings"
+
+	"github.com/eodata/eo/tables"
 )
 
 // board is one ranking board (team or player) with its rows rendered and
@@ -17,8 +19,8 @@ type board struct {
 // metrics.
 type ratingsData struct {
 	boards  map[string]*board // entity_type -> board
-	roster  map[ID]Array
-	metrics Array
+	roster  map[tables.ID]tables.Array
+	metrics tables.Array
 	gate    bool
 	report  []byte // the model review report (modelreview.go)
 }
@@ -26,7 +28,7 @@ type ratingsData struct {
 // buildRatings indexes rankings, roster history (ordered by team, newest
 // first, as the file is) and model metrics.
 func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetricsRow) *ratingsData {
-	d := &ratingsData{boards: map[string]*board{}, roster: map[ID]Array{}}
+	d := &ratingsData{boards: map[string]*board{}, roster: map[tables.ID]tables.Array{}}
 	byType := map[string][]RankingRow{}
 	for _, r := range rankings {
 		byType[r.EntityType] = append(byType[r.EntityType], r)
@@ -34,7 +36,7 @@ func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetr
 	for typ, rs := range byType {
 		d.boards[typ] = newBoard(rs)
 	}
-	groupRender(roster, func(r *RosterRow) ID { return r.TeamID }, func(id ID, a Array) { d.roster[id] = a.clone() })
+	tables.GroupRender(roster, func(r *RosterRow) tables.ID { return r.TeamID }, func(id tables.ID, a tables.Array) { d.roster[id] = a.Clone() })
 	js := make([][]byte, len(metrics))
 	for i := range metrics {
 		js[i] = mustJSON(&metrics[i])
@@ -43,7 +45,7 @@ func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetr
 		}
 	}
 	if len(js) > 0 {
-		d.metrics = Array{JSON: joinArray(js), N: len(js)}
+		d.metrics = tables.Array{JSON: joinArray(js), N: len(js)}
 	}
 	return d
 }
@@ -131,17 +133,17 @@ func (s *Snapshot) rankings(typ string, region, role AnyOf, spec string, limit i
 }
 
 // rosterHistory returns a team's roster history rows, newest first.
-func (s *Snapshot) rosterHistory(team ID) Array {
+func (s *Snapshot) rosterHistory(team tables.ID) tables.Array {
 	if s.ratings == nil {
-		return Array{}
+		return tables.Array{}
 	}
 	return s.ratings.roster[team]
 }
 
 // modelMetrics returns the model metrics rows (one per market).
-func (s *Snapshot) modelMetrics() Array {
+func (s *Snapshot) modelMetrics() tables.Array {
 	if s.ratings == nil {
-		return Array{}
+		return tables.Array{}
 	}
 	return s.ratings.metrics
 }

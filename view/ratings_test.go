@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/eodata/eo/tables"
 )
 
 // TestRankingsPlayerBoard filters and sorts a player board built in memory
 // (the fixture world has too few maps per player for the 20-map minimum).
 func TestRankingsPlayerBoard(t *testing.T) {
 	role := func(s string) *string { return &s }
-	team := ID{1}
+	team := tables.ID{1}
 	rows := []RankingRow{
 		{EntityType: "player", Rank: 2, Region: role("Europe"), Role: role("AWP"), TeamID: &team, Value: 1.10, Rating: 1.10, Matches: 40},
 		{EntityType: "player", Rank: 1, Region: role("Asia"), Role: nil, Value: 1.20, Rating: 1.20, Matches: 25},
@@ -21,7 +23,7 @@ func TestRankingsPlayerBoard(t *testing.T) {
 		{EntityType: "player", Rank: 5, Region: nil, Role: role("AWP"), Value: 0.70, Rating: 0.70, Matches: 30},
 	}
 	for i := range rows {
-		rows[i].EntityID = ID{byte(10 + i)}
+		rows[i].EntityID = tables.ID{byte(10 + i)}
 	}
 	s := &Snapshot{ratings: &ratingsData{boards: map[string]*board{"player": newBoard(rows)}}}
 	ranks := func(rs [][]byte) string {

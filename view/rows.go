@@ -3,6 +3,8 @@ package view
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // The row types below are read from the snapshot's Parquet files (`col` tags)
@@ -11,8 +13,8 @@ import (
 
 // Team is a row of teams.parquet.
 type Team struct {
-	ID           ID        `col:"id" json:"id"`
-	GameID       ID        `col:"game_id" json:"game_id"`
+	ID           tables.ID `col:"id" json:"id"`
+	GameID       tables.ID `col:"game_id" json:"game_id"`
 	Slug         string    `col:"slug" json:"slug"`
 	Name         string    `col:"name" json:"name"`
 	ShortName    string    `col:"short_name" json:"short_name"`
@@ -26,23 +28,23 @@ type Team struct {
 
 // Player is a row of players.parquet.
 type Player struct {
-	ID          ID      `col:"id" json:"id"`
-	GameID      ID      `col:"game_id" json:"game_id"`
-	Slug        string  `col:"slug" json:"slug"`
-	Name        string  `col:"name" json:"name"`
-	ShortName   string  `col:"short_name" json:"short_name"`
-	RealName    string  `col:"real_name" json:"real_name"`
-	Nationality string  `col:"nationality" json:"nationality"`
-	CountryCode string  `col:"country_code" json:"country_code"`
-	Role        *string `col:"role" json:"role"`
-	TeamID      *ID     `col:"team_id" json:"team_id"`
+	ID          tables.ID  `col:"id" json:"id"`
+	GameID      tables.ID  `col:"game_id" json:"game_id"`
+	Slug        string     `col:"slug" json:"slug"`
+	Name        string     `col:"name" json:"name"`
+	ShortName   string     `col:"short_name" json:"short_name"`
+	RealName    string     `col:"real_name" json:"real_name"`
+	Nationality string     `col:"nationality" json:"nationality"`
+	CountryCode string     `col:"country_code" json:"country_code"`
+	Role        *string    `col:"role" json:"role"`
+	TeamID      *tables.ID `col:"team_id" json:"team_id"`
 }
 
 // Tournament is a row of tournaments.parquet. Its status is derived from the
 // dates at request time and spliced into the pre-rendered JSON.
 type Tournament struct {
-	ID        ID         `col:"id" json:"id"`
-	GameID    ID         `col:"game_id" json:"game_id"`
+	ID        tables.ID  `col:"id" json:"id"`
+	GameID    tables.ID  `col:"game_id" json:"game_id"`
 	Slug      string     `col:"slug" json:"slug"`
 	Name      string     `col:"name" json:"name"`
 	Tier      *string    `col:"tier" json:"tier"`     // null when unknown (imported data)
@@ -90,11 +92,11 @@ type DataAvailable struct {
 
 // Match is a row of matches.parquet.
 type Match struct {
-	ID             ID              `col:"id" json:"id"`
-	GameID         ID              `col:"game_id" json:"game_id"`
-	TournamentID   ID              `col:"tournament_id" json:"tournament_id"`
-	TeamAID        ID              `col:"team_a_id" json:"team_a_id"`
-	TeamBID        ID              `col:"team_b_id" json:"team_b_id"`
+	ID             tables.ID       `col:"id" json:"id"`
+	GameID         tables.ID       `col:"game_id" json:"game_id"`
+	TournamentID   tables.ID       `col:"tournament_id" json:"tournament_id"`
+	TeamAID        tables.ID       `col:"team_a_id" json:"team_a_id"`
+	TeamBID        tables.ID       `col:"team_b_id" json:"team_b_id"`
 	Format         string          `col:"format" json:"format"`
 	Status         string          `col:"status" json:"status"`
 	Stage          string          `col:"stage" json:"stage"`
@@ -103,7 +105,7 @@ type Match struct {
 	EndedAt        *time.Time      `col:"ended_at" json:"ended_at"`
 	ScoreA         *int            `col:"score_a" json:"score_a"`
 	ScoreB         *int            `col:"score_b" json:"score_b"`
-	WinnerTeamID   *ID             `col:"winner_team_id" json:"winner_team_id"`
+	WinnerTeamID   *tables.ID      `col:"winner_team_id" json:"winner_team_id"`
 	ResultType     *string         `col:"result_type" json:"result_type"`
 	LiveState      json.RawMessage `col:"live_state" json:"live_state"`
 	ChangedAt      time.Time       `col:"changed_at" json:"changed_at"`
@@ -133,21 +135,9 @@ type MatchListRow struct {
 	TournamentName string `json:"tournament_name"`
 }
 
-// MatchEvent is a row of match_events.parquet: one status/score change.
-type MatchEvent struct {
-	MatchID    ID              `col:"match_id" json:"match_id"`
-	Seq        int             `col:"seq" json:"seq"`
-	Status     string          `col:"status" json:"status"`
-	ScoreA     *int            `col:"score_a" json:"score_a"`
-	ScoreB     *int            `col:"score_b" json:"score_b"`
-	ResultType *string         `col:"result_type" json:"result_type"`
-	LiveState  json.RawMessage `col:"live_state" json:"-"`
-	ChangedAt  time.Time       `col:"changed_at" json:"changed_at"`
-}
-
 // MapResult is a row of map_results.parquet.
 type MapResult struct {
-	MatchID        ID         `col:"match_id" json:"match_id"`
+	MatchID        tables.ID  `col:"match_id" json:"match_id"`
 	MapNumber      int        `col:"map_number" json:"map_number"`
 	MapName        string     `col:"map_name" json:"map_name"`
 	ScoreA         int        `col:"score_a" json:"score_a"`
@@ -164,154 +154,10 @@ type MapResult struct {
 	StartedAt      *time.Time `col:"started_at" json:"started_at"`
 }
 
-// Veto is a row of vetoes.parquet.
-type Veto struct {
-	MatchID    ID     `col:"match_id" json:"match_id"`
-	Order      int    `col:"order" json:"order"`
-	TeamID     *ID    `col:"team_id" json:"team_id"`
-	ChoiceType string `col:"choice_type" json:"choice_type"`
-	MapName    string `col:"map_name" json:"map_name"`
-}
-
-// StatLine is a row of player_stats.parquet.
-type StatLine struct {
-	MatchID      ID       `col:"match_id" json:"match_id"`
-	MapNumber    *int     `col:"map_number" json:"map_number"`
-	PlayerID     ID       `col:"player_id" json:"player_id"`
-	TeamID       ID       `col:"team_id" json:"team_id"`
-	RoundsPlayed int      `col:"rounds_played" json:"rounds_played"`
-	Kills        int      `col:"kills" json:"kills"`
-	Deaths       int      `col:"deaths" json:"deaths"`
-	Assists      *int     `col:"assists" json:"assists"` // null when the source lacks it
-	ADR          float64  `col:"adr" json:"adr"`
-	KAST         *float64 `col:"kast" json:"kast"`
-	Headshots    *int     `col:"headshots" json:"headshots"`
-	FirstKills   *int     `col:"first_kills" json:"first_kills"`
-	FirstDeaths  *int     `col:"first_deaths" json:"first_deaths"`
-	TradeKills   *int     `col:"trade_kills" json:"trade_kills"`
-	TradeDeaths  *int     `col:"trade_deaths" json:"trade_deaths"`
-	Clutches     *int     `col:"clutches" json:"clutches"`
-	MK2          *int     `col:"multikills_2k" json:"multikills_2k"`
-	MK3          *int     `col:"multikills_3k" json:"multikills_3k"`
-	MK4          *int     `col:"multikills_4k" json:"multikills_4k"`
-	MK5          *int     `col:"multikills_5k" json:"multikills_5k"`
-	Damage       *int     `col:"damage" json:"damage"`
-	UtilityValue *int     `col:"utility_value" json:"utility_value"`
-	Rating       float64  `col:"rating" json:"rating"`
-}
-
-// Round is a row of rounds.parquet.
-type Round struct {
-	MatchID             ID     `col:"match_id" json:"match_id"`
-	MapNumber           int    `col:"map_number" json:"map_number"`
-	RoundNumber         int    `col:"round_number" json:"round_number"`
-	TeamID              ID     `col:"team_id" json:"team_id"`
-	TeamSide            string `col:"team_side" json:"team_side"`
-	Won                 bool   `col:"won" json:"won"`
-	EconomyLevel        int    `col:"economy_level" json:"economy_level"`
-	EquipmentValue      int    `col:"equipment_value" json:"equipment_value"`
-	EnemyEquipmentValue int    `col:"enemy_equipment_value" json:"enemy_equipment_value"`
-	MoneySpent          int    `col:"money_spent" json:"money_spent"`
-	Kills               int    `col:"kills" json:"kills"`
-	Deaths              int    `col:"deaths" json:"deaths"`
-	Assists             int    `col:"assists" json:"assists"`
-	Damage              int    `col:"damage" json:"damage"`
-	Headshots           int    `col:"headshots" json:"headshots"`
-	FirstKills          int    `col:"first_kills" json:"first_kills"`
-	FirstDeaths         int    `col:"first_deaths" json:"first_deaths"`
-	TradeKills          int    `col:"trade_kills" json:"trade_kills"`
-	TradeDeaths         int    `col:"trade_deaths" json:"trade_deaths"`
-	Clutches            int    `col:"clutches" json:"clutches"`
-	ClutchAttempts      int    `col:"clutch_attempts" json:"clutch_attempts"`
-	BombPlants          int    `col:"bomb_plants" json:"bomb_plants"`
-	BombDefuses         int    `col:"bomb_defuses" json:"bomb_defuses"`
-	FlashAssists        int    `col:"flash_assists" json:"flash_assists"`
-	UtilityValue        int    `col:"utility_value" json:"utility_value"`
-	KAST                int    `col:"kast" json:"kast"`
-	PistolRound         bool   `col:"pistol_round" json:"pistol_round"`
-	EndReason           string `col:"end_reason" json:"end_reason"`
-	RoundDurationMS     int    `col:"round_duration_ms" json:"round_duration_ms"`
-}
-
-// DepthWeapon is a row of depth_weapons.parquet.
-type DepthWeapon struct {
-	MatchID     ID     `col:"match_id" json:"match_id"`
-	MapNumber   int    `col:"map_number" json:"map_number"`
-	PlayerID    ID     `col:"player_id" json:"player_id"`
-	Weapon      string `col:"weapon" json:"weapon"`
-	WeaponClass string `col:"weapon_class" json:"weapon_class"`
-	Kills       int    `col:"kills" json:"kills"`
-	Headshots   int    `col:"headshots" json:"headshots"`
-	Damage      int    `col:"damage" json:"damage"`
-	Shots       int    `col:"shots" json:"shots"`
-	Hits        int    `col:"hits" json:"hits"`
-}
-
-// DepthGrenade is a row of depth_grenades.parquet.
-type DepthGrenade struct {
-	MatchID     ID     `col:"match_id" json:"match_id"`
-	MapNumber   int    `col:"map_number" json:"map_number"`
-	PlayerID    ID     `col:"player_id" json:"player_id"`
-	GrenadeName string `col:"grenade_name" json:"grenade_name"`
-	Thrown      int    `col:"thrown" json:"thrown"`
-	Damage      int    `col:"damage" json:"damage"`
-	Kills       int    `col:"kills" json:"kills"`
-}
-
-// DepthHitgroup is a row of depth_hitgroups.parquet.
-type DepthHitgroup struct {
-	MatchID   ID     `col:"match_id" json:"match_id"`
-	MapNumber int    `col:"map_number" json:"map_number"`
-	PlayerID  ID     `col:"player_id" json:"player_id"`
-	HitGroup  string `col:"hit_group" json:"hit_group"`
-	Hits      int    `col:"hits" json:"hits"`
-	Damage    int    `col:"damage" json:"damage"`
-}
-
-// DepthDuel is a row of depth_duels.parquet.
-type DepthDuel struct {
-	MatchID    ID  `col:"match_id" json:"match_id"`
-	MapNumber  int `col:"map_number" json:"map_number"`
-	PlayerID   ID  `col:"player_id" json:"player_id"`
-	OpponentID ID  `col:"opponent_id" json:"opponent_id"`
-	Kills      int `col:"kills" json:"kills"`
-	Deaths     int `col:"deaths" json:"deaths"`
-}
-
-// DepthFlash is a row of depth_flashes.parquet.
-type DepthFlash struct {
-	MatchID          ID  `col:"match_id" json:"match_id"`
-	MapNumber        int `col:"map_number" json:"map_number"`
-	PlayerID         ID  `col:"player_id" json:"player_id"`
-	Thrown           int `col:"thrown" json:"thrown"`
-	EnemiesBlinded   int `col:"enemies_blinded" json:"enemies_blinded"`
-	TeammatesBlinded int `col:"teammates_blinded" json:"teammates_blinded"`
-	BlindDurationMS  int `col:"blind_duration_ms" json:"blind_duration_ms"`
-	FlashAssists     int `col:"flash_assists" json:"flash_assists"`
-}
-
-// Lineup is a row of lineups.parquet.
-type Lineup struct {
-	MatchID    ID        `col:"match_id" json:"match_id"`
-	TeamID     ID        `col:"team_id" json:"team_id"`
-	PlayerIDs  []ID      `col:"player_ids" json:"player_ids"`
-	CapturedAt time.Time `col:"captured_at" json:"captured_at"`
-}
-
-// Stream is a row of streams.parquet.
-type Stream struct {
-	MatchID  ID     `col:"match_id" json:"match_id"`
-	Platform string `col:"platform" json:"platform"`
-	Channel  string `col:"channel" json:"channel"`
-	URL      string `col:"url" json:"url"`
-	Language string `col:"language" json:"language"`
-	Official bool   `col:"official" json:"official"`
-}
-
 // SampleRow is a row of sandbox_sample.parquet: a match a sandbox key may read.
 type SampleRow struct {
-	TournamentID ID `col:"tournament_id"`
-	MatchID      ID `col:"match_id"`
+	TournamentID tables.ID `col:"tournament_id"`
+	MatchID      tables.ID `col:"match_id"`
 }
 
 // OddsLine is a row of odds_lines.parquet (sql/derive/00_odds.sql and
@@ -319,60 +165,60 @@ type SampleRow struct {
 // are derived from the (market, outcome, source) series, which is immutable
 // within a snapshot, so they are computed once at load.
 type OddsLine struct {
-	ID              ID        `col:"id" json:"id"`
-	MatchID         *ID       `col:"match_id" json:"match_id"`
-	TournamentID    *ID       `col:"tournament_id" json:"tournament_id"`
-	MarketID        ID        `col:"market_id" json:"market_id"`
-	Market          string    `col:"market" json:"market"`
-	MapNumber       *int      `col:"map_number" json:"map_number"`
-	Source          string    `col:"source" json:"source"`
-	ModelVersion    *string   `col:"model_version" json:"model_version"`
-	BookCount       *int      `col:"book_count" json:"book_count"`
-	OutcomeKey      string    `col:"outcome_key" json:"outcome_key"`
-	Label           string    `col:"label" json:"label"`
-	ParticipantType *string   `col:"participant_type" json:"participant_type"`
-	ParticipantID   *ID       `col:"participant_id" json:"participant_id"`
-	Line            *float64  `col:"line" json:"line"`
-	Price           float64   `col:"price" json:"price"`
-	IsWinner        *bool     `col:"is_winner" json:"is_winner"`
-	IsClosing       bool      `col:"is_closing" json:"is_closing"`
-	OpenPrice       float64   `json:"open_price"`
-	DeltaSinceOpen  float64   `json:"delta_since_open"`
-	CapturedAt      time.Time `col:"captured_at" json:"captured_at"`
+	ID              tables.ID  `col:"id" json:"id"`
+	MatchID         *tables.ID `col:"match_id" json:"match_id"`
+	TournamentID    *tables.ID `col:"tournament_id" json:"tournament_id"`
+	MarketID        tables.ID  `col:"market_id" json:"market_id"`
+	Market          string     `col:"market" json:"market"`
+	MapNumber       *int       `col:"map_number" json:"map_number"`
+	Source          string     `col:"source" json:"source"`
+	ModelVersion    *string    `col:"model_version" json:"model_version"`
+	BookCount       *int       `col:"book_count" json:"book_count"`
+	OutcomeKey      string     `col:"outcome_key" json:"outcome_key"`
+	Label           string     `col:"label" json:"label"`
+	ParticipantType *string    `col:"participant_type" json:"participant_type"`
+	ParticipantID   *tables.ID `col:"participant_id" json:"participant_id"`
+	Line            *float64   `col:"line" json:"line"`
+	Price           float64    `col:"price" json:"price"`
+	IsWinner        *bool      `col:"is_winner" json:"is_winner"`
+	IsClosing       bool       `col:"is_closing" json:"is_closing"`
+	OpenPrice       float64    `json:"open_price"`
+	DeltaSinceOpen  float64    `json:"delta_since_open"`
+	CapturedAt      time.Time  `col:"captured_at" json:"captured_at"`
 }
 
 // RankingRow is a row of rankings.parquet and of /rankings.
 type RankingRow struct {
-	EntityType   string   `col:"entity_type" json:"entity_type"`
-	Metric       string   `col:"metric" json:"metric"`
-	Window       string   `col:"window" json:"window"`
-	Rank         int      `col:"rank" json:"rank"`
-	EntityID     ID       `col:"entity_id" json:"entity_id"`
-	Name         string   `col:"name" json:"name"`
-	Slug         string   `col:"slug" json:"slug"`
-	Region       *string  `col:"region" json:"region"`
-	Role         *string  `col:"role" json:"role"`
-	TeamID       *ID      `col:"team_id" json:"team_id"`
-	Value        float64  `col:"value" json:"value"`
-	Rating       float64  `col:"rating" json:"rating"`
-	RD           *float64 `col:"rd" json:"rd"`
-	Matches      int      `col:"matches" json:"matches"`
-	PreviousRank *int     `col:"previous_rank" json:"previous_rank"`
+	EntityType   string     `col:"entity_type" json:"entity_type"`
+	Metric       string     `col:"metric" json:"metric"`
+	Window       string     `col:"window" json:"window"`
+	Rank         int        `col:"rank" json:"rank"`
+	EntityID     tables.ID  `col:"entity_id" json:"entity_id"`
+	Name         string     `col:"name" json:"name"`
+	Slug         string     `col:"slug" json:"slug"`
+	Region       *string    `col:"region" json:"region"`
+	Role         *string    `col:"role" json:"role"`
+	TeamID       *tables.ID `col:"team_id" json:"team_id"`
+	Value        float64    `col:"value" json:"value"`
+	Rating       float64    `col:"rating" json:"rating"`
+	RD           *float64   `col:"rd" json:"rd"`
+	Matches      int        `col:"matches" json:"matches"`
+	PreviousRank *int       `col:"previous_rank" json:"previous_rank"`
 }
 
 // RosterRow is a row of roster_history.parquet and of
 // /teams/{id}/roster-history.
 type RosterRow struct {
-	TeamID        ID        `col:"team_id" json:"-"`
-	MatchID       ID        `col:"match_id" json:"match_id"`
-	PlayedAt      time.Time `col:"played_at" json:"played_at"`
-	PlayerIDs     []ID      `col:"player_ids" json:"player_ids"`
-	PlayersIn     []ID      `col:"players_in" json:"players_in"`
-	PlayersOut    []ID      `col:"players_out" json:"players_out"`
-	HasDebutant   bool      `col:"has_debutant" json:"has_debutant"`
-	DaysSincePrev *int      `col:"days_since_prev" json:"days_since_prev"`
-	ChangedCount  int       `col:"changed_count" json:"changed_count"`
-	Continuity    string    `col:"continuity" json:"continuity"`
+	TeamID        tables.ID   `col:"team_id" json:"-"`
+	MatchID       tables.ID   `col:"match_id" json:"match_id"`
+	PlayedAt      time.Time   `col:"played_at" json:"played_at"`
+	PlayerIDs     []tables.ID `col:"player_ids" json:"player_ids"`
+	PlayersIn     []tables.ID `col:"players_in" json:"players_in"`
+	PlayersOut    []tables.ID `col:"players_out" json:"players_out"`
+	HasDebutant   bool        `col:"has_debutant" json:"has_debutant"`
+	DaysSincePrev *int        `col:"days_since_prev" json:"days_since_prev"`
+	ChangedCount  int         `col:"changed_count" json:"changed_count"`
+	Continuity    string      `col:"continuity" json:"continuity"`
 }
 
 // ModelMetricsRow is a row of model_metrics.parquet and of /model/metrics.
@@ -396,21 +242,21 @@ type ModelMetricsRow struct {
 
 // TeamMapProfile is a team's record on one map (a team_map_profiles row).
 type TeamMapProfile struct {
-	TeamID      ID      `col:"team_id" json:"-"`
-	MapName     string  `col:"map_name" json:"map_name"`
-	Played      int     `col:"played" json:"played"`
-	Won         int     `col:"won" json:"won"`
-	WinPct      float64 `col:"win_pct" json:"win_pct"`
-	PickPct     float64 `col:"pick_pct" json:"pick_pct"`
-	BanPct      float64 `col:"ban_pct" json:"ban_pct"`
-	RoundWinPct float64 `col:"round_win_pct" json:"round_win_pct"`
+	TeamID      tables.ID `col:"team_id" json:"-"`
+	MapName     string    `col:"map_name" json:"map_name"`
+	Played      int       `col:"played" json:"played"`
+	Won         int       `col:"won" json:"won"`
+	WinPct      float64   `col:"win_pct" json:"win_pct"`
+	PickPct     float64   `col:"pick_pct" json:"pick_pct"`
+	BanPct      float64   `col:"ban_pct" json:"ban_pct"`
+	RoundWinPct float64   `col:"round_win_pct" json:"round_win_pct"`
 }
 
 // TeamProfile is the /teams/{id}/profile payload (a team_profiles row and
 // its maps). Every _pct field is 0 to 100 with one decimal, or null when its
 // denominator is zero.
 type TeamProfile struct {
-	TeamID        ID               `col:"team_id" json:"team_id"`
+	TeamID        tables.ID        `col:"team_id" json:"team_id"`
 	MatchesPlayed int              `col:"matches_played" json:"matches_played"`
 	MatchesWon    int              `col:"matches_won" json:"matches_won"`
 	MatchWinPct   *float64         `col:"match_win_pct" json:"match_win_pct"`
@@ -430,18 +276,18 @@ type TeamProfile struct {
 // PlayerMapSummary is a player's record on one map (a player_map_summaries
 // row).
 type PlayerMapSummary struct {
-	PlayerID ID       `col:"player_id" json:"-"`
-	MapName  string   `col:"map_name" json:"map_name"`
-	Maps     int      `col:"maps" json:"maps"`
-	Rating   float64  `col:"rating" json:"rating"`
-	ADR      float64  `col:"adr" json:"adr"`
-	KDRatio  *float64 `col:"kd_ratio" json:"kd_ratio"`
+	PlayerID tables.ID `col:"player_id" json:"-"`
+	MapName  string    `col:"map_name" json:"map_name"`
+	Maps     int       `col:"maps" json:"maps"`
+	Rating   float64   `col:"rating" json:"rating"`
+	ADR      float64   `col:"adr" json:"adr"`
+	KDRatio  *float64  `col:"kd_ratio" json:"kd_ratio"`
 }
 
 // PlayerSummary is the /players/{id}/stats payload: career totals over the
 // per-map stat lines in the snapshot (a player_summaries row and its maps).
 type PlayerSummary struct {
-	PlayerID      ID                 `col:"player_id" json:"player_id"`
+	PlayerID      tables.ID          `col:"player_id" json:"player_id"`
 	MatchesPlayed int                `col:"matches_played" json:"matches_played"`
 	MapsPlayed    int                `col:"maps_played" json:"maps_played"`
 	RoundsPlayed  int                `col:"rounds_played" json:"rounds_played"`

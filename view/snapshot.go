@@ -13,17 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eodata/eo/tables"
 	"golang.org/x/sync/errgroup"
 )
-
-// Array is a pre-rendered JSON array and its element count.
-type Array struct {
-	JSON []byte // nil: no rows
-	N    int
-}
-
-// clone is a copy that owns its bytes.
-func (a Array) clone() Array { return Array{JSON: bytes.Clone(a.JSON), N: a.N} }
 
 // matchData holds one match's pre-rendered sub-resources. Only the maps
 // (which list rows and live updates read) stay plain; the others are read
@@ -31,10 +23,10 @@ func (a Array) clone() Array { return Array{JSON: bytes.Clone(a.JSON), N: a.N} }
 // compressed (packed.go), at a fifth to a tenth of their size, and the page
 // cache keeps the hot ones rendered.
 type matchData struct {
-	maps                                             Array
+	maps                                             tables.Array
 	lastMap                                          int // highest map number in maps
-	stats, vetoes, lineups, history, streams, rounds Packed
-	depth                                            Packed // the five-array object
+	stats, vetoes, lineups, history, streams, rounds tables.Packed
+	depth                                            tables.Packed // the five-array object
 }
 
 var noMatchData = &matchData{}
@@ -57,7 +49,7 @@ type Snapshot struct {
 	playerJSON    [][]byte
 	playerIdx     byIDAndSlug
 	playerOrders  map[string]*order
-	playersByTeam map[ID]map[string]*order // team -> spec -> order
+	playersByTeam map[tables.ID]map[string]*order // team -> spec -> order
 
 	tournaments    []Tournament
 	tournamentJSON [][2][]byte // before and after the derived status
@@ -67,27 +59,27 @@ type Snapshot struct {
 	clockEdges      []int64
 	tournamentIdx   byIDAndSlug
 	tournamentOrder *order // starts_at desc, nulls last, id desc
-	tournamentTeams map[ID]Array
+	tournamentTeams map[tables.ID]tables.Array
 
 	matches       []Match
 	matchListJSON [][]byte
 	matchJSON     [][]byte
-	matchByID     map[ID]int32
+	matchByID     map[tables.ID]int32
 	matchOrder    *order // scheduled_at desc, id desc
 	matchesByStat map[string]*order
-	matchesByTour map[ID]*order
-	matchesByTeam map[ID]*order
-	matchData     map[ID]*matchData
+	matchesByTour map[tables.ID]*order
+	matchesByTeam map[tables.ID]*order
+	matchData     map[tables.ID]*matchData
 	// lastEvent is each match's newest status event (match_events), unix
 	// microseconds (0: none): a live state applies when it is newer, as
 	// the pipeline takes a match's state from its newest event.
 	lastEvent []int64
 
-	sampleTournaments map[ID]bool
-	sampleMatches     map[ID]bool
+	sampleTournaments map[tables.ID]bool
+	sampleMatches     map[tables.ID]bool
 
-	teamProfiles    map[ID][]byte
-	playerSummaries map[ID][]byte
+	teamProfiles    map[tables.ID][]byte
+	playerSummaries map[tables.ID][]byte
 	coverage        coverageCounts
 	coverageJSON    []byte
 	ratings         *ratingsData // rankings, roster history, model metrics (ratings.go)
@@ -98,12 +90,12 @@ type Snapshot struct {
 
 	// liveMapRows are the finished maps of the matches live in the
 	// snapshot (a replay continues their series).
-	liveMapRows map[ID][]MapResult
+	liveMapRows map[tables.ID][]MapResult
 
 	// upstream maps the feed's upstream match ids to service ids and back
 	// (the live_ids table).
-	upstream   map[string]ID
-	upstreamOf map[ID]string
+	upstream   map[string]tables.ID
+	upstreamOf map[tables.ID]string
 
 	// missing are the tables this build reads that the snapshot does not
 	// hold (MissingTables).
@@ -122,9 +114,9 @@ func (s *Snapshot) MissingTables() []string { return s.missing }
 
 // liveIDRow is a row of live_ids.parquet.
 type liveIDRow struct {
-	Kind       string `col:"kind"`
-	UpstreamID string `col:"upstream_id"`
-	ID         ID     `col:"id"`
+	Kind       string    `col:"kind"`
+	UpstreamID string    `col:"upstream_id"`
+	ID         tables.ID `col:"id"`
 }
 
 // Meta describes a published snapshot (from its manifest).
@@ -157,24 +149,24 @@ func (m Meta) File(name string) string {
 // table (SNAPSHOT.md, Internal tables).
 func (m Meta) Internal(name string) bool { return m.File(name) != name+".parquet" }
 
-// tables are a snapshot's rows as read from its files.
-type tables struct {
+// loaded are a snapshot's rows as read from its files.
+type loaded struct {
 	teams       []Team
 	players     []Player
 	tournaments []Tournament
 	matches     []Match
-	events      []MatchEvent
+	events      []tables.MatchEvent
 	maps        []MapResult
-	vetoes      []Veto
-	stats       []StatLine
-	rounds      []Round
-	dw          []DepthWeapon
-	dg          []DepthGrenade
-	dh          []DepthHitgroup
-	dd          []DepthDuel
-	df          []DepthFlash
-	lineups     []Lineup
-	streams     []Stream
+	vetoes      []tables.Veto
+	stats       []tables.StatLine
+	rounds      []tables.Round
+	dw          []tables.DepthWeapon
+	dg          []tables.DepthGrenade
+	dh          []tables.DepthHitgroup
+	dd          []tables.DepthDuel
+	df          []tables.DepthFlash
+	lineups     []tables.Lineup
+	streams     []tables.Stream
 	sample      []SampleRow
 	liveIDs     []liveIDRow
 	rankings    []RankingRow
@@ -188,50 +180,12 @@ type tables struct {
 	teamMaps    []TeamMapProfile
 	playerSum   []PlayerSummary
 	playerMaps  []PlayerMapSummary
-	packed      packedParts
+	packed      tables.Parts
 	oddsPrep    *oddsPrep   // odds.go: made as odds_lines is read
 	odds        []OddsLine  // lines of tables made by hand (tests): build prepares them
 	changes     []changeRow // changes.go
 	hasChanges  bool        // the snapshot holds the change log
 	serial      bool        // build on the calling goroutine alone (LoadOptions.Workers 1)
-}
-
-// packedParts are the per-match sub-resources kept compressed. Load packs
-// each as its file is read, on the reading goroutines, so rendering
-// overlaps reading and the rows are dropped early; build packs a nil one
-// from its rows (tables made by hand in tests).
-type packedParts struct {
-	stats, vetoes, lineups, history, streams, rounds, depth map[ID]Packed
-}
-
-// packByMatch renders rows grouped by match as one packed array a match.
-func packByMatch[T any](rows []T, key func(*T) ID) map[ID]Packed {
-	out := map[ID]Packed{}
-	groupRender(rows, key, func(id ID, a Array) { out[id] = pack(a.JSON, a.N) })
-	return out
-}
-
-// packDepth renders the five depth tables as one packed object a match.
-func packDepth(t *tables) map[ID]Packed {
-	depth := map[ID]*depthParts{}
-	dp := func(id ID) *depthParts {
-		d := depth[id]
-		if d == nil {
-			d = &depthParts{}
-			depth[id] = d
-		}
-		return d
-	}
-	groupRender(t.dw, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.clone().JSON })
-	groupRender(t.dg, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.clone().JSON })
-	groupRender(t.dh, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.clone().JSON })
-	groupRender(t.dd, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.clone().JSON })
-	groupRender(t.df, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.clone().JSON })
-	out := make(map[ID]Packed, len(depth))
-	for id, d := range depth {
-		out[id] = pack(d.render(), 0)
-	}
-	return out
 }
 
 // Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
@@ -266,26 +220,26 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 		return nil, err
 	}
 	l.parts = use
-	t := tables{serial: o.Workers == 1}
+	t := loaded{serial: o.Workers == 1}
 	l.readRows(&t)
 	l.readMatchParts(&t)
 	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil || errors.Is(err, ErrCorrupt) {
+		if ctx.Err() != nil || errors.Is(err, tables.ErrCorrupt) {
 			return nil, err
 		}
 		// Any other failure to read a verified file (a decoding error, a
 		// column this build needs) is as permanent as a corruption.
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", tables.ErrCorrupt, err)
 	}
 	for _, name := range []string{"teams", "tournaments", "matches"} {
 		if !l.has[name] {
-			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, ErrCorrupt)
+			return nil, fmt.Errorf("view: snapshot %s has no %s table: %w", m.ID, name, tables.ErrCorrupt)
 		}
 	}
 	m.Dir = dir
 	m.Exports = slices.Clone(m.Exports)
 	if err := readExportColumns(dir, &m); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", tables.ErrCorrupt, err)
 	}
 	s, err := buildSafely(m, &t)
 	if err != nil {
@@ -319,7 +273,7 @@ func (l *loader) run(what string, fn func() error) {
 	l.g.Go(func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("view: snapshot %s: %s: %w: %v", l.id, what, ErrCorrupt, r)
+				err = fmt.Errorf("view: snapshot %s: %s: %w: %v", l.id, what, tables.ErrCorrupt, r)
 			}
 		}()
 		return fn()
@@ -341,20 +295,17 @@ func (l *loader) read(name string, fn func(path string) error) {
 
 // readInto reads table name's rows into *dst (see loader.read).
 func readInto[T any](l *loader, name string, dst *[]T) {
-	l.read(name, func(p string) (err error) { *dst, err = readParquet[T](l.ctx, p); return })
+	l.read(name, func(p string) (err error) { *dst, err = tables.ReadParquet[T](l.ctx, p); return })
 }
 
 // readRows reads the tables kept as rows (indexed and rendered by build).
-func (l *loader) readRows(t *tables) {
+func (l *loader) readRows(t *loaded) {
 	readInto(l, "teams", &t.teams)
 	readInto(l, "players", &t.players)
 	readInto(l, "tournaments", &t.tournaments)
 	readInto(l, "matches", &t.matches)
 	l.read("match_events", func(p string) (err error) {
-		t.events, err = readParquet[MatchEvent](l.ctx, p)
-		if !l.parts {
-			t.packed.history = packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID })
-		}
+		t.events, err = tables.ReadParquet[tables.MatchEvent](l.ctx, p)
 		return
 	})
 	readInto(l, "map_results", &t.maps)
@@ -381,68 +332,57 @@ func (l *loader) readRows(t *tables) {
 	t.hasChanges = l.has[ChangesTable]
 }
 
-// readMatchParts reads the per-match sub-resource tables and packs each on
-// the goroutine that read it.
-func (l *loader) readMatchParts(t *tables) {
+// readMatchParts reads the per-match sub-resources: the pipeline's
+// match_parts file, or (a snapshot without one in this build's rendering)
+// the part tables, rendered here as the pipeline renders them.
+func (l *loader) readMatchParts(t *loaded) {
 	if l.parts {
-		l.readPartsFile(&t.packed)
+		l.read(tables.MatchPartsTable, func(path string) (err error) { t.packed, err = tables.ReadParts(l.ctx, path); return })
 		return
 	}
-	packFile(l, "vetoes", &t.packed.vetoes, func(r *Veto) ID { return r.MatchID })
-	packFile(l, "player_stats", &t.packed.stats, func(r *StatLine) ID { return r.MatchID })
-	packFile(l, "rounds", &t.packed.rounds, func(r *Round) ID { return r.MatchID })
-	packFile(l, "lineups", &t.packed.lineups, func(r *Lineup) ID { return r.MatchID })
-	packFile(l, "streams", &t.packed.streams, func(r *Stream) ID { return r.MatchID })
-	// The five depth files make one object a match: read one after the
-	// other on one goroutine, then packed.
-	ctx := l.ctx
-	var depth tables
-	depthFiles := []struct {
-		name string
-		read func(path string) (err error)
-	}{
-		{"depth_weapons", func(p string) (err error) { depth.dw, err = readParquet[DepthWeapon](ctx, p); return }},
-		{"depth_grenades", func(p string) (err error) { depth.dg, err = readParquet[DepthGrenade](ctx, p); return }},
-		{"depth_hitgroups", func(p string) (err error) { depth.dh, err = readParquet[DepthHitgroup](ctx, p); return }},
-		{"depth_duels", func(p string) (err error) { depth.dd, err = readParquet[DepthDuel](ctx, p); return }},
-		{"depth_flashes", func(p string) (err error) { depth.df, err = readParquet[DepthFlash](ctx, p); return }},
-	}
-	for _, f := range depthFiles {
-		if !l.has[f.name] {
-			l.missing = append(l.missing, f.name)
+	for _, name := range append(slices.Clone(tables.PartSources), "match_events") {
+		if !l.has[name] && name != "match_events" {
+			l.missing = append(l.missing, name)
 		}
 	}
-	l.run("depth", func() error {
-		for _, f := range depthFiles {
-			if !l.has[f.name] {
-				continue
-			}
-			if err := f.read(l.path(f.name)); err != nil {
-				return err
-			}
-		}
-		t.packed.depth = packDepth(&depth)
-		return nil
+	l.run("match parts", func() (err error) {
+		t.packed, err = tables.RenderParts(l.ctx, func(name string) (string, bool) { return l.path(name), l.has[name] }, l.bigWorkers)
+		return err
 	})
 }
 
-// packFile reads a table of per-match rows into one packed array a match.
-func packFile[T any](l *loader, name string, dst *map[ID]Packed, key func(*T) ID) {
-	l.read(name, func(p string) (err error) { *dst, err = readPacked(l.ctx, p, key); return })
+// useParts decides whether this load takes the match parts from
+// match_parts.parquet, and records why not in l.partsSource when it does
+// not. A file whose footer cannot be read fails the load, as any table.
+func (l *loader) useParts() (bool, error) {
+	if !l.has[tables.MatchPartsTable] {
+		l.partsSource = "rendered at load: the snapshot has no " + tables.MatchPartsTable + " table"
+		return false, nil
+	}
+	format, want, err := tables.PartsFormatOf(l.path(tables.MatchPartsTable))
+	if err != nil {
+		return false, fmt.Errorf("view: snapshot %s: %w: %w", l.id, tables.ErrCorrupt, err)
+	}
+	if format != want {
+		l.partsSource = fmt.Sprintf("rendered at load: %s was rendered as %q, this build renders %q",
+			tables.MatchPartsTable, format, want)
+		return false, nil
+	}
+	l.partsSource = tables.MatchPartsTable
+	return true, nil
 }
 
-// ErrCorrupt marks a snapshot that cannot be read or indexed: its files are
-// corrupt or its rows break the snapshot's invariants. Fetching it again
-// does not help (its checksums matched); the edge keeps serving the
-// snapshot it has.
-var ErrCorrupt = errors.New("corrupt snapshot")
+// MatchPartsSource says where the snapshot's match parts came from:
+// "match_parts" (rendered by the pipeline), or why they were rendered at
+// load.
+func (s *Snapshot) MatchPartsSource() string { return s.partsSource }
 
 // buildSafely is build with a panic (rows that break an invariant the
 // indexes rely on) turned into ErrCorrupt.
-func buildSafely(m Meta, t *tables) (s *Snapshot, err error) {
+func buildSafely(m Meta, t *loaded) (s *Snapshot, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("view: snapshot %s: %w: %v", m.ID, ErrCorrupt, r)
+			s, err = nil, fmt.Errorf("view: snapshot %s: %w: %v", m.ID, tables.ErrCorrupt, r)
 		}
 	}()
 	return build(m, t), nil
@@ -450,7 +390,7 @@ func buildSafely(m Meta, t *tables) (s *Snapshot, err error) {
 
 // build indexes a snapshot's rows. Sub-resource rows must be grouped by
 // match (the files are sorted by match id).
-func build(m Meta, t *tables) *Snapshot {
+func build(m Meta, t *loaded) *Snapshot {
 	s := &Snapshot{ID: m.ID, CreatedAt: m.CreatedAt, Meta: m, teams: t.teams, players: t.players,
 		tournaments: t.tournaments, matches: t.matches}
 	attachComparisons(t.metrics, t.cmp, t.reliability, t.monthly) // modelreview.go
@@ -484,7 +424,7 @@ func build(m Meta, t *tables) *Snapshot {
 			s.lastEvent[mi] = max(s.lastEvent[mi], t.events[i].ChangedAt.UnixMicro())
 		}
 	}
-	s.liveMapRows = map[ID][]MapResult{}
+	s.liveMapRows = map[tables.ID][]MapResult{}
 	for _, r := range t.maps {
 		if mi, ok := s.matchByID[r.MatchID]; ok && s.matches[mi].Status == "live" {
 			r.MapName = strings.Clone(r.MapName) // do not pin the reader's buffers
@@ -495,12 +435,12 @@ func build(m Meta, t *tables) *Snapshot {
 			s.liveMapRows[r.MatchID] = append(s.liveMapRows[r.MatchID], r)
 		}
 	}
-	s.sampleTournaments, s.sampleMatches = map[ID]bool{}, map[ID]bool{}
+	s.sampleTournaments, s.sampleMatches = map[tables.ID]bool{}, map[tables.ID]bool{}
 	for _, r := range t.sample {
 		s.sampleTournaments[r.TournamentID] = true
 		s.sampleMatches[r.MatchID] = true
 	}
-	s.upstream, s.upstreamOf = map[string]ID{}, map[ID]string{}
+	s.upstream, s.upstreamOf = map[string]tables.ID{}, map[tables.ID]string{}
 	for _, r := range t.liveIDs {
 		if r.Kind == "match" {
 			s.upstream[r.UpstreamID] = r.ID
@@ -523,9 +463,9 @@ func build(m Meta, t *tables) *Snapshot {
 
 // renderMatchData renders each match's sub-resources (maps, vetoes, stats,
 // rounds, lineups, history, streams, depth) from rows grouped by match.
-func (s *Snapshot) renderMatchData(t *tables) {
-	s.matchData = make(map[ID]*matchData, len(s.matches))
-	md := func(id ID) *matchData {
+func (s *Snapshot) renderMatchData(t *loaded) {
+	s.matchData = make(map[tables.ID]*matchData, len(s.matches))
+	md := func(id tables.ID) *matchData {
 		d := s.matchData[id]
 		if d == nil {
 			d = &matchData{}
@@ -533,7 +473,7 @@ func (s *Snapshot) renderMatchData(t *tables) {
 		}
 		return d
 	}
-	groupRender(t.maps, func(r *MapResult) ID { return r.MatchID }, func(id ID, a Array) { md(id).maps = a.clone() })
+	tables.GroupRender(t.maps, func(r *MapResult) tables.ID { return r.MatchID }, func(id tables.ID, a tables.Array) { md(id).maps = a.Clone() })
 	for i := range t.maps {
 		if d := md(t.maps[i].MatchID); t.maps[i].MapNumber > d.lastMap {
 			d.lastMap = t.maps[i].MapNumber
@@ -543,24 +483,37 @@ func (s *Snapshot) renderMatchData(t *tables) {
 	// pack it from rows when Load did not (tables made by hand in tests),
 	// and its field of a match's data.
 	p := &t.packed
+	depth := tables.DepthRows{Weapons: t.dw, Grenades: t.dg, Hitgroups: t.dh, Duels: t.dd, Flashes: t.df}
 	for _, part := range []struct {
-		m    *map[ID]Packed
-		rows func() map[ID]Packed
-		set  func(*matchData, Packed)
+		m    *map[tables.ID]tables.Packed
+		rows func() map[tables.ID]tables.Packed
+		set  func(*matchData, tables.Packed)
 	}{
-		{&p.vetoes, func() map[ID]Packed { return packByMatch(t.vetoes, func(r *Veto) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.vetoes = v }},
-		{&p.stats, func() map[ID]Packed { return packByMatch(t.stats, func(r *StatLine) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.stats = v }},
-		{&p.rounds, func() map[ID]Packed { return packByMatch(t.rounds, func(r *Round) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.rounds = v }},
-		{&p.lineups, func() map[ID]Packed { return packByMatch(t.lineups, func(r *Lineup) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.lineups = v }},
-		{&p.history, func() map[ID]Packed { return packByMatch(t.events, func(r *MatchEvent) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.history = v }},
-		{&p.streams, func() map[ID]Packed { return packByMatch(t.streams, func(r *Stream) ID { return r.MatchID }) },
-			func(d *matchData, v Packed) { d.streams = v }},
-		{&p.depth, func() map[ID]Packed { return packDepth(t) }, func(d *matchData, v Packed) { d.depth = v }},
+		{&p.Vetoes, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.vetoes, func(r *tables.Veto) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.vetoes = v }},
+		{&p.Stats, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.stats, func(r *tables.StatLine) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.stats = v }},
+		{&p.Rounds, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.rounds, func(r *tables.Round) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.rounds = v }},
+		{&p.Lineups, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.lineups, func(r *tables.Lineup) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.lineups = v }},
+		{&p.History, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.events, func(r *tables.MatchEvent) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.history = v }},
+		{&p.Streams, func() map[tables.ID]tables.Packed {
+			return tables.PackByMatch(t.streams, func(r *tables.Stream) tables.ID { return r.MatchID })
+		},
+			func(d *matchData, v tables.Packed) { d.streams = v }},
+		{&p.Depth, depth.Pack, func(d *matchData, v tables.Packed) { d.depth = v }},
 	} {
 		if *part.m == nil {
 			*part.m = part.rows()
@@ -574,12 +527,12 @@ func (s *Snapshot) renderMatchData(t *tables) {
 // byIDAndSlug is a resource addressable by id or slug: its rows' positions
 // by each.
 type byIDAndSlug struct {
-	byID   map[ID]int32
+	byID   map[tables.ID]int32
 	bySlug map[string]int32
 }
 
-func indexIDSlug[T any](rows []T, key func(*T) (ID, string)) byIDAndSlug {
-	x := byIDAndSlug{byID: make(map[ID]int32, len(rows)), bySlug: make(map[string]int32, len(rows))}
+func indexIDSlug[T any](rows []T, key func(*T) (tables.ID, string)) byIDAndSlug {
+	x := byIDAndSlug{byID: make(map[tables.ID]int32, len(rows)), bySlug: make(map[string]int32, len(rows))}
 	for i := range rows {
 		id, slug := key(&rows[i])
 		x.byID[id] = int32(i)
@@ -590,11 +543,11 @@ func indexIDSlug[T any](rows []T, key func(*T) (ID, string)) byIDAndSlug {
 
 // find resolves a path segment: a canonical id, else a slug.
 func (x byIDAndSlug) find(v string) (int32, bool) {
-	if id, ok := ParseID(v); ok {
+	if id, ok := tables.ParseID(v); ok {
 		i, ok := x.byID[id]
 		return i, ok
 	}
-	if IsSlug(v) {
+	if tables.IsSlug(v) {
 		i, ok := x.bySlug[v]
 		return i, ok
 	}
@@ -610,22 +563,22 @@ func renderAll[T any](rows []T) [][]byte {
 }
 
 func (s *Snapshot) indexTeams() {
-	s.teamIdx = indexIDSlug(s.teams, func(t *Team) (ID, string) { return t.ID, t.Slug })
+	s.teamIdx = indexIDSlug(s.teams, func(t *Team) (tables.ID, string) { return t.ID, t.Slug })
 	s.teamJSON = renderAll(s.teams)
-	s.teamOrders = buildOrders(len(s.teams), TeamSorts, func(i int) ID { return s.teams[i].ID },
+	s.teamOrders = buildOrders(len(s.teams), TeamSorts, func(i int) tables.ID { return s.teams[i].ID },
 		func(key string, i int) SortVal { return teamSortValue(&s.teams[i], key) })
 }
 
 func (s *Snapshot) indexPlayers() {
-	s.playerIdx = indexIDSlug(s.players, func(p *Player) (ID, string) { return p.ID, p.Slug })
+	s.playerIdx = indexIDSlug(s.players, func(p *Player) (tables.ID, string) { return p.ID, p.Slug })
 	s.playerJSON = renderAll(s.players)
-	s.playerOrders = buildOrders(len(s.players), PlayerSorts, func(i int) ID { return s.players[i].ID },
+	s.playerOrders = buildOrders(len(s.players), PlayerSorts, func(i int) tables.ID { return s.players[i].ID },
 		func(key string, i int) SortVal { return playerSortValue(&s.players[i], key) })
-	s.playersByTeam = map[ID]map[string]*order{}
+	s.playersByTeam = map[tables.ID]map[string]*order{}
 	for spec, o := range s.playerOrders {
-		for team, part := range partition(o, func(i int32) []ID {
+		for team, part := range partition(o, func(i int32) []tables.ID {
 			if t := s.players[i].TeamID; t != nil {
-				return []ID{*t}
+				return []tables.ID{*t}
 			}
 			return nil
 		}) {
@@ -638,7 +591,7 @@ func (s *Snapshot) indexPlayers() {
 }
 
 func (s *Snapshot) indexTournaments() {
-	s.tournamentIdx = indexIDSlug(s.tournaments, func(t *Tournament) (ID, string) { return t.ID, t.Slug })
+	s.tournamentIdx = indexIDSlug(s.tournaments, func(t *Tournament) (tables.ID, string) { return t.ID, t.Slug })
 	s.tournamentJSON = make([][2][]byte, len(s.tournaments))
 	for i := range s.tournaments {
 		t := &s.tournaments[i]
@@ -652,12 +605,12 @@ func (s *Snapshot) indexTournaments() {
 	}
 	slices.Sort(s.clockEdges)
 	s.clockEdges = slices.Clip(slices.Compact(s.clockEdges))
-	s.tournamentOrder = newOrder(TournamentSorts.Def, len(s.tournaments), func(i int) ID { return s.tournaments[i].ID },
+	s.tournamentOrder = newOrder(TournamentSorts.Def, len(s.tournaments), func(i int) tables.ID { return s.tournaments[i].ID },
 		func(i int) SortVal { return tournamentSortValue(&s.tournaments[i]) })
 }
 
 func (s *Snapshot) indexMatches() {
-	s.matchByID = make(map[ID]int32, len(s.matches))
+	s.matchByID = make(map[tables.ID]int32, len(s.matches))
 	s.matchListJSON = make([][]byte, len(s.matches))
 	s.matchJSON = make([][]byte, len(s.matches))
 	for i := range s.matches {
@@ -671,24 +624,24 @@ func (s *Snapshot) indexMatches() {
 		s.matchJSON[i] = mustJSON(m)
 		s.matchListJSON[i] = renderListRow(m)
 	}
-	s.matchOrder = newOrder(MatchSorts.Def, len(s.matches), func(i int) ID { return s.matches[i].ID },
+	s.matchOrder = newOrder(MatchSorts.Def, len(s.matches), func(i int) tables.ID { return s.matches[i].ID },
 		func(i int) SortVal { return numVal(s.matches[i].ScheduledAt.UnixMicro()) })
 	s.matchesByStat = partition(s.matchOrder, func(i int32) []string { return []string{s.matches[i].Status} })
-	s.matchesByTour = partition(s.matchOrder, func(i int32) []ID { return []ID{s.matches[i].TournamentID} })
-	s.matchesByTeam = partition(s.matchOrder, func(i int32) []ID { return []ID{s.matches[i].TeamAID, s.matches[i].TeamBID} })
-	tourTeams := map[ID]map[ID]bool{}
+	s.matchesByTour = partition(s.matchOrder, func(i int32) []tables.ID { return []tables.ID{s.matches[i].TournamentID} })
+	s.matchesByTeam = partition(s.matchOrder, func(i int32) []tables.ID { return []tables.ID{s.matches[i].TeamAID, s.matches[i].TeamBID} })
+	tourTeams := map[tables.ID]map[tables.ID]bool{}
 	for i := range s.matches {
 		m := &s.matches[i]
 		if tourTeams[m.TournamentID] == nil {
-			tourTeams[m.TournamentID] = map[ID]bool{}
+			tourTeams[m.TournamentID] = map[tables.ID]bool{}
 		}
 		tourTeams[m.TournamentID][m.TeamAID] = true
 		tourTeams[m.TournamentID][m.TeamBID] = true
 	}
-	s.tournamentTeams = make(map[ID]Array, len(tourTeams))
+	s.tournamentTeams = make(map[tables.ID]tables.Array, len(tourTeams))
 	for tid, set := range tourTeams {
 		var rows [][]byte
-		ids := make([]ID, 0, len(set))
+		ids := make([]tables.ID, 0, len(set))
 		for id := range set {
 			ids = append(ids, id)
 		}
@@ -700,7 +653,7 @@ func (s *Snapshot) indexMatches() {
 				rows = append(rows, s.teamJSON[ti])
 			}
 		}
-		s.tournamentTeams[tid] = Array{JSON: joinArray(rows), N: len(rows)}
+		s.tournamentTeams[tid] = tables.Array{JSON: joinArray(rows), N: len(rows)}
 	}
 }
 
@@ -710,82 +663,11 @@ func renderListRow(m *Match) []byte {
 		TeamAShort: m.TeamAShort, TeamBShort: m.TeamBShort, TournamentName: m.TournamentName})
 }
 
-func (s *Snapshot) data(id ID) *matchData {
+func (s *Snapshot) data(id tables.ID) *matchData {
 	if d := s.matchData[id]; d != nil {
 		return d
 	}
 	return noMatchData
-}
-
-type depthParts struct{ weapons, grenades, hitgroups, duels, flashes []byte }
-
-var emptyArray = []byte("[]")
-
-func orEmpty(b []byte) []byte {
-	if b == nil {
-		return emptyArray
-	}
-	return b
-}
-
-// EmptyDepth is the depth object of a match without depth data.
-const EmptyDepth = `{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}`
-
-func (d *depthParts) render() []byte {
-	parts := [5][]byte{orEmpty(d.weapons), orEmpty(d.grenades), orEmpty(d.hitgroups), orEmpty(d.duels), orEmpty(d.flashes)}
-	n := len(`{"weapons":,"grenades":,"hitgroups":,"duels":,"flashes":}`)
-	for _, p := range parts {
-		n += len(p)
-	}
-	// Exactly sized: the object is kept for the snapshot's life.
-	b := make([]byte, 0, n)
-	b = append(b, `{"weapons":`...)
-	b = append(b, parts[0]...)
-	b = append(b, `,"grenades":`...)
-	b = append(b, parts[1]...)
-	b = append(b, `,"hitgroups":`...)
-	b = append(b, parts[2]...)
-	b = append(b, `,"duels":`...)
-	b = append(b, parts[3]...)
-	b = append(b, `,"flashes":`...)
-	b = append(b, parts[4]...)
-	return append(b, '}')
-}
-
-// groupRender renders consecutive rows with the same match id as one JSON
-// array. Rows must arrive grouped by match (the snapshot files are sorted).
-// The array set gets is reused after it returns: clone it to keep it.
-func groupRender[T any](rows []T, key func(*T) ID, set func(ID, Array)) {
-	var cur ID
-	var buf bytes.Buffer
-	// One encoder writes every row straight into buf: json.Marshal would
-	// hand back a fresh copy of each row (a third of a 100k load's rendering
-	// time went to those copies). Encode is Marshal plus a newline.
-	enc := json.NewEncoder(&buf)
-	open, n := false, 0
-	flush := func() {
-		if open {
-			buf.WriteByte(']')
-			set(cur, Array{JSON: buf.Bytes(), N: n})
-		}
-	}
-	for i := range rows {
-		k := key(&rows[i])
-		if !open || k != cur {
-			flush()
-			buf.Reset()
-			buf.WriteByte('[')
-			cur, open, n = k, true, 0
-		} else {
-			buf.WriteByte(',')
-		}
-		if err := enc.Encode(&rows[i]); err != nil {
-			panic(fmt.Sprintf("view: render %T: %v", &rows[i], err))
-		}
-		buf.Truncate(buf.Len() - 1) // the newline Encode ends with
-		n++
-	}
-	flush()
 }
 
 func mustJSON(v any) []byte {
@@ -857,7 +739,7 @@ func (s *Snapshot) Teams() []Team { return s.teams }
 func (s *Snapshot) Tournaments() []Tournament { return s.tournaments }
 
 // Team returns the team with id (nil when unknown).
-func (s *Snapshot) Team(id ID) *Team {
+func (s *Snapshot) Team(id tables.ID) *Team {
 	if i, ok := s.teamIdx.byID[id]; ok {
 		return &s.teams[i]
 	}
@@ -865,7 +747,7 @@ func (s *Snapshot) Team(id ID) *Team {
 }
 
 // Tournament returns the tournament with id (nil when unknown).
-func (s *Snapshot) Tournament(id ID) *Tournament {
+func (s *Snapshot) Tournament(id tables.ID) *Tournament {
 	if i, ok := s.tournamentIdx.byID[id]; ok {
 		return &s.tournaments[i]
 	}
@@ -873,7 +755,7 @@ func (s *Snapshot) Tournament(id ID) *Tournament {
 }
 
 // MatchRow returns the published row of match id (nil when unknown).
-func (s *Snapshot) MatchRow(id ID) *Match {
+func (s *Snapshot) MatchRow(id tables.ID) *Match {
 	if i, ok := s.matchByID[id]; ok {
 		return &s.matches[i]
 	}
@@ -881,24 +763,24 @@ func (s *Snapshot) MatchRow(id ID) *Match {
 }
 
 // Upstream returns the upstream id of a match (live_ids), "" when none.
-func (s *Snapshot) Upstream(id ID) string { return s.upstreamOf[id] }
+func (s *Snapshot) Upstream(id tables.ID) string { return s.upstreamOf[id] }
 
 // MatchByUpstream resolves an upstream match id (the feed's) to the service
 // id, from the snapshot's live_ids table.
-func (s *Snapshot) MatchByUpstream(up string) (ID, bool) {
+func (s *Snapshot) MatchByUpstream(up string) (tables.ID, bool) {
 	id, ok := s.upstream[up]
 	return id, ok
 }
 
 // Sample returns the sandbox sample's tournament and match ids, sorted.
-func (s *Snapshot) Sample() (tournaments, matches []ID) {
+func (s *Snapshot) Sample() (tournaments, matches []tables.ID) {
 	for id := range s.sampleTournaments {
 		tournaments = append(tournaments, id)
 	}
 	for id := range s.sampleMatches {
 		matches = append(matches, id)
 	}
-	for _, ids := range [][]ID{tournaments, matches} {
+	for _, ids := range [][]tables.ID{tournaments, matches} {
 		sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	}
 	return tournaments, matches

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // View is what the service serves at one instant: a loaded Snapshot plus
@@ -42,7 +44,7 @@ func (v *View) LiveMatches() int { return len(v.d.over) }
 // until another batch touches it). What a request of that match alone
 // reads on old, it reads on v (the edge's page cache keeps such pages
 // across live changes).
-func (v *View) SameMatch(old *View, id ID) bool {
+func (v *View) SameMatch(old *View, id tables.ID) bool {
 	if old == nil || old.base != v.base {
 		return false
 	}
@@ -113,19 +115,19 @@ func (v *View) TeamPage(f TeamFilter, spec string, after *Key, limit int) Page {
 }
 
 // Team resolves a team by id or slug and returns its id and JSON.
-func (v *View) Team(idOrSlug string) (ID, []byte, bool) {
+func (v *View) Team(idOrSlug string) (tables.ID, []byte, bool) {
 	i, ok := v.base.teamIdx.find(idOrSlug)
 	if !ok {
-		return ID{}, nil, false
+		return tables.ID{}, nil, false
 	}
 	return v.base.teams[i].ID, v.base.teamJSON[i], true
 }
 
 // RosterHistory is a team's roster history rows, newest first.
-func (v *View) RosterHistory(team ID) Array { return v.base.rosterHistory(team) }
+func (v *View) RosterHistory(team tables.ID) tables.Array { return v.base.rosterHistory(team) }
 
 // TeamProfile is a team's profile object.
-func (v *View) TeamProfile(team ID) []byte {
+func (v *View) TeamProfile(team tables.ID) []byte {
 	if b, ok := v.base.teamProfiles[team]; ok {
 		return b
 	}
@@ -136,10 +138,10 @@ func (v *View) TeamProfile(team ID) []byte {
 
 // PlayerFilter is /players' filters; empty fields do not filter.
 type PlayerFilter struct {
-	Team *ID
+	Team *tables.ID
 	Slug string
 	Role AnyOf
-	IDs  map[ID]bool // nil: any
+	IDs  map[tables.ID]bool // nil: any
 }
 
 // PlayerPage is one page of /players under a sort spec (PlayerSorts).
@@ -158,17 +160,17 @@ func (v *View) PlayerPage(f PlayerFilter, spec string, after *Key, limit int) Pa
 }
 
 // Player resolves a player by id or slug and returns its id and JSON.
-func (v *View) Player(idOrSlug string) (ID, []byte, bool) {
+func (v *View) Player(idOrSlug string) (tables.ID, []byte, bool) {
 	s := v.base
 	i, ok := s.playerIdx.find(idOrSlug)
 	if !ok {
-		return ID{}, nil, false
+		return tables.ID{}, nil, false
 	}
 	return s.players[i].ID, s.playerJSON[i], true
 }
 
 // PlayerStats is a player's career summary object.
-func (v *View) PlayerStats(player ID) []byte {
+func (v *View) PlayerStats(player tables.ID) []byte {
 	if b, ok := v.base.playerSummaries[player]; ok {
 		return b
 	}
@@ -217,15 +219,15 @@ func (v *View) AppendTournament(dst []byte, idOrSlug string, now time.Time) ([]b
 // TournamentTeams lists the teams that play in a tournament's matches. A
 // well-formed unknown id or slug has none (the parent is not checked); ok
 // is false only for a value that is neither an id nor a slug.
-func (v *View) TournamentTeams(idOrSlug string) (Array, bool) {
+func (v *View) TournamentTeams(idOrSlug string) (tables.Array, bool) {
 	s := v.base
-	if id, isID := ParseID(idOrSlug); isID {
+	if id, isID := tables.ParseID(idOrSlug); isID {
 		return s.tournamentTeams[id], true
 	}
 	if i, found := s.tournamentIdx.find(idOrSlug); found {
 		return s.tournamentTeams[s.tournaments[i].ID], true
 	}
-	return Array{}, IsSlug(idOrSlug)
+	return tables.Array{}, tables.IsSlug(idOrSlug)
 }
 
 // ---- rankings, coverage, model
@@ -246,14 +248,14 @@ func (v *View) Coverage() []byte {
 }
 
 // ModelMetrics are the model metrics rows (one per market).
-func (v *View) ModelMetrics() Array { return v.base.modelMetrics() }
+func (v *View) ModelMetrics() tables.Array { return v.base.modelMetrics() }
 
 // ---- sandbox sample
 
 // InSampleMatch reports whether a match id (canonical form) is in the
 // sandbox sample.
 func (v *View) InSampleMatch(id string) bool {
-	x, ok := ParseID(id)
+	x, ok := tables.ParseID(id)
 	return ok && v.base.sampleMatches[x]
 }
 

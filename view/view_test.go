@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/tables"
 )
 
 // A hand-built world: teams A, B, C in one tournament; m1 scheduled (A-B,
@@ -16,27 +18,27 @@ import (
 // scheduled later (A-C), m5 cancelled. m1 and m3 have eo_market lines.
 var (
 	t0           = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	teamA, teamB = ID{0xa}, ID{0xb}
-	teamC        = ID{0xc}
-	tour         = ID{0x70}
-	m1, m2, m3   = ID{1}, ID{2}, ID{3}
-	m4, m5       = ID{4}, ID{5}
-	mkt1         = ID{0x81} // m1 match_winner
-	mkt3         = ID{0x83} // m3 match_winner
+	teamA, teamB = tables.ID{0xa}, tables.ID{0xb}
+	teamC        = tables.ID{0xc}
+	tour         = tables.ID{0x70}
+	m1, m2, m3   = tables.ID{1}, tables.ID{2}, tables.ID{3}
+	m4, m5       = tables.ID{4}, tables.ID{5}
+	mkt1         = tables.ID{0x81} // m1 match_winner
+	mkt3         = tables.ID{0x83} // m3 match_winner
 )
 
 func ip(v int) *int { return &v }
 
-func testTables() *tables {
+func testTables() *loaded {
 	str := func(s string) *string { return &s }
 	start := t0.Add(-48 * time.Hour)
 	end := t0.Add(48 * time.Hour)
-	t := &tables{
+	t := &loaded{
 		teams: []Team{{ID: teamA, Slug: "alpha", Name: "Alpha"}, {ID: teamB, Slug: "bravo", Name: "Bravo"},
 			{ID: teamC, Slug: "charlie", Name: "Charlie"}},
 		tournaments: []Tournament{{ID: tour, Slug: "cup", Name: "Cup", StartsAt: &start, EndsAt: &end}},
 	}
-	match := func(id, a, b ID, status string, at time.Time) Match {
+	match := func(id, a, b tables.ID, status string, at time.Time) Match {
 		return Match{ID: id, TournamentID: tour, TeamAID: a, TeamBID: b, Format: "bo3", Status: status,
 			ScheduledAt: at, ChangedAt: t0.Add(-time.Hour)}
 	}
@@ -55,7 +57,7 @@ func testTables() *tables {
 	ms[2].LiveState = json.RawMessage(`{"map_number":2}`)
 	t.matches = ms
 	for _, i := range []int{1, 2, 4} { // the status events of the matches that left scheduled
-		t.events = append(t.events, MatchEvent{MatchID: ms[i].ID, Seq: 1, Status: ms[i].Status, ChangedAt: ms[i].ChangedAt})
+		t.events = append(t.events, tables.MatchEvent{MatchID: ms[i].ID, Seq: 1, Status: ms[i].Status, ChangedAt: ms[i].ChangedAt})
 	}
 	t.maps = []MapResult{
 		{MatchID: m2, MapNumber: 1, MapName: "de_nuke", ScoreA: 13, ScoreB: 5, FirstHalfSideA: str("ct"), Status: "played", RoundsPlayed: 18},
@@ -63,9 +65,9 @@ func testTables() *tables {
 		{MatchID: m3, MapNumber: 1, MapName: "de_mirage", ScoreA: 13, ScoreB: 11, FirstHalfSideA: str("ct"), Status: "played", RoundsPlayed: 24},
 	}
 	bc := ip(3)
-	line := func(id byte, match, market ID, outcome string, price float64, at time.Time) OddsLine {
+	line := func(id byte, match, market tables.ID, outcome string, price float64, at time.Time) OddsLine {
 		mid := match
-		return OddsLine{ID: ID{0x90, id}, MatchID: &mid, MarketID: market, Market: "match_winner", Source: "eo_market",
+		return OddsLine{ID: tables.ID{0x90, id}, MatchID: &mid, MarketID: market, Market: "match_winner", Source: "eo_market",
 			BookCount: bc, OutcomeKey: outcome, Label: outcome, Price: price, CapturedAt: at}
 	}
 	t.odds = []OddsLine{
@@ -73,13 +75,13 @@ func testTables() *tables {
 		line(3, m1, mkt1, "home", 1.75, t0.Add(-2*time.Hour)), line(4, m1, mkt1, "away", 2.12, t0.Add(-2*time.Hour)),
 		line(5, m3, mkt3, "home", 1.50, t0.Add(-90*time.Minute)), line(6, m3, mkt3, "away", 2.60, t0.Add(-90*time.Minute)),
 	}
-	for i, id := range []ID{m1, m2, m3, m4, m5} {
+	for i, id := range []tables.ID{m1, m2, m3, m4, m5} {
 		t.liveIDs = append(t.liveIDs, liveIDRow{Kind: "match", UpstreamID: fmt.Sprint("up-", i+1), ID: id})
 	}
 	return t
 }
 
-func testSnapshot(id string, edit func(*tables)) *Snapshot {
+func testSnapshot(id string, edit func(*loaded)) *Snapshot {
 	t := testTables()
 	if edit != nil {
 		edit(t)
@@ -196,7 +198,7 @@ func checkConsistent(t *testing.T, v *View) {
 		t.Errorf("?has=maps: %v, data_available.maps on %v", got, withMaps)
 	}
 	for _, r := range all {
-		id, _ := ParseID(r.ID)
+		id, _ := tables.ParseID(r.ID)
 		b, ok := v.AppendMatch(nil, id, []string{"maps"}, t0)
 		if !ok {
 			t.Fatalf("match %s has no detail", r.ID)
@@ -287,7 +289,7 @@ func TestApplyMovesStatusAndMaps(t *testing.T) {
 	}
 }
 
-func mustDetail(t *testing.T, v *View, id ID) []byte {
+func mustDetail(t *testing.T, v *View, id tables.ID) []byte {
 	t.Helper()
 	b, ok := v.AppendMatch(nil, id, []string{"maps"}, t0)
 	if !ok {
@@ -321,7 +323,7 @@ func TestApplySkipsStaleAndOutOfOrder(t *testing.T) {
 	}
 	// A newer edit of the fixture itself (a stage, a stream) does not hide
 	// a live state the snapshot lacks; the row's changed_at stays the newer.
-	edited := New(testSnapshot("s1", func(t *tables) { t.matches[0].ChangedAt = t0.Add(time.Hour) }))
+	edited := New(testSnapshot("s1", func(t *loaded) { t.matches[0].ChangedAt = t0.Add(time.Hour) }))
 	ve, ap := edited.Apply(Changes{Matches: []MatchState{{ID: m1, Status: "live", ScoreA: ip(0), ScoreB: ip(0), ChangedAt: t0.Add(time.Minute)}}})
 	if m, _ := ve.Match(m1); ap.Skipped != 0 || m.Status != "live" || !m.ChangedAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("a live state newer than the match's events but older than its fixture edit: %+v, %+v", ap, m)
@@ -332,7 +334,7 @@ func TestApplySkipsStaleAndOutOfOrder(t *testing.T) {
 		t.Fatal("an out-of-order state replaced a newer one")
 	}
 	// Unknown match.
-	if _, ap := v1.Apply(Changes{Matches: []MatchState{{ID: ID{0xee}, Status: "live", ChangedAt: t0.Add(time.Hour)}}}); ap.Skipped != 1 {
+	if _, ap := v1.Apply(Changes{Matches: []MatchState{{ID: tables.ID{0xee}, Status: "live", ChangedAt: t0.Add(time.Hour)}}}); ap.Skipped != 1 {
 		t.Fatal("a state of an unknown match was applied")
 	}
 }
@@ -363,8 +365,8 @@ func decodeLines(t *testing.T, rows [][]byte) []oddsJSON {
 
 func liveLines(at time.Time, home, away float64) []LiveLine {
 	return []LiveLine{
-		{ID: ID{0x99, byte(at.Minute()), 1}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "home", Price: home, BookCount: 3, CapturedAt: at},
-		{ID: ID{0x99, byte(at.Minute()), 2}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "away", Price: away, BookCount: 3, CapturedAt: at},
+		{ID: tables.ID{0x99, byte(at.Minute()), 1}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "home", Price: home, BookCount: 3, CapturedAt: at},
+		{ID: tables.ID{0x99, byte(at.Minute()), 2}, MarketID: mkt1, MatchID: m1, Market: "match_winner", Outcome: "away", Price: away, BookCount: 3, CapturedAt: at},
 	}
 }
 
@@ -479,10 +481,10 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 	})
 	// The next snapshot holds m1's state and the first live lines (landed
 	// and run through the pipeline), not m4's state or the later lines.
-	s2 := testSnapshot("s2", func(t *tables) {
+	s2 := testSnapshot("s2", func(t *loaded) {
 		t.matches[0].Status, t.matches[0].ChangedAt = "live", at
 		t.matches[0].ScoreA, t.matches[0].ScoreB = ip(0), ip(0)
-		t.events = append(t.events, MatchEvent{MatchID: m1, Seq: 1, Status: "live", ChangedAt: at})
+		t.events = append(t.events, tables.MatchEvent{MatchID: m1, Seq: 1, Status: "live", ChangedAt: at})
 		for _, l := range liveLines(at, 1.70, 2.20) {
 			mid := m1
 			t.odds = append(t.odds, OddsLine{ID: l.ID, MatchID: &mid, MarketID: l.MarketID, Market: l.Market,
@@ -509,10 +511,10 @@ func TestRebaseKeepsOnlyWhatTheSnapshotLacks(t *testing.T) {
 	}
 	checkConsistent(t, v2)
 	// A snapshot holding everything leaves no live state.
-	s3 := testSnapshot("s3", func(t *tables) {
+	s3 := testSnapshot("s3", func(t *loaded) {
 		for i := range t.matches {
 			t.matches[i].ChangedAt = at.Add(time.Hour)
-			t.events = append(t.events, MatchEvent{MatchID: t.matches[i].ID, Seq: 9, Status: t.matches[i].Status, ChangedAt: at.Add(time.Hour)})
+			t.events = append(t.events, tables.MatchEvent{MatchID: t.matches[i].ID, Seq: 9, Status: t.matches[i].Status, ChangedAt: at.Add(time.Hour)})
 		}
 		for _, l := range append(liveLines(at, 1.70, 2.20), liveLines(at.Add(time.Minute), 1.65, 2.30)...) {
 			mid := m1
@@ -574,7 +576,7 @@ func TestReplayCandidates(t *testing.T) {
 // snapshotOf captures what a view answers, to check it never changes.
 func snapshotOf(v *View) string {
 	var b strings.Builder
-	for _, id := range []ID{m1, m2, m3, m4, m5} {
+	for _, id := range []tables.ID{m1, m2, m3, m4, m5} {
 		x, _ := v.AppendMatch(nil, id, []string{"maps", "odds"}, t0)
 		b.Write(x)
 		for _, r := range v.OddsPage(id, "", nil, 100).Rows {
@@ -656,9 +658,9 @@ func TestApplyReplacesALineOfTheSameInstant(t *testing.T) {
 // series shows the open price of its first line.
 func TestApplyALateLine(t *testing.T) {
 	v0 := New(testSnapshot("s1", nil))
-	mkt := ID{0x88} // a series the snapshot lacks: its open is its first live line
+	mkt := tables.ID{0x88} // a series the snapshot lacks: its open is its first live line
 	line := func(b byte, at time.Time, price float64) LiveLine {
-		return LiveLine{ID: ID{0x77, b}, MarketID: mkt, MatchID: m1, Market: "map_winner", MapNumber: 1,
+		return LiveLine{ID: tables.ID{0x77, b}, MarketID: mkt, MatchID: m1, Market: "map_winner", MapNumber: 1,
 			Outcome: "home", Price: price, BookCount: 3, CapturedAt: at}
 	}
 	v1, _ := v0.Apply(Changes{Lines: []LiveLine{line(2, t0.Add(10*time.Minute), 1.5)}})
@@ -773,7 +775,7 @@ func TestApplyRetract(t *testing.T) {
 }
 
 // pageOdds walks a match's odds history limit rows at a time.
-func pageOdds(t *testing.T, v *View, match ID, limit int) []oddsJSON {
+func pageOdds(t *testing.T, v *View, match tables.ID, limit int) []oddsJSON {
 	t.Helper()
 	var out []oddsJSON
 	var after *Key
@@ -819,7 +821,7 @@ func TestLiveLinesWithFewerBooksThanTheSnapshotAreWithheld(t *testing.T) {
 	}
 	// A new snapshot whose line of the series (older than the overlay's)
 	// counts 4 books: the 3-book overlay line goes.
-	s2 := testSnapshot("s2", func(t *tables) {
+	s2 := testSnapshot("s2", func(t *loaded) {
 		for i := range t.odds {
 			t.odds[i].BookCount = ip(4)
 		}

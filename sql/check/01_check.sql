@@ -40,9 +40,9 @@ WHERE t.id IS NULL OR a.id IS NULL OR b.id IS NULL OR m.team_a_id = m.team_b_id;
 DELETE FROM c_matches WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'matches');
 {{template "winners" (spec "matches")}}
 
--- the winning matches' formats and teams, for the children of a match
-CREATE OR REPLACE TEMP TABLE match_need AS
-SELECT id, CASE format WHEN 'bo1' THEN 1 WHEN 'bo3' THEN 2 ELSE 3 END AS need FROM v_matches;
+-- the winning matches' formats and teams, for the children of a match (the
+-- plausibility checks, eo_*_problem, are package raw's: pipelines/rules.go)
+CREATE OR REPLACE TEMP TABLE match_formats AS SELECT id, format FROM v_matches;
 CREATE OR REPLACE TEMP TABLE match_teams AS
 SELECT id AS match_id, team_a_id AS team_id FROM v_matches UNION ALL SELECT id, team_b_id FROM v_matches;
 
@@ -50,40 +50,24 @@ SELECT id AS match_id, team_a_id AS team_id FROM v_matches UNION ALL SELECT id, 
 -- kills (optional) on both sides or neither, not negative, only once the
 -- match is live or completed
 INSERT INTO bad
-SELECT 'match_updates', batch_seq, line_no,
-  CASE WHEN unknown THEN 'unknown match_id' WHEN bad_score THEN 'impossible score' ELSE 'impossible kills' END
-FROM (
-  SELECT u.batch_seq, u.line_no, n.id IS NULL AS unknown,
-    coalesce(u.score_a < 0 OR u.score_b < 0
-      OR (u.status IN ('scheduled', 'cancelled') AND (u.score_a IS NOT NULL OR u.score_b IS NOT NULL))
-      OR (u.status = 'live' AND (greatest(u.score_a, u.score_b) >= n.need))
-      OR (u.status = 'completed' AND coalesce(u.result_type, 'played') = 'played'
-          AND (u.score_a IS NULL OR u.score_b IS NULL OR greatest(u.score_a, u.score_b) <> n.need
-               OR least(u.score_a, u.score_b) >= n.need)), false) AS bad_score,
-    coalesce(u.kills_a < 0 OR u.kills_b < 0 OR ((u.kills_a IS NULL) <> (u.kills_b IS NULL))
-      OR (u.status IN ('scheduled', 'cancelled') AND u.kills_a IS NOT NULL), false) AS bad_kills
-  FROM c_match_updates u LEFT JOIN match_need n ON n.id = u.match_id)
-WHERE unknown OR bad_score OR bad_kills;
+SELECT 'match_updates', batch_seq, line_no, why FROM (
+  SELECT u.batch_seq, u.line_no,
+    CASE WHEN n.id IS NULL THEN 'unknown match_id'
+         ELSE eo_update_problem(u.status, u.result_type, u.score_a, u.score_b, u.kills_a, u.kills_b, n.format) END AS why
+  FROM c_match_updates u LEFT JOIN match_formats n ON n.id = u.match_id)
+WHERE why <> '';
 DELETE FROM c_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
 {{template "winners" (spec "match_updates")}}
 
 -- map results: a known match, a map number inside the format, a possible score
 INSERT INTO bad
-SELECT 'map_results', r.batch_seq, r.line_no,
-  CASE WHEN n.id IS NULL THEN 'unknown match_id'
-       WHEN r.map_number < 1 OR r.map_number > 2 * n.need - 1 THEN 'map_number outside the format'
-       WHEN r.map_name NOT LIKE 'de\_%' ESCAPE '\' THEN 'invalid map_name'
-       ELSE 'impossible score' END
-FROM c_map_results r LEFT JOIN match_need n ON n.id = r.match_id
-WHERE n.id IS NULL OR r.map_number < 1 OR r.map_number > 2 * n.need - 1
-   OR r.map_name NOT LIKE 'de\_%' ESCAPE '\'
-   OR r.score_a < 0 OR r.score_b < 0 OR r.score_a = r.score_b OR greatest(r.score_a, r.score_b) < 13
-   OR (greatest(r.score_a, r.score_b) = 13 AND least(r.score_a, r.score_b) > 11)
-   OR (r.first_half_a IS NOT NULL AND (
-        r.first_half_a + r.first_half_b NOT IN (12, 15) -- MR12 (CS2) or MR15 (CS:GO)
-        OR r.first_half_a + coalesce(r.second_half_a, 0) + coalesce(r.overtime_a, 0) <> r.score_a
-        OR r.first_half_b + coalesce(r.second_half_b, 0) + coalesce(r.overtime_b, 0) <> r.score_b))
-   OR ((r.overtime_a IS NULL) <> (r.overtime_b IS NULL));
+SELECT 'map_results', batch_seq, line_no, why FROM (
+  SELECT r.batch_seq, r.line_no,
+    CASE WHEN n.id IS NULL THEN 'unknown match_id'
+         ELSE eo_map_problem(r.map_number, r.map_name, r.score_a, r.score_b, r.first_half_a, r.first_half_b,
+                             r.second_half_a, r.second_half_b, r.overtime_a, r.overtime_b, n.format) END AS why
+  FROM c_map_results r LEFT JOIN match_formats n ON n.id = r.match_id)
+WHERE why <> '';
 DELETE FROM c_map_results WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'map_results');
 {{template "winners" (spec "map_results")}}
 
@@ -95,7 +79,7 @@ SELECT 'vetoes', v.batch_seq, v.line_no,
        WHEN v.choice_type = 'decider' AND coalesce(v.team_id, '') <> '' THEN 'decider with a team_id'
        WHEN v.choice_type <> 'decider' AND coalesce(v.team_id, '') = '' THEN 'missing team_id'
        ELSE 'team_id not in the match' END
-FROM c_vetoes v LEFT JOIN match_need n ON n.id = v.match_id
+FROM c_vetoes v LEFT JOIN match_formats n ON n.id = v.match_id
 WHERE n.id IS NULL
    OR (v.choice_type = 'decider') = (coalesce(v.team_id, '') <> '')
    OR (coalesce(v.team_id, '') <> '' AND (v.match_id, v.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams));
@@ -109,7 +93,7 @@ SELECT 'player_stats', s.batch_seq, s.line_no,
        WHEN (s.match_id, s.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        ELSE 'impossible value' END
 FROM c_player_stats s
-LEFT JOIN match_need n ON n.id = s.match_id
+LEFT JOIN match_formats n ON n.id = s.match_id
 LEFT JOIN v_players p ON p.id = s.player_id
 WHERE n.id IS NULL OR p.id IS NULL
    OR (s.match_id, s.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
@@ -123,7 +107,7 @@ SELECT 'rounds', r.batch_seq, r.line_no,
   CASE WHEN n.id IS NULL THEN 'unknown match_id'
        WHEN (r.match_id, r.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        ELSE 'impossible value' END
-FROM c_rounds r LEFT JOIN match_need n ON n.id = r.match_id
+FROM c_rounds r LEFT JOIN match_formats n ON n.id = r.match_id
 WHERE n.id IS NULL
    OR (r.match_id, r.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR r.round_number < 1 OR r.map_number < 1 OR r.kast < 0 OR r.kast > 5 OR r.kills < 0 OR r.deaths < 0
@@ -142,7 +126,7 @@ SELECT e, batch_seq, line_no, reason FROM (
   UNION ALL SELECT 'depth_flashes', d.batch_seq, d.line_no, d.match_id, d.player_id, NULL FROM c_depth_flashes d
 ) x
 CROSS JOIN LATERAL (SELECT CASE
-    WHEN x.match_id NOT IN (SELECT id FROM match_need) THEN 'unknown match_id'
+    WHEN x.match_id NOT IN (SELECT id FROM match_formats) THEN 'unknown match_id'
     WHEN x.player_id NOT IN (SELECT id FROM v_players) THEN 'unknown player_id'
     WHEN x.opponent_id NOT IN (SELECT id FROM v_players) THEN 'unknown opponent_id' END AS reason)
 WHERE reason IS NOT NULL;
@@ -164,12 +148,12 @@ SELECT DISTINCT batch_seq, line_no FROM (
 WHERE p NOT IN (SELECT id FROM v_players);
 INSERT INTO bad
 SELECT 'lineups', l.batch_seq, l.line_no,
-  CASE WHEN l.match_id NOT IN (SELECT id FROM match_need) THEN 'unknown match_id'
+  CASE WHEN l.match_id NOT IN (SELECT id FROM match_formats) THEN 'unknown match_id'
        WHEN (l.match_id, l.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams) THEN 'team_id not in the match'
        WHEN TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL THEN 'invalid player_ids'
        ELSE 'unknown player id in player_ids' END
 FROM c_lineups l
-WHERE l.match_id NOT IN (SELECT id FROM match_need)
+WHERE l.match_id NOT IN (SELECT id FROM match_formats)
    OR (l.match_id, l.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL
    OR (l.batch_seq, l.line_no) IN (SELECT (batch_seq, line_no) FROM lineup_unknown);
@@ -178,28 +162,24 @@ DELETE FROM c_lineups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no)
 
 INSERT INTO bad
 SELECT 'streams', s.batch_seq, s.line_no, 'unknown match_id'
-FROM c_streams s WHERE s.match_id NOT IN (SELECT id FROM match_need);
+FROM c_streams s WHERE s.match_id NOT IN (SELECT id FROM match_formats);
 DELETE FROM c_streams WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'streams');
 {{template "winners" (spec "streams")}}
 
--- price captures: exactly one parent, known; a decimal price above 1
+-- price captures: exactly one parent, known; a decimal price above 1 and an
+-- outcome of the market (an outright's: a known team)
 INSERT INTO bad
-SELECT 'price_captures', c.batch_seq, c.line_no,
-  CASE WHEN (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '') THEN 'needs exactly one of match_id and tournament_id'
-       WHEN coalesce(c.match_id, '') <> '' AND c.match_id NOT IN (SELECT id FROM match_need) THEN 'unknown match_id'
-       WHEN coalesce(c.tournament_id, '') <> '' AND c.tournament_id NOT IN (SELECT id FROM v_tournaments) THEN 'unknown tournament_id'
-       WHEN c.book NOT IN (SELECT id FROM v_books) THEN 'unknown book'
-       WHEN NOT isfinite(c.price) OR c.price <= 1 THEN 'price must be above 1'
-       ELSE 'outcome does not fit the market' END
-FROM c_price_captures c
-WHERE (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '')
-   OR (coalesce(c.match_id, '') <> '' AND c.match_id NOT IN (SELECT id FROM match_need))
-   OR (coalesce(c.tournament_id, '') <> '' AND c.tournament_id NOT IN (SELECT id FROM v_tournaments))
-   OR c.book NOT IN (SELECT id FROM v_books)
-   OR NOT isfinite(c.price) OR c.price <= 1
-   OR (c.market IN ('match_winner', 'map_handicap', 'map_winner') AND c.outcome NOT IN ('home', 'away'))
-   OR (c.market = 'total_maps' AND c.outcome NOT IN ('over', 'under'))
-   OR (c.market = 'outright' AND c.outcome NOT IN (SELECT id FROM v_teams));
+SELECT 'price_captures', batch_seq, line_no, why FROM (
+  SELECT c.batch_seq, c.line_no,
+    CASE WHEN (coalesce(c.match_id, '') = '') = (coalesce(c.tournament_id, '') = '') THEN 'needs exactly one of match_id and tournament_id'
+         WHEN coalesce(c.match_id, '') <> '' AND c.match_id NOT IN (SELECT id FROM match_formats) THEN 'unknown match_id'
+         WHEN coalesce(c.tournament_id, '') <> '' AND c.tournament_id NOT IN (SELECT id FROM v_tournaments) THEN 'unknown tournament_id'
+         WHEN c.book NOT IN (SELECT id FROM v_books) THEN 'unknown book'
+         WHEN c.market = 'outright' AND c.outcome NOT IN (SELECT id FROM v_teams) AND eo_price_problem(c.market, c.outcome, c.price) = ''
+           THEN 'outcome does not fit the market'
+         ELSE eo_price_problem(c.market, c.outcome, c.price) END AS why
+  FROM c_price_captures c)
+WHERE why <> '';
 DELETE FROM c_price_captures WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'price_captures');
 {{template "winners" (spec "price_captures")}}
 

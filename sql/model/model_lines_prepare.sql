@@ -7,5 +7,6 @@ CREATE TABLE IF NOT EXISTS out_model_lines (
   is_closing BOOLEAN, captured_at TIMESTAMPTZ);
 DELETE FROM out_model_lines WHERE source = 'eo_model';
 CREATE OR REPLACE TEMP TABLE model_line_rows (
+  id UUID, market_id UUID,
   match_id VARCHAR, outcome_key VARCHAR, team_id VARCHAR, price DOUBLE, is_winner BOOLEAN,
   is_closing BOOLEAN, captured_at TIMESTAMPTZ, model_version VARCHAR)

@@ -1,8 +1,6 @@
--- The captures of markets mi ? to ? in walk order: each market's, in time
--- order (pipelines/odds.go).
-SELECT c.mi, ci.ci, oi.oi, epoch_us(c.captured_at), c.price
-FROM odds_caps c
-JOIN odds_contributor_keys ci USING (contributor)
-JOIN odds_outcome_keys oi USING (outcome)
-WHERE c.mi BETWEEN ? AND ?
-ORDER BY c.mi, c.captured_at;
+-- The captures of markets mi ? to ? for the eo_market walk
+-- (pipelines/odds.go): each market's, in time and then landing order (one
+-- book's later capture of an instant wins).
+SELECT mi, outcome, contributor, book, price, captured_at FROM odds_caps
+WHERE mi BETWEEN ? AND ?
+ORDER BY mi, captured_at, batch_seq, line_no;

@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"context"
@@ -6,16 +6,13 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"golang.org/x/sync/errgroup"
 )
 
-// A match_parts file is taken only in the format this build renders; in
-// another (a pipeline older or newer than the edge) the load renders the
-// parts from their tables and says why.
+// A match_parts file says the format it was rendered in, and reads back
+// frame for frame.
 func TestMatchPartsFormat(t *testing.T) {
 	dir := t.TempDir()
 	frame := pack([]byte(`[{"kills":1}]`), 1)
@@ -33,32 +30,26 @@ func TestMatchPartsFormat(t *testing.T) {
 		t.Fatalf("match_parts is not read flat: %v", err)
 	}
 	pf.Close()
-	g, ctx := errgroup.WithContext(context.Background())
-	l := &loader{g: g, ctx: ctx, dir: dir, id: "t", has: map[string]bool{MatchPartsTable: true}}
-	if use, err := l.useParts(); !use || err != nil {
-		t.Fatalf("the build's own format: use %v, err %v (%s)", use, err, l.partsSource)
+	path := filepath.Join(dir, MatchPartsTable+".parquet")
+	if got, want, err := PartsFormatOf(path); got != want || err != nil {
+		t.Fatalf("the build's own format: %q, want %q (%v)", got, want, err)
 	}
-	var p packedParts
-	l.readPartsFile(&p)
-	if err := g.Wait(); err != nil {
+	p, err := ReadParts(context.Background(), path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(p.stats[id].AppendTo(nil, "")); got != `[{"kills":1}]` || p.stats[id].Len() != 1 {
-		t.Fatalf("read back %q (%d rows)", got, p.stats[id].Len())
+	if got := string(p.Stats[id].AppendTo(nil, "")); got != `[{"kills":1}]` || p.Stats[id].Len() != 1 {
+		t.Fatalf("read back %q (%d rows)", got, p.Stats[id].Len())
 	}
-	if p.rounds == nil || len(p.rounds) != 0 {
-		t.Fatalf("a part the file does not hold must be empty, not rendered from rows: %v", p.rounds)
+	if p.Rounds == nil || len(p.Rounds) != 0 {
+		t.Fatalf("a part the file does not hold must be empty, not rendered from rows: %v", p.Rounds)
 	}
 
 	own := partsFormat
 	t.Cleanup(func() { partsFormat = own })
 	partsFormat = "zstd-json/2 0000"
-	use, err := l.useParts()
-	if use || err != nil {
-		t.Fatalf("another build's format: use %v, err %v", use, err)
-	}
-	if !strings.Contains(l.partsSource, own) || !strings.Contains(l.partsSource, partsFormat) {
-		t.Fatalf("the reason names neither format: %q", l.partsSource)
+	if got, want, err := PartsFormatOf(path); got != own || want != partsFormat || err != nil {
+		t.Fatalf("another build's format: %q, want %q (%v)", got, want, err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"bytes"
@@ -376,11 +376,11 @@ func TestPatchMatchPartsCopiesUntouchedGroups(t *testing.T) {
 		if _, err := rewriteParts(ctx, prev, delta, want, replace); err != nil {
 			t.Fatal(err)
 		}
-		gotRows, err := readParquet[partRow](ctx, got)
+		gotRows, err := ReadParquet[partRow](ctx, got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantRows, err := readParquet[partRow](ctx, want)
+		wantRows, err := ReadParquet[partRow](ctx, want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +403,7 @@ func TestPatchMatchPartsCopiesUntouchedGroups(t *testing.T) {
 // rewriteParts is the reference for PatchMatchParts: it reads every row of
 // prev and writes the file anew (the patch before row groups were copied).
 func rewriteParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (int64, error) {
-	add, err := readParquet[partRow](ctx, delta)
+	add, err := ReadParquet[partRow](ctx, delta)
 	if err != nil {
 		return 0, err
 	}

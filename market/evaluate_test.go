@@ -1,4 +1,4 @@
-package devig
+package market
 
 import (
 	"math"

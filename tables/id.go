@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"encoding/hex"
@@ -16,8 +16,8 @@ func (id ID) String() string {
 	return string(appendIDText(b[:0], id))
 }
 
-// appendIDJSON appends the id as a JSON string.
-func appendIDJSON(b []byte, id ID) []byte {
+// AppendIDJSON appends the id as a JSON string.
+func AppendIDJSON(b []byte, id ID) []byte {
 	b = append(b, '"')
 	return append(appendIDText(b, id), '"')
 }

@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"bytes"
@@ -25,21 +25,21 @@ var (
 	bytesType   = reflect.TypeOf([]byte{})
 )
 
-// readParquet reads a Parquet file into a slice of T. Each exported field of T
+// ReadParquet reads a Parquet file into a slice of T. Each exported field of T
 // with a `col:"name"` tag is filled from the column of that name; a pointer
 // field is nil where the column is null. A tagged column missing from the file
 // is an error (the snapshot does not match this build). A file whose bytes
 // are corrupt (even one that matches its manifest checksum, because it was
 // written corrupt) is an error, never a panic: the Parquet decoders panic on
 // some corruptions, and this runs on a loading goroutine of a serving edge.
-func readParquet[T any](ctx context.Context, path string) (_ []T, err error) {
+func ReadParquet[T any](ctx context.Context, path string) (_ []T, err error) {
 	return readParquetWith[T](ctx, path, 1)
 }
 
 // recoverCorrupt, deferred by a reader of path, turns a panic in the
 // Parquet decoder (bytes it cannot decode) into an error wrapping
 // ErrCorrupt.
-func recoverCorrupt(path string, err *error) {
+func RecoverCorrupt(path string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("read %s: %w: %v", path, ErrCorrupt, r)
 	}
@@ -48,14 +48,14 @@ func recoverCorrupt(path string, err *error) {
 // readParquetWith is readParquet with a flat table's row groups read on
 // that many goroutines.
 func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []T, err error) {
-	defer recoverCorrupt(path, &err)
-	pf, binds, err := openFlat[T](path)
+	defer RecoverCorrupt(path, &err)
+	pf, binds, err := OpenFlat[T](path)
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
 	if binds == nil {
-		return readArrow[T](ctx, pf, path)
+		return ReadArrow[T](ctx, pf, path)
 	}
 	out := make([]T, pf.NumRows())
 	if err := readFlatGroups(ctx, path, pf, binds, out, workers); err != nil {
@@ -64,10 +64,10 @@ func readParquetWith[T any](ctx context.Context, path string, workers int) (_ []
 	return out, nil
 }
 
-// openFlat opens the Parquet file at path with T's bindings to its
+// OpenFlat opens the Parquet file at path with T's bindings to its
 // columns, or no bindings when the flat reader cannot read it (a list
 // column: read it through Arrow). The caller closes the reader.
-func openFlat[T any](path string) (*file.Reader, []flatBinding, error) {
+func OpenFlat[T any](path string) (*file.Reader, []flatBinding, error) {
 	pf, err := file.OpenParquetFile(path, false, readProps)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
@@ -80,10 +80,10 @@ func openFlat[T any](path string) (*file.Reader, []flatBinding, error) {
 	return pf, binds, nil
 }
 
-// readArrow is readParquet through Arrow record batches: for a table
+// ReadArrow is readParquet through Arrow record batches: for a table
 // with a list column, and for one the flat reader does not read (it says
 // which column does not fit the field).
-func readArrow[T any](ctx context.Context, pf *file.Reader, path string) ([]T, error) {
+func ReadArrow[T any](ctx context.Context, pf *file.Reader, path string) ([]T, error) {
 	rt := reflect.TypeFor[T]()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
 	if err != nil {
@@ -143,11 +143,11 @@ func readArrow[T any](ctx context.Context, pf *file.Reader, path string) ([]T, e
 // readPacked reads a file of per-match rows (grouped by match) into one
 // packed JSON array a match.
 func readPacked[T any](ctx context.Context, path string, key func(*T) ID) (map[ID]Packed, error) {
-	rows, err := readParquet[T](ctx, path)
+	rows, err := ReadParquet[T](ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	return packByMatch(rows, key), nil
+	return PackByMatch(rows, key), nil
 }
 
 // storage unwraps an extension array (arrow.uuid) to its storage array.

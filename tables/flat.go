@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"bytes"
@@ -304,12 +304,12 @@ func readFlatGroups[T any](ctx context.Context, path string, pf *file.Reader, bi
 	})
 }
 
-// eachFlatGroup reads pf's row groups one at a time into a buffer of its
+// EachFlatGroup reads pf's row groups one at a time into a buffer of its
 // worker's and calls the worker's fn (newFn's) with the group's rows and
 // the file's row number of the first: a table made into something smaller
 // (the odds lines, made compact) is never held whole as T. The workers
 // run at once, each on row groups of its own.
-func eachFlatGroup[T any](ctx context.Context, path string, pf *file.Reader, binds []flatBinding, workers int, newFn func() func(start int, rows []T) error) error {
+func EachFlatGroup[T any](ctx context.Context, path string, pf *file.Reader, binds []flatBinding, workers int, newFn func() func(start int, rows []T) error) error {
 	return forFlatGroups[T](ctx, path, pf, binds, workers, func() groupFunc {
 		var buf []T
 		fn := newFn()

@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"context"
@@ -126,7 +126,7 @@ func TestReadParquetTyped(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	got, err := readParquet[colRow](context.Background(), writeColRows(t, rows, 64))
+	got, err := ReadParquet[colRow](context.Background(), writeColRows(t, rows, 64))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestReadParquetTypeMismatch(t *testing.T) {
 	type wrong struct {
 		N string `col:"n"` // an int64 column
 	}
-	_, err := readParquet[wrong](context.Background(), path)
+	_, err := ReadParquet[wrong](context.Background(), path)
 	if err == nil || !strings.Contains(err.Error(), "column n") || !strings.Contains(err.Error(), "want text") {
 		t.Fatalf("err = %v", err)
 	}
@@ -207,7 +207,7 @@ func TestReadParquetFlat(t *testing.T) {
 	if _, err := flatBindings(reflect.TypeFor[colRow](), pf.MetaData().Schema); !errors.Is(err, errNotFlat) {
 		t.Fatalf("a row type with a list is read flat: %v", err)
 	}
-	got, err := readParquet[flatRow](context.Background(), path)
+	got, err := ReadParquet[flatRow](context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestReadParquetFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaArrow, err := readArrow[flatRow](context.Background(), pf, path)
+	viaArrow, err := ReadArrow[flatRow](context.Background(), pf, path)
 	if err != nil {
 		t.Fatal(err)
 	}

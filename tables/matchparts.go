@@ -1,4 +1,4 @@
-package view
+package tables
 
 import (
 	"bytes"
@@ -94,9 +94,47 @@ type partName struct {
 	m    *map[ID]Packed
 }
 
-func (p *packedParts) named() []partName {
-	return []partName{{"stats", &p.stats}, {"vetoes", &p.vetoes}, {"lineups", &p.lineups},
-		{"history", &p.history}, {"streams", &p.streams}, {"rounds", &p.rounds}, {"depth", &p.depth}}
+func (p *Parts) named() []partName {
+	return []partName{{"stats", &p.Stats}, {"vetoes", &p.Vetoes}, {"lineups", &p.Lineups},
+		{"history", &p.History}, {"streams", &p.Streams}, {"rounds", &p.Rounds}, {"depth", &p.Depth}}
+}
+
+// Parts are every match's sub-resources, each a packed JSON frame (the
+// depth object of DepthRows.Pack, an array of rows for the others).
+type Parts struct {
+	Stats, Vetoes, Lineups, History, Streams, Rounds, Depth map[ID]Packed
+}
+
+// DepthRows are the five depth tables' rows.
+type DepthRows struct {
+	Weapons   []DepthWeapon
+	Grenades  []DepthGrenade
+	Hitgroups []DepthHitgroup
+	Duels     []DepthDuel
+	Flashes   []DepthFlash
+}
+
+// Pack renders the five depth tables as one packed object a match.
+func (t *DepthRows) Pack() map[ID]Packed {
+	depth := map[ID]*depthParts{}
+	dp := func(id ID) *depthParts {
+		d := depth[id]
+		if d == nil {
+			d = &depthParts{}
+			depth[id] = d
+		}
+		return d
+	}
+	GroupRender(t.Weapons, func(r *DepthWeapon) ID { return r.MatchID }, func(id ID, a Array) { dp(id).weapons = a.Clone().JSON })
+	GroupRender(t.Grenades, func(r *DepthGrenade) ID { return r.MatchID }, func(id ID, a Array) { dp(id).grenades = a.Clone().JSON })
+	GroupRender(t.Hitgroups, func(r *DepthHitgroup) ID { return r.MatchID }, func(id ID, a Array) { dp(id).hitgroups = a.Clone().JSON })
+	GroupRender(t.Duels, func(r *DepthDuel) ID { return r.MatchID }, func(id ID, a Array) { dp(id).duels = a.Clone().JSON })
+	GroupRender(t.Flashes, func(r *DepthFlash) ID { return r.MatchID }, func(id ID, a Array) { dp(id).flashes = a.Clone().JSON })
+	out := make(map[ID]Packed, len(depth))
+	for id, d := range depth {
+		out[id] = pack(d.render(), 0)
+	}
+	return out
 }
 
 // PartSources are the tables the parts are rendered from (match_events also
@@ -173,25 +211,16 @@ func WriteMatchPartsOf(ctx context.Context, dirs []string, out string) (int64, e
 // renderMatchParts renders the match parts of the tables in dir, in
 // match_parts order.
 func renderMatchParts(ctx context.Context, dir string) ([]partRow, error) {
-	g, gctx := errgroup.WithContext(ctx)
-	l := &loader{g: g, ctx: gctx, dir: dir, id: dir, has: map[string]bool{}}
-	for _, name := range append(slices.Clone(PartSources), "match_events") {
-		if _, err := os.Stat(l.path(name)); err == nil {
-			l.has[name] = true
-		}
-	}
-	var t tables
-	l.readMatchParts(&t)
-	l.read("match_events", func(p string) error {
-		events, err := readParquet[MatchEvent](l.ctx, p)
-		t.packed.history = packByMatch(events, func(r *MatchEvent) ID { return r.MatchID })
-		return err
-	})
-	if err := g.Wait(); err != nil {
+	p, err := RenderParts(ctx, func(table string) (string, bool) {
+		path := filepath.Join(dir, table+".parquet")
+		_, err := os.Stat(path)
+		return path, err == nil
+	}, 0)
+	if err != nil {
 		return nil, err
 	}
 	var rows []partRow
-	for _, part := range t.packed.named() {
+	for _, part := range p.named() {
 		for id, p := range *part.m {
 			r := partRow{MatchID: id, Part: part.name, N: p.n, Frame: p.z}
 			r.CRC = r.sum()
@@ -200,6 +229,96 @@ func renderMatchParts(ctx context.Context, dir string) ([]partRow, error) {
 	}
 	slices.SortFunc(rows, func(a, b partRow) int { return partOrder(&a, &b) })
 	return rows, nil
+}
+
+// RenderParts reads the part tables (path gives a table's file, and
+// whether the snapshot has it: a table it has not renders no part) on at
+// most workers goroutines (0: one a table) and packs every match's parts.
+func RenderParts(ctx context.Context, path func(table string) (string, bool), workers int) (Parts, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	if workers > 0 {
+		g.SetLimit(workers)
+	}
+	var p Parts
+	packFile(g, gctx, path, "vetoes", &p.Vetoes, func(r *Veto) ID { return r.MatchID })
+	packFile(g, gctx, path, "player_stats", &p.Stats, func(r *StatLine) ID { return r.MatchID })
+	packFile(g, gctx, path, "rounds", &p.Rounds, func(r *Round) ID { return r.MatchID })
+	packFile(g, gctx, path, "lineups", &p.Lineups, func(r *Lineup) ID { return r.MatchID })
+	packFile(g, gctx, path, "streams", &p.Streams, func(r *Stream) ID { return r.MatchID })
+	packFile(g, gctx, path, "match_events", &p.History, func(r *MatchEvent) ID { return r.MatchID })
+	// The five depth files make one object a match: read one after the
+	// other on one goroutine, then packed.
+	g.Go(func() error {
+		var d DepthRows
+		for _, f := range []struct {
+			name string
+			read func(path string) (err error)
+		}{
+			{"depth_weapons", func(p string) (err error) { d.Weapons, err = ReadParquet[DepthWeapon](gctx, p); return }},
+			{"depth_grenades", func(p string) (err error) { d.Grenades, err = ReadParquet[DepthGrenade](gctx, p); return }},
+			{"depth_hitgroups", func(p string) (err error) { d.Hitgroups, err = ReadParquet[DepthHitgroup](gctx, p); return }},
+			{"depth_duels", func(p string) (err error) { d.Duels, err = ReadParquet[DepthDuel](gctx, p); return }},
+			{"depth_flashes", func(p string) (err error) { d.Flashes, err = ReadParquet[DepthFlash](gctx, p); return }},
+		} {
+			if file, ok := path(f.name); ok {
+				if err := f.read(file); err != nil {
+					return err
+				}
+			}
+		}
+		p.Depth = d.Pack()
+		return nil
+	})
+	return p, g.Wait()
+}
+
+// packFile reads a table of per-match rows into one packed array a match.
+func packFile[T any](g *errgroup.Group, ctx context.Context, path func(string) (string, bool), name string,
+	dst *map[ID]Packed, key func(*T) ID) {
+	file, ok := path(name)
+	if !ok {
+		return
+	}
+	g.Go(func() (err error) {
+		defer RecoverCorrupt(file, &err)
+		*dst, err = readPacked(ctx, file, key)
+		return err
+	})
+}
+
+// ReadParts reads match_parts.parquet (a flat table: readParquet reads it
+// with the Parquet column readers), each frame checked against its row's
+// checksum.
+func ReadParts(ctx context.Context, path string) (Parts, error) {
+	var p Parts
+	byName := map[string]map[ID]Packed{}
+	for _, part := range p.named() {
+		*part.m = map[ID]Packed{}
+		byName[part.name] = *part.m
+	}
+	rows, err := ReadParquet[partRow](ctx, path)
+	if err != nil {
+		return p, err
+	}
+	for i := range rows {
+		r := &rows[i]
+		m := byName[r.Part]
+		if m == nil {
+			return p, fmt.Errorf("%s: unknown part %q: %w", MatchPartsTable, r.Part, ErrCorrupt)
+		}
+		if r.sum() != r.CRC || !bytes.HasPrefix(r.Frame, zstdMagic) {
+			return p, fmt.Errorf("%s: match %s %s: checksum mismatch: %w", MatchPartsTable, r.MatchID, r.Part, ErrCorrupt)
+		}
+		m[r.MatchID] = Packed{z: r.Frame, n: r.N}
+	}
+	return p, nil
+}
+
+// PartsFormatOf says how the match_parts file at path was rendered (got)
+// and how this build renders (want).
+func PartsFormatOf(path string) (got, want string, err error) {
+	got, err = partsFormatOf(path)
+	return got, partsFormat, err
 }
 
 // writeParts writes rows as match_parts.parquet. The frames are compressed
@@ -341,57 +460,3 @@ func partsFormatOf(path string) (string, error) {
 	}
 	return "", nil
 }
-
-// useParts decides whether this load takes the match parts from
-// match_parts.parquet, and records why not in l.partsSource when it does
-// not. A file whose footer cannot be read fails the load, as any table.
-func (l *loader) useParts() (bool, error) {
-	if !l.has[MatchPartsTable] {
-		l.partsSource = "rendered at load: the snapshot has no " + MatchPartsTable + " table"
-		return false, nil
-	}
-	format, err := partsFormatOf(l.path(MatchPartsTable))
-	if err != nil {
-		return false, fmt.Errorf("view: snapshot %s: %w: %w", l.id, ErrCorrupt, err)
-	}
-	if format != partsFormat {
-		l.partsSource = fmt.Sprintf("rendered at load: %s was rendered as %q, this build renders %q",
-			MatchPartsTable, format, partsFormat)
-		return false, nil
-	}
-	l.partsSource = MatchPartsTable
-	return true, nil
-}
-
-// readPartsFile reads match_parts.parquet into the packed parts (a flat
-// table: readParquet reads it with the Parquet column readers).
-func (l *loader) readPartsFile(p *packedParts) {
-	byName := map[string]map[ID]Packed{}
-	for _, part := range p.named() {
-		*part.m = map[ID]Packed{}
-		byName[part.name] = *part.m
-	}
-	l.read(MatchPartsTable, func(path string) error {
-		rows, err := readParquet[partRow](l.ctx, path)
-		if err != nil {
-			return err
-		}
-		for i := range rows {
-			r := &rows[i]
-			m := byName[r.Part]
-			if m == nil {
-				return fmt.Errorf("%s: unknown part %q: %w", MatchPartsTable, r.Part, ErrCorrupt)
-			}
-			if r.sum() != r.CRC || !bytes.HasPrefix(r.Frame, zstdMagic) {
-				return fmt.Errorf("%s: match %s %s: checksum mismatch: %w", MatchPartsTable, r.MatchID, r.Part, ErrCorrupt)
-			}
-			m[r.MatchID] = Packed{z: r.Frame, n: r.N}
-		}
-		return nil
-	})
-}
-
-// MatchPartsSource says where the snapshot's match parts came from:
-// "match_parts" (rendered by the pipeline), or why they were rendered at
-// load.
-func (s *Snapshot) MatchPartsSource() string { return s.partsSource }

@@ -1,22 +1,4 @@
-// Package devig is the eo_market rule on one moment of one market: the
-// contributors' current prices in, the published de-vigged line out. The
-// pipeline (every moment of every market's history, pipelines/odds.go) and
-// the live aggregator (live/market.go) both evaluate it here, so a line
-// pushed live and the line the next snapshot publishes come from the same
-// arithmetic, operation for operation.
-//
-// The rule (SPEC "What the service does"):
-//   - A contributor that priced at least 2 outcomes of the market has its
-//     probabilities 1/price normalised over the outcomes it priced; the
-//     normalising sum adds the outcomes in ascending order of their keys.
-//   - Per outcome, the median over the contributors that priced it (an
-//     even count: the mean of the two middle values), published only with at least 2 contributors (its
-//     book_count).
-//   - A market needs at least 2 published outcomes. The medians are
-//     renormalised over the published outcomes: price = (sum of the
-//     medians, in outcome order) / median, one division in full double
-//     precision.
-package devig
+package market
 
 import "slices"
 
@@ -89,11 +71,8 @@ func (e *Evaluator) Eval(prices []float64, contributors, outcomes int, out []flo
 	return true
 }
 
-// Median is the median of xs as DuckDB's median computes it for doubles,
-// to the bit: the middle value, or for an even count (lo + hi) / 2 of the
-// two middle values. (lo + (hi-lo)/2, which the live path computed before
-// this package, differs from it in the last bit for about one pair in
-// five.) It sorts xs in place.
+// Median is the median of xs: the middle value, or for an even count
+// (lo + hi) / 2 of the two middle values. It sorts xs in place.
 func Median(xs []float64) float64 {
 	slices.Sort(xs)
 	n := len(xs)
