@@ -113,11 +113,11 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
 		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
 	}
-	// /health: still serving (200), degraded, the store check names it.
-	var h healthBody
-	if r := ts.get(t, "/health", "-"); r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "degraded" ||
+	// /ready: still serving (200), degraded, the store check names it.
+	var h readyBody
+	if r := ts.get(t, "/ready", "-"); r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "degraded" ||
 		h.Checks["store"].OK || h.Checks["store"].Error == nil || !strings.Contains(*h.Checks["store"].Error, bad.SnapshotID+" is rejected") {
-		t.Fatalf("/health after the rejection: %d %s", r.status, r.body)
+		t.Fatalf("/ready after the rejection: %d %s", r.status, r.body)
 	}
 	// Not fetched again while the pointer names it.
 	counting := &countingStore{Store: ts.store}

@@ -212,13 +212,42 @@ func (ts *testServer) publishNext(t testing.TB, files []publish.TableFile) publi
 	return man
 }
 
-func TestHealthIsBareAndKeyless(t *testing.T) {
+// /health is the spec's liveness probe: exactly {"status":"ok"}, no key,
+// no envelope, no checks, even before a snapshot is loaded. The
+// dependency checks are /ready's: 503 until a snapshot is served, then
+// 200 naming each check.
+func TestHealthIsBareAndReadyCarriesTheChecks(t *testing.T) {
+	cold := newOAPIServer(t) // nothing loaded
+	for path, want := range map[string]struct {
+		status int
+		code   string
+	}{"/health": {200, ""}, "/ready": {503, "unavailable"}} {
+		resp, err := cold.App().Test(httptest.NewRequest(http.MethodGet, path, nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want.status {
+			t.Errorf("%s before a snapshot: %d %s, want %d", path, resp.StatusCode, b, want.status)
+		}
+		if path == "/health" && string(b) != `{"status":"ok"}` {
+			t.Errorf("/health before a snapshot: %s", b)
+		}
+		if path == "/ready" && (!strings.Contains(string(b), `"code":"unavailable"`) || !strings.Contains(string(b), `"snapshot":{"ok":false`)) {
+			t.Errorf("/ready before a snapshot does not name the snapshot check: %s", b)
+		}
+	}
+
 	ts := newTestServer(t)
-	r := ts.get(t, "/health", "-")
-	var h healthBody
+	if r := ts.get(t, "/health", "-"); r.status != 200 || string(r.body) != `{"status":"ok"}` ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("health: %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	r := ts.get(t, "/ready", "-")
+	var h readyBody
 	if r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "ok" || len(h.Checks) != 2 ||
 		!h.Checks["snapshot"].OK || !h.Checks["snapshot"].Required || !h.Checks["store"].OK || h.Checks["store"].Required {
-		t.Fatalf("health: %d %s", r.status, r.body)
+		t.Fatalf("ready: %d %s", r.status, r.body)
 	}
 }
 

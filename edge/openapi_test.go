@@ -144,7 +144,7 @@ func TestOpenAPIParses(t *testing.T) {
 			}
 		}
 	}
-	for _, key := range []string{"GET /health", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
+	for _, key := range []string{"GET /health", "GET /ready", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
 		if op := ops[key]; op == nil || op.Security == nil || len(op.Security) != 0 {
 			t.Errorf("%s must have security: []", key)
 		}
@@ -366,12 +366,15 @@ func TestContractRejectsWrongResponses(t *testing.T) {
 		{"unroutable 404 without envelope", "/nope", 404, `Cannot GET /nope`, nil, false},
 		{"unroutable 200", "/nope", 200, `{"data":[]}`, nil, false},
 
-		{"health", "/health", 200, `{"status":"ok","checks":{}}`, nil, true},
-		{"health checks", "/health", 200, `{"status":"degraded","checks":{"counters":{"ok":false,"required":false,"error":"disk full","since":"2026-05-01T12:00:00Z"}}}`, nil, true},
-		{"health check without error", "/health", 200, `{"status":"ok","checks":{"counters":{"ok":true,"required":true,"since":"2026-05-01T12:00:00Z"}}}`, nil, false},
-		{"health wrong", "/health", 200, `{"status":"up"}`, nil, false},
-		{"health unavailable", "/health", 503, `{"status":"unavailable","checks":{"counters":{"ok":false,"required":true,"error":"i/o timeout","since":"2026-05-01T12:00:00Z"}},"error":{"code":"unavailable","message":"counters: i/o timeout","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, true},
-		{"health unavailable without envelope", "/health", 503, `{"status":"unavailable","checks":{}}`, nil, false},
+		{"health", "/health", 200, `{"status":"ok"}`, nil, true},
+		{"health with checks", "/health", 200, `{"status":"ok","checks":{}}`, nil, false},
+		{"health degraded", "/health", 200, `{"status":"degraded"}`, nil, false},
+		{"ready", "/ready", 200, `{"status":"ok","checks":{}}`, nil, true},
+		{"ready checks", "/ready", 200, `{"status":"degraded","checks":{"counters":{"ok":false,"required":false,"error":"disk full","since":"2026-05-01T12:00:00Z"}}}`, nil, true},
+		{"ready check without error", "/ready", 200, `{"status":"ok","checks":{"counters":{"ok":true,"required":true,"since":"2026-05-01T12:00:00Z"}}}`, nil, false},
+		{"ready wrong", "/ready", 200, `{"status":"up"}`, nil, false},
+		{"ready unavailable", "/ready", 503, `{"status":"unavailable","checks":{"counters":{"ok":false,"required":true,"error":"i/o timeout","since":"2026-05-01T12:00:00Z"}},"error":{"code":"unavailable","message":"counters: i/o timeout","request_id":"0123456789abcdef0123456789abcdef"}}`, nil, true},
+		{"ready unavailable without envelope", "/ready", 503, `{"status":"unavailable","checks":{}}`, nil, false},
 		{"depth", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":[],"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, true},
 		{"depth null array", "/v1/cs2/matches/" + oapiMatchID + "/depth", 200, `{"data":{"weapons":null,"grenades":[],"hitgroups":[],"duels":[],"flashes":[]}}`, nil, false},
 		{"empty odds snapshot", "/v1/cs2/odds", 200, `{"data":[],"meta":{"count":0,"next_cursor":null}}`, nil, true},
@@ -402,7 +405,8 @@ func TestContractLiveResponses(t *testing.T) {
 		path, key string
 		status    int
 	}{
-		{"/health", "", 503}, // no snapshot loaded: not ready
+		{"/health", "", 200}, // alive
+		{"/ready", "", 503},  // no snapshot loaded: not ready
 		{"/openapi.yaml", "", 200},
 		{"/docs", "", 200},
 		{"/metrics", "operator", 200},

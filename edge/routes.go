@@ -76,14 +76,15 @@ func (s *Server) routes() {
 	v1.Get("/exports", s.listExports)      // plans with the exports flag (exportScope)
 	v1.Get("/exports/:table", s.getExport)
 
-	app.Get("/health", s.healthHandler())
+	app.Get("/health", livenessHandler)
+	app.Get("/ready", s.readinessHandler())
 	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
 	app.Get("/openapi.yaml", s.openapiHandler)
 	app.Get("/docs", s.docsHandler)
 	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
 	// outside /v1/:game; the ticket mint inside it.
 	app.Get("/v1/ws", s.wsHandshake())
-	for _, p := range []string{"/health", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
+	for _, p := range []string{"/health", "/ready", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
 		s.methods.add(p, fiber.MethodGet) // app.Get answers HEAD as well
 		s.methods.add(p, fiber.MethodHead)
 	}

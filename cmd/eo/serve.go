@@ -232,7 +232,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		return err
 	}
 	log.Info("edge listening", "addr", "http://"+ln.Addr().String(), "snapshot", srv.Current().ID)
-	fmt.Printf("\nedge serving snapshot %s on http://%s\n  docs:   http://%s/docs\n  health: curl http://%s/health\n",
+	fmt.Printf("\nedge serving snapshot %s on http://%s\n  docs:   http://%s/docs\n  ready:  curl http://%s/ready\n",
 		srv.Current().ID, ln.Addr(), ln.Addr(), ln.Addr())
 	if banner != nil {
 		if err := banner(srv, ln.Addr().String()); err != nil {
