@@ -294,6 +294,39 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// Two Authorization headers, or two apiKey parameters, are a 400 whatever
+// the keys: the first used to win, and a proxy in front of the edge that
+// reads the last one authorised (and metered) another key than the edge.
+func TestRepeatedCredentialsAreRefused(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct {
+		name, path string
+		headers    []string
+	}{
+		{"two headers, one good", "/v1/cs2/matches?limit=1", []string{"Bearer " + goodKey, "Bearer " + revokedKey}},
+		{"two headers, same key", "/v1/cs2/matches?limit=1", []string{"Bearer " + goodKey, "Bearer " + goodKey}},
+		{"two headers on /metrics", "/metrics", []string{"Bearer " + goodKey, "Bearer " + goodKey}},
+		{"two apiKey", "/v1/cs2/matches?limit=1&apiKey=" + goodKey + "&apiKey=" + revokedKey, nil},
+		{"two apiKey, same key", "/v1/cs2/teams?apiKey=" + goodKey + "&apiKey=" + goodKey, nil},
+		{"two apiKey beside a header", "/v1/cs2/teams?apiKey=" + goodKey + "&apiKey=" + goodKey, []string{"Bearer " + goodKey}},
+	} {
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		for _, h := range c.headers {
+			req.Header.Add("Authorization", h)
+		}
+		r := ts.do(t, req)
+		if r.status != 400 || r.code(t) != "invalid_parameter" || !strings.Contains(string(r.body), "more than once") {
+			t.Errorf("%s: %d %s, want 400 invalid_parameter", c.name, r.status, r.body)
+		}
+	}
+	// One of each still works, the header winning.
+	req := httptest.NewRequest(http.MethodGet, "/v1/cs2/matches?limit=1&apiKey="+revokedKey, nil)
+	req.Header.Set("Authorization", "Bearer "+goodKey)
+	if r := ts.do(t, req); r.status != 200 {
+		t.Errorf("one header and one apiKey: %d %s", r.status, r.body)
+	}
+}
+
 func TestPanicGivesInternalErrorEnvelope(t *testing.T) {
 	ts := newTestServer(t)
 	r := ts.get(t, "/v1/cs2/matches", panicKey)
