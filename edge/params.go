@@ -1,12 +1,15 @@
 package edge
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"
 )
 
@@ -30,7 +33,7 @@ var routeParams = map[string][]string{
 	"/players":                  {"team", "slug", "role", "ids", "sort", "limit", "cursor"},
 	"/tournaments":              {"slug", "tier", "region", "year", "status", "limit", "cursor"},
 	"/odds":                     {"match", "source", "limit", "cursor"},
-	"/odds/closing":             {"market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
+	"/odds/closing":             {"match", "market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
 	"/rankings":                 {"type", "region", "role", "sort", "limit"},
 	"/changes":                  {"since", "limit"},
 	"/matches/:id/maps":         nil,
@@ -155,11 +158,22 @@ func countArg(args *fasthttp.Args, k []byte) int {
 // maxListValues bounds a set filter (status=live,scheduled; team=a,b).
 const maxListValues = 100
 
-// anyOf reads a set filter: a comma-separated list of values, any of which
-// a row may match (empty: the parameter is absent). An empty item
-// (status=live,) is a 400; a value no row has matches nothing, like any
-// filter value.
-func anyOf(c *fiber.Ctx, name string) (view.AnyOf, error) {
+// The enumerations the set filters take, exact and case-sensitive: the raw
+// landing contract's (the values the data can hold), and the statuses the
+// view derives.
+var (
+	enumMatchStatus      = raw.Statuses
+	enumTournamentStatus = view.TournamentStatuses
+	enumRegion           = raw.Regions
+	enumRole             = raw.Roles
+	enumTier             = raw.Tiers
+	enumMarket           = raw.Markets
+	enumSource           = slices.Sorted(maps.Keys(view.OddsSources))
+)
+
+// listOf splits a set filter: a comma-separated list of values (empty: the
+// parameter is absent). An empty item (status=live,) is a 400.
+func listOf(c *fiber.Ctx, name string) ([]string, error) {
 	v := c.Query(name)
 	if v == "" {
 		return nil, nil
@@ -176,10 +190,25 @@ func anyOf(c *fiber.Ctx, name string) (view.AnyOf, error) {
 	return items, nil
 }
 
+// anyOf reads a set filter over an enumeration: a comma-separated list of
+// values, any of which a row may match. A value outside accepted is a 400
+// naming the accepted ones (it could only ever match nothing: a typo, or
+// a case that does not match).
+func anyOf(c *fiber.Ctx, name string, accepted []string) (view.AnyOf, error) {
+	items, err := listOf(c, name)
+	for _, it := range items {
+		if !slices.Contains(accepted, it) {
+			return nil, badParam("%s accepts %s, or a comma-separated list of them; %q is not one", name,
+				strings.Join(accepted, ", "), it)
+		}
+	}
+	return items, err
+}
+
 // anyID reads a set filter of ids (400 when an item is not a canonical
 // UUID).
 func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
-	items, err := anyOf(c, name)
+	items, err := listOf(c, name)
 	if err != nil || items == nil {
 		return nil, err
 	}
@@ -194,15 +223,18 @@ func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
 	return ids, nil
 }
 
-// setParam is a set filter to read: a list of strings or of ids.
+// setParam is a set filter to read: a list of enumerated strings or of ids.
 type setParam struct {
-	name string
-	str  *view.AnyOf
-	id   *view.AnyID
+	name     string
+	str      *view.AnyOf
+	accepted []string
+	id       *view.AnyID
 }
 
-func strSet(name string, dst *view.AnyOf) setParam { return setParam{name: name, str: dst} }
-func idSet(name string, dst *view.AnyID) setParam  { return setParam{name: name, id: dst} }
+func strSet(name string, dst *view.AnyOf, accepted []string) setParam {
+	return setParam{name: name, str: dst, accepted: accepted}
+}
+func idSet(name string, dst *view.AnyID) setParam { return setParam{name: name, id: dst} }
 
 // readSets reads set filters into their destinations; the first bad one is
 // the error.
@@ -212,7 +244,7 @@ func readSets(c *fiber.Ctx, ps ...setParam) error {
 		if p.id != nil {
 			*p.id, err = anyID(c, p.name)
 		} else {
-			*p.str, err = anyOf(c, p.name)
+			*p.str, err = anyOf(c, p.name, p.accepted)
 		}
 		if err != nil {
 			return err

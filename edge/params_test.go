@@ -43,13 +43,13 @@ func TestStrictParameters(t *testing.T) {
 		}
 	}
 	accepted := []string{
-		"/v1/cs2/matches?limit=",             // the spec: a nonsensical limit is the default
-		"/v1/cs2/matches?limit=abc",          //
-		"/v1/cs2/odds?cursor=",               // the bulk snapshot ignores cursor
-		"/v1/cs2/odds?cursor=whatever",       //
-		"/v1/cs2/teams?apiKey=" + goodKey,    // the key's fallback, everywhere
-		"/v1/cs2/matches?status=postponed",   // a value no row has: []
-		"/v1/cs2/rankings?type=team&limit=3", //
+		"/v1/cs2/matches?limit=",          // the spec: a nonsensical limit is the default
+		"/v1/cs2/matches?limit=abc",       //
+		"/v1/cs2/odds?cursor=",            // the bulk snapshot ignores cursor
+		"/v1/cs2/odds?cursor=whatever",    //
+		"/v1/cs2/teams?apiKey=" + goodKey, // the key's fallback, everywhere
+		"/v1/cs2/matches?status=cancelled&tournament=00000000-0000-7000-8000-000000000000", // no row: []
+		"/v1/cs2/rankings?type=team&limit=3",                                               //
 	}
 	for _, p := range accepted {
 		if r := ts.get(t, p); r.status != 200 {
@@ -118,6 +118,42 @@ func TestSetFilters(t *testing.T) {
 	}
 	if len(st) == 0 {
 		t.Error("status=finished,ongoing returned no tournament")
+	}
+}
+
+// A value outside a filter's enumeration is a 400 whose message lists the
+// accepted values; it used to be 200 data: [] (a typo, or a value in
+// another case, looked like "no such rows"). Every enumerated filter of
+// every route.
+func TestUnknownEnumerationValueIsRefused(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct{ path, accepted string }{
+		{"/v1/cs2/matches?status=postponed", "scheduled, live, completed, cancelled"},
+		{"/v1/cs2/matches?status=completed,Live", "scheduled, live, completed, cancelled"},
+		{"/v1/cs2/teams?region=Mars", "Europe, North America, South America, Asia, CIS, Oceania, Africa"},
+		{"/v1/cs2/teams?region=europe", "Europe, North America"},
+		{"/v1/cs2/players?role=Sniper", "AWP, IGL, Lurker, Rifler, Support"},
+		{"/v1/cs2/tournaments?tier=Z", "S, A, B, C"},
+		{"/v1/cs2/tournaments?region=EU", "Europe, North America"},
+		{"/v1/cs2/tournaments?status=soon", "upcoming, ongoing, finished"},
+		{"/v1/cs2/rankings?region=Mars", "Europe, North America"},
+		{"/v1/cs2/rankings?type=player&role=Coach", "AWP, IGL, Lurker, Rifler, Support"},
+		{"/v1/cs2/rankings?type=coach", "team or player"},
+		{"/v1/cs2/odds/closing?market=moneyline", "match_winner, total_maps, map_handicap, map_winner, outright"},
+		{"/v1/cs2/odds/closing?source=bookmaker", "eo_market, eo_model"},
+		{"/v1/cs2/odds?source=bookmaker", "eo_market or eo_model"},
+	} {
+		r := ts.get(t, c.path)
+		if r.status != 400 || r.code(t) != "invalid_parameter" || !strings.Contains(string(r.body), c.accepted) {
+			t.Errorf("%s: %d %s, want 400 invalid_parameter naming %s", c.path, r.status, r.body, c.accepted)
+		}
+	}
+	// Accepted values that match nothing, or a source not served yet, stay 200.
+	for _, p := range []string{"/v1/cs2/odds/closing?market=outright", "/v1/cs2/odds?source=eo_model",
+		"/v1/cs2/matches?status=live&tournament=00000000-0000-7000-8000-000000000000"} {
+		if r := ts.get(t, p); r.status != 200 || len(r.data(t)) != 0 {
+			t.Errorf("%s: %d %s, want 200 with no rows", p, r.status, r.body)
+		}
 	}
 }
 

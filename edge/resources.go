@@ -51,7 +51,7 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.TeamFilter{Slug: c.Query("slug")}
-	if f.Region, err = anyOf(c, "region"); err != nil {
+	if f.Region, err = anyOf(c, "region", enumRegion); err != nil {
 		return err
 	}
 	return s.sendPage(c, "teams", viewOf(c).TeamPage(f, spec, after, parseLimit(c, limTeams)))
@@ -118,7 +118,7 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.PlayerFilter{Slug: c.Query("slug")}
-	if f.Role, err = anyOf(c, "role"); err != nil {
+	if f.Role, err = anyOf(c, "role", enumRole); err != nil {
 		return err
 	}
 	if f.Team, err = queryID(c, "team"); err != nil {
@@ -161,7 +161,8 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.TournamentFilter{Slug: c.Query("slug")}
-	if err := readSets(c, strSet("tier", &f.Tier), strSet("region", &f.Region), strSet("status", &f.Status)); err != nil {
+	if err := readSets(c, strSet("tier", &f.Tier, enumTier), strSet("region", &f.Region, enumRegion),
+		strSet("status", &f.Status, enumTournamentStatus)); err != nil {
 		return err
 	}
 	if v := c.Query("year"); v != "" {
@@ -203,7 +204,7 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 		return err
 	}
 	var region, role view.AnyOf
-	if err := readSets(c, strSet("region", &region), strSet("role", &role)); err != nil {
+	if err := readSets(c, strSet("region", &region, enumRegion), strSet("role", &role, enumRole)); err != nil {
 		return err
 	}
 	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings)), nil)
