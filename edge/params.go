@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -118,6 +119,45 @@ func (s *Server) checkParams(path string) fiber.Handler {
 		}
 		return c.Next()
 	}
+}
+
+// filterHash identifies a request's filter set, which a cursor is bound to:
+// every query parameter but the paging ones (cursor, limit), the key
+// (apiKey) and sort (bound on its own, as the spec it resolves to). Each
+// comma-separated item counts as a member of a set (status=live,scheduled
+// is status=scheduled,live), and the parameters' order does not count
+// (checkParams has refused a parameter given twice). No filter is 0. FNV-1a
+// per item, summed: stable across processes and edges, no allocation.
+func filterHash(args *fasthttp.Args) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	var sum uint64
+	args.VisitAll(func(k, v []byte) {
+		switch string(k) {
+		case "cursor", "limit", "apiKey", "sort":
+			return
+		}
+		kh := uint64(offset)
+		for _, b := range k {
+			kh = (kh ^ uint64(b)) * prime
+		}
+		kh = (kh ^ '=') * prime
+		for {
+			item := v
+			i := bytes.IndexByte(v, ',')
+			if i >= 0 {
+				item, v = v[:i], v[i+1:]
+			}
+			h := kh
+			for _, b := range item {
+				h = (h ^ uint64(b)) * prime
+			}
+			sum += h
+			if i < 0 {
+				break
+			}
+		}
+	})
+	return sum
 }
 
 // checkParam judges one query parameter k=v of a request to path.

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -231,5 +232,104 @@ func TestRouteParamsMatchContract(t *testing.T) {
 				t.Errorf("%s is documented but has no routeParams entry", key)
 			}
 		}
+	}
+}
+
+// A cursor continues the list it was minted for: reused under another
+// filter set (a filter added, removed or changed) it is 400 invalid_cursor,
+// on every paginated list and for every filter the list takes. Before, a
+// cursor of status=completed reused with status=scheduled answered 200
+// data: [] (the position of one list applied to another). The order of the
+// parameters, of a list's items, the page size and the key's form do not
+// change the list.
+func TestCursorBoundToItsFilters(t *testing.T) {
+	ts := newTestServer(t)
+	first := func(path string) map[string]any {
+		t.Helper()
+		d := ts.get(t, path).data(t)
+		if len(d) == 0 {
+			t.Fatalf("%s: no rows", path)
+		}
+		return d[0].(map[string]any)
+	}
+	m := first("/v1/cs2/matches?status=completed&limit=1")
+	om := first("/v1/cs2/odds/closing?limit=1")["match_id"].(string)
+	other := m["team_b_id"].(string) // well-formed, another match id than om
+	if m["id"] != om {
+		other = m["id"].(string)
+	}
+	p := first("/v1/cs2/players?limit=1")
+	// A value each filter accepts, for the lists' every filter.
+	sample := map[string]string{
+		"status": "scheduled", "tournament": m["tournament_id"].(string), "team": m["team_a_id"].(string),
+		"date_from": "2020-01-01", "date_to": "2030-12-31", "has": "maps", "slug": p["slug"].(string),
+		"region": "Europe", "role": "AWP", "ids": p["id"].(string), "tier": "S", "year": "2026",
+		"match": other, "source": "eo_market", "market": "match_winner",
+	}
+	// Each paginated list, with a query whose first page has a next one.
+	lists := map[string]string{
+		"/matches":      "/v1/cs2/matches?limit=1",
+		"/teams":        "/v1/cs2/teams?limit=1",
+		"/players":      "/v1/cs2/players?limit=1",
+		"/tournaments":  "/v1/cs2/tournaments?limit=1",
+		"/odds":         "/v1/cs2/odds?limit=1&match=" + om,
+		"/odds/closing": "/v1/cs2/odds/closing?limit=1",
+	}
+	for route, accepted := range routeParams {
+		if !slices.Contains(accepted, "cursor") {
+			continue
+		}
+		base, ok := lists[route]
+		if !ok {
+			t.Errorf("paginated route %s is not checked here", route)
+			continue
+		}
+		r := ts.get(t, base)
+		next, _ := r.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+		if r.status != 200 || next == "" {
+			t.Fatalf("%s: %d, no next page", base, r.status)
+		}
+		cur := "&cursor=" + url.QueryEscape(next)
+		for _, name := range accepted {
+			if name == "cursor" || name == "limit" || name == "sort" {
+				continue
+			}
+			v, ok := sample[name]
+			if !ok {
+				t.Errorf("%s: no sample value for filter %s", route, name)
+				continue
+			}
+			q := base + "&" + name + "=" + url.QueryEscape(v)
+			if strings.Contains(base, name+"=") { // changed, not added
+				q = strings.Replace(base, name+"="+om, name+"="+v, 1)
+			}
+			if r := ts.get(t, q+cur); r.status != 400 || r.code(t) != "invalid_cursor" {
+				t.Errorf("%s: a cursor minted without %s=%s: %d %s, want 400 invalid_cursor", route, name, v, r.status, r.body)
+			}
+		}
+		// The same list: a larger page, the key as apiKey.
+		if r := ts.get(t, strings.Replace(base, "limit=1", "limit=3", 1)+cur+"&apiKey="+goodKey, "-"); r.status != 200 {
+			t.Errorf("%s: the cursor under the same filters: %d %s", route, r.status, r.body)
+		}
+	}
+
+	// The case, and a filter taken away.
+	r := ts.get(t, "/v1/cs2/matches?status=completed&limit=2")
+	next := "&cursor=" + url.QueryEscape(r.json(t)["meta"].(map[string]any)["next_cursor"].(string))
+	for _, q := range []string{"status=scheduled", "status=completed,scheduled", "", "status=completed&has=maps"} {
+		if r := ts.get(t, "/v1/cs2/matches?limit=2&"+q+next); r.status != 400 || r.code(t) != "invalid_cursor" {
+			t.Errorf("a status=completed cursor under %q: %d %s, want 400 invalid_cursor", q, r.status, r.body)
+		}
+	}
+	// The same filters in another order, or a list's items reordered.
+	r = ts.get(t, "/v1/cs2/matches?status=completed,cancelled&date_from=2020-01-01&limit=2")
+	next = "&cursor=" + url.QueryEscape(r.json(t)["meta"].(map[string]any)["next_cursor"].(string))
+	want := ts.get(t, "/v1/cs2/matches?status=completed,cancelled&date_from=2020-01-01&limit=2"+next)
+	if want.status != 200 || len(want.data(t)) == 0 {
+		t.Fatalf("the next page: %d %s", want.status, want.body)
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=2&date_from=2020-01-01&status=cancelled,completed"+next); r.status != 200 ||
+		string(r.body) != string(want.body) {
+		t.Errorf("the same filters reordered: %d %s", r.status, r.body)
 	}
 }

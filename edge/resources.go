@@ -22,13 +22,14 @@ func parseSort(c *fiber.Ctx, ss view.SortSet) (string, error) {
 	return spec, nil
 }
 
-// decodeCursor reads ?cursor= for a resource under a sort spec (nil: none).
+// decodeCursor reads ?cursor= for a resource under a sort spec and the
+// request's filters (nil: none).
 func (s *Server) decodeCursor(c *fiber.Ctx, kind, spec, def string) (*view.Key, error) {
 	v := c.Query("cursor")
 	if v == "" {
 		return nil, nil
 	}
-	cur, ok := s.cursors.decode(v, kind, spec, def)
+	cur, ok := s.cursors.decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
 	if !ok {
 		return nil, errBadCursor
 	}

@@ -401,7 +401,8 @@ func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
 		return sendList(c, p.Rows, nil)
 	}
 	bp := bufs.Get().(*[]byte)
-	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID()})
+	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID(),
+		Filters: filterHash(c.Context().QueryArgs())})
 	err := sendList(c, p.Rows, next)
 	*bp = next[:0]
 	bufs.Put(bp)
