@@ -158,7 +158,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	softMemoryLimit(log, c.cfg.GoMemLimit)
 	// Not contacting the store here: when it is down the edge serves the
 	// newest good snapshot in its local cache (edge.Server.Start).
-	st, err := openStore(ctx, c.cfg, c.store, publish.OpenLazy)
+	st, err := c.openStoreWith(ctx, publish.OpenLazy)
 	if err != nil {
 		return err
 	}
