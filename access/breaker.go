@@ -71,7 +71,7 @@ func (b *breaker) observe(err error) {
 	b.mu.Unlock()
 	if !trip {
 		if b.isOpen.Load() {
-			b.health.set(err) // the latest error, for /health
+			b.health.set(err) // the latest error, for /ready
 		}
 		return
 	}

@@ -16,6 +16,6 @@
 //     503 instead of each waiting out its timeouts).
 //   - usage export (export.go, exporter.go, usage_codec.go): usage events
 //     exported from the backend to the store as Parquet for billing, and the
-//     /health checks and Prometheus metrics of the backend and the export
+//     /ready checks and Prometheus metrics of the backend and the export
 //     (health.go).
 package access

@@ -16,7 +16,7 @@ import (
 )
 
 // UsageExporter runs ExportUsage periodically while the edge serves and
-// keeps the outcome for /health (the "usage_export" check: not required,
+// keeps the outcome for /ready (the "usage_export" check: not required,
 // the edge serves on while the store is down) and /metrics.
 //
 // It exports every `every`, and sooner when the backend holds EarlyAt

@@ -21,7 +21,7 @@ var ErrUnavailable = errors.New("access: counters backend unavailable")
 // caller need not log each one.
 var ErrUsageFull = errors.New("access: usage event dropped: too many events waiting for export")
 
-// Health is a backend's state for the edge's /health.
+// Health is a backend's state for the edge's /ready.
 type Health struct {
 	OK bool
 	// Required: the edge cannot serve metered requests without the backend
@@ -34,7 +34,7 @@ type Health struct {
 }
 
 // HealthReporter is implemented by backends that know their health without
-// a call (cached state: cheap enough for every /health request).
+// a call (cached state: cheap enough for every /ready request).
 type HealthReporter interface {
 	Health() Health
 }

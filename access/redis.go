@@ -30,7 +30,7 @@ import (
 // times. After BreakerFailures consecutive failures the circuit breaker
 // opens: calls fail at once with ErrUnavailable (the edge answers 503 with
 // Retry-After) until a background PING, every ProbeInterval, succeeds. The
-// probe runs all the time, so Health (the edge's /health) notices a dead or
+// probe runs all the time, so Health (the edge's /ready) notices a dead or
 // hung Redis within a few probes even without traffic.
 type Redis struct {
 	c      redis.UniversalClient

@@ -109,6 +109,7 @@ func TestClosingOdds(t *testing.T) {
 	}
 	m0 := matches[whole[0]["match_id"].(string)]
 	team, tour := m0["team_a_id"].(string), m0["tournament_id"].(string)
+	m1 := whole[len(whole)-1]["match_id"].(string)
 	day := m0["scheduled_at"].(string)[:10]
 	for _, tc := range []struct {
 		query string
@@ -124,7 +125,10 @@ func TestClosingOdds(t *testing.T) {
 		{"date_from=" + day + "&date_to=" + day, func(_, m map[string]any) bool {
 			return strings.HasPrefix(m["scheduled_at"].(string), day)
 		}},
-		{"market=nothing", func(_, _ map[string]any) bool { return false }},
+		{"match=" + m0["id"].(string), func(_, m map[string]any) bool { return m["id"] == m0["id"] }},
+		{"match=" + m1 + "," + m0["id"].(string), func(_, m map[string]any) bool { return m["id"] == m0["id"] || m["id"] == m1 }},
+		{"match=" + m1 + "&market=match_winner", func(l, m map[string]any) bool { return m["id"] == m1 && l["market"] == "match_winner" }},
+		{"match=" + team, func(_, _ map[string]any) bool { return false }}, // well-formed, no such match
 	} {
 		var hand []map[string]any
 		for _, l := range whole {
@@ -137,7 +141,8 @@ func TestClosingOdds(t *testing.T) {
 			t.Errorf("%s: %d rows, the whole list filtered by hand %d", tc.query, len(got), len(hand))
 		}
 	}
-	for _, q := range []string{"source=bookmaker", "team=nope", "date_from=2025-02-30", "match=" + team} {
+	for _, q := range []string{"source=bookmaker", "team=nope", "date_from=2025-02-30", "match=nope", "match=" + m1 + ",",
+		"match=" + strings.ToUpper(m1), "market=nothing", "market=match_winner,Map_winner"} {
 		if r := ts.get(t, "/v1/cs2/odds/closing?"+q); r.status != 400 || r.code(t) != "invalid_parameter" {
 			t.Errorf("%s: %d %s, want 400 invalid_parameter", q, r.status, r.body)
 		}

@@ -51,7 +51,7 @@ func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (stri
 }
 
 // TestCorruptParquetIsAnErrorNotAPanic sweeps corruptions over a real
-// snapshot table: each load either succeeds or fails with view.ErrCorrupt.
+// snapshot table: each load either succeeds or fails with tables.ErrCorrupt.
 // The Parquet decoders panic on many of them; before the fix that panic,
 // on a loading goroutine, killed the process (this test binary).
 func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
@@ -66,7 +66,7 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 			_, err := view.Load(context.Background(), dir, ts.Current().Meta)
 			if err != nil {
 				if !errors.Is(err, tables.ErrCorrupt) {
-					t.Fatalf("%s corrupt at %d/41: %v does not wrap view.ErrCorrupt", table, i, err)
+					t.Fatalf("%s corrupt at %d/41: %v does not wrap tables.ErrCorrupt", table, i, err)
 				}
 				failed++
 			}
@@ -103,7 +103,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	bad := ts.publishNext(t, files)
 	err := ts.Load(context.Background())
 	if !errors.Is(err, tables.ErrCorrupt) {
-		t.Fatalf("Load of the corrupt snapshot: %v, want view.ErrCorrupt", err)
+		t.Fatalf("Load of the corrupt snapshot: %v, want tables.ErrCorrupt", err)
 	}
 	if ts.Current().ID != good {
 		t.Fatalf("serving %s, want the last good %s", ts.Current().ID, good)
@@ -114,11 +114,11 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
 		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
 	}
-	// /health: still serving (200), degraded, the store check names it.
-	var h healthBody
-	if r := ts.get(t, "/health", "-"); r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "degraded" ||
+	// /ready: still serving (200), degraded, the store check names it.
+	var h readyBody
+	if r := ts.get(t, "/ready", "-"); r.status != 200 || json.Unmarshal(r.body, &h) != nil || h.Status != "degraded" ||
 		h.Checks["store"].OK || h.Checks["store"].Error == nil || !strings.Contains(*h.Checks["store"].Error, bad.SnapshotID+" is rejected") {
-		t.Fatalf("/health after the rejection: %d %s", r.status, r.body)
+		t.Fatalf("/ready after the rejection: %d %s", r.status, r.body)
 	}
 	// Not fetched again while the pointer names it.
 	counting := &countingStore{Store: ts.store}

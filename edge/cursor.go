@@ -17,20 +17,26 @@ import (
 )
 
 // cursor is the position after the last row of a page: the row's sort value
-// and id, the sort spec it was minted under, the resource it pages and the
-// snapshot it was read from. Because it holds values, not offsets, paging
-// continues correctly across a snapshot swap (keyset pagination).
+// and id, the sort spec and the filters it was minted under, the resource it
+// pages and the snapshot it was read from. Because it holds values, not
+// offsets, paging continues correctly across a snapshot swap (keyset
+// pagination). A cursor only continues the list it came from: another
+// resource, sort or filter set is a 400 invalid_cursor (a cursor of
+// status=completed reused with status=scheduled would otherwise skip every
+// scheduled match before its position).
 //
 // On the wire it is base64url(body) "." base64url(HMAC-SHA256(body)
 // truncated to 16 bytes), so an edited cursor is detected. The body is
-// binary (cursorV2, minted since the hot path stopped allocating):
+// binary (cursorV3):
 //
-//	0x02 | kind | sort | snap | flags | [str] | [num] | id (16 bytes)
+//	0x03 | kind | sort | snap | filters (8 bytes) | flags | [str] | [num] | id (16 bytes)
 //
-// strings as a uvarint length and the bytes, flags bit 0 null, bit 1 a
-// string value follows, bit 2 a number (zig-zag varint) follows. Bodies that
-// start with '{' are the JSON of earlier versions and still decode (the spec:
-// cursors issued before sort support keep working).
+// strings as a uvarint length and the bytes, filters the request's
+// filterHash (big-endian), flags bit 0 null, bit 1 a string value follows,
+// bit 2 a number (zig-zag varint) follows. Cursors minted before filters
+// were bound still decode, bound to no filter set: cursorV2 bodies (0x02,
+// the same without filters) and the JSON of earlier versions, bodies that
+// start with '{' (the spec: cursors issued before sort support keep working).
 type cursor struct {
 	Sort string       `json:"o,omitempty"` // empty: minted before sort support, means the default order
 	Val  view.SortVal `json:"v"`
@@ -40,22 +46,26 @@ type cursor struct {
 	// Snap is the snapshot the page was served from: the next page comes
 	// from the same one while the edge still holds it (Options.CursorGrace).
 	Snap string `json:"s,omitempty"`
+	// Filters is the filterHash of the request the cursor was minted for.
+	Filters uint64 `json:"-"`
 }
 
 const (
-	cursorV2      = 0x02
+	cursorV2      = 0x02 // before filters were bound: decoded, never minted
+	cursorV3      = 0x03
 	cursorNull    = 1 << 0
 	cursorHasStr  = 1 << 1
 	cursorHasNum  = 1 << 2
 	maxCursorBody = 1024 // decoded; longer is not a cursor this edge minted
 )
 
-// appendBinary appends the cursorV2 body.
+// appendBinary appends the cursorV3 body.
 func (c *cursor) appendBinary(b []byte) []byte {
-	b = append(b, cursorV2)
+	b = append(b, cursorV3)
 	b = appendStr(b, c.Kind)
 	b = appendStr(b, c.Sort)
 	b = appendStr(b, c.Snap)
+	b = binary.BigEndian.AppendUint64(b, c.Filters)
 	var flags byte
 	if c.Val.Null {
 		flags |= cursorNull
@@ -81,24 +91,34 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// binaryFields is a decoded cursorV2 body; its byte slices point into the
-// body, so comparing them with the request's kind and sort allocates nothing.
+// binaryFields is a decoded cursorV3 (or cursorV2) body; its byte slices
+// point into the body, so comparing them with the request's kind and sort
+// allocates nothing.
 type binaryFields struct {
 	kind, sort, snap, str []byte
 	null                  bool
 	num                   int64
 	id                    tables.ID
+	filters               uint64
+	bound                 bool // filters was minted (cursorV3)
 }
 
 func parseBinary(b []byte) (f binaryFields, ok bool) {
-	if len(b) == 0 || b[0] != cursorV2 {
+	if len(b) == 0 || b[0] != cursorV2 && b[0] != cursorV3 {
 		return f, false
 	}
+	f.bound = b[0] == cursorV3
 	b = b[1:]
 	for _, dst := range []*[]byte{&f.kind, &f.sort, &f.snap} {
 		if *dst, b, ok = readStr(b); !ok {
 			return f, false
 		}
+	}
+	if f.bound {
+		if len(b) < 8 {
+			return f, false
+		}
+		f.filters, b = binary.BigEndian.Uint64(b), b[8:]
 	}
 	if len(b) == 0 {
 		return f, false
@@ -224,14 +244,16 @@ func (cc cursorCodec) snapshot(s string) (id string, ok bool) {
 	return id, ok
 }
 
-// decode verifies and parses a cursor for a resource kind and sort spec.
-func (cc cursorCodec) decode(s, kind, spec, defSpec string) (c cursor, ok bool) {
+// decode verifies and parses a cursor for a resource kind, sort spec and
+// filter set (a filterHash). A cursor minted before filters were bound
+// matches any filter set.
+func (cc cursorCodec) decode(s, kind, spec, defSpec string, filters uint64) (c cursor, ok bool) {
 	ok = cc.open(s, func(body []byte) bool {
 		if bytes.HasPrefix(body, []byte("{")) {
 			return decodeJSON(body, &c)
 		}
 		f, ok := parseBinary(body)
-		if !ok || string(f.kind) != kind {
+		if !ok || string(f.kind) != kind || f.bound && f.filters != filters {
 			return false
 		}
 		switch {

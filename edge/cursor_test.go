@@ -20,29 +20,29 @@ func TestCursorRoundTrip(t *testing.T) {
 		{Num: 42}, {Str: strings.Repeat("é", 200)}} {
 		c := cursor{Kind: "teams", Sort: "-name", Val: val, ID: cursorID, Snap: "20261125T120000Z-abc"}
 		s := cc.encode(c)
-		got, ok := cc.decode(s, "teams", "-name", "name")
+		got, ok := cc.decode(s, "teams", "-name", "name", 0)
 		if !ok || got.Val != val || got.ID != cursorID || got.Kind != "teams" || got.Sort != "-name" {
 			t.Fatalf("%+v: decoded %+v, %v", val, got, ok)
 		}
 		if id, ok := cc.snapshot(s); !ok || id != c.Snap {
 			t.Errorf("%+v: snapshotOf wrong", val)
 		}
-		if _, ok := cc.decode(s, "players", "-name", "name"); ok {
+		if _, ok := cc.decode(s, "players", "-name", "name", 0); ok {
 			t.Errorf("%+v: a teams cursor decoded for players", val)
 		}
-		if _, ok := cc.decode(s, "teams", "name", "name"); ok {
+		if _, ok := cc.decode(s, "teams", "name", "name", 0); ok {
 			t.Errorf("%+v: a -name cursor decoded under name", val)
 		}
-		if _, ok := newCursorCodec([]byte("other")).decode(s, "teams", "-name", "name"); ok {
+		if _, ok := newCursorCodec([]byte("other")).decode(s, "teams", "-name", "name", 0); ok {
 			t.Errorf("%+v: a cursor decoded under another secret", val)
 		}
 	}
 	// Minted without a sort: the default order.
 	s := cc.encode(cursor{Kind: "teams", ID: cursorID})
-	if got, ok := cc.decode(s, "teams", "name", "name"); !ok || got.Sort != "name" {
+	if got, ok := cc.decode(s, "teams", "name", "name", 0); !ok || got.Sort != "name" {
 		t.Errorf("sortless cursor: %+v %v", got, ok)
 	}
-	if _, ok := cc.decode(s, "teams", "-name", "name"); ok {
+	if _, ok := cc.decode(s, "teams", "-name", "name", 0); ok {
 		t.Errorf("sortless cursor accepted under a non-default sort")
 	}
 }
@@ -61,7 +61,7 @@ func TestCursorLegacyJSON(t *testing.T) {
 		return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cb.tag(body))
 	}
 	old := sign(map[string]any{"v": map[string]any{"s": "astralis"}, "i": cursorID.String(), "k": "teams", "s": "snap-1"})
-	got, ok := cc.decode(old, "teams", "name", "name")
+	got, ok := cc.decode(old, "teams", "name", "name", 0)
 	if !ok || got.Val.Str != "astralis" || got.ID != cursorID {
 		t.Fatalf("legacy cursor: %+v %v", got, ok)
 	}
@@ -69,10 +69,10 @@ func TestCursorLegacyJSON(t *testing.T) {
 		t.Error("legacy cursor: snapshot not read")
 	}
 	sorted := sign(map[string]any{"o": "-name", "v": map[string]any{}, "i": cursorID.String(), "k": "teams"})
-	if _, ok := cc.decode(sorted, "teams", "-name", "name"); !ok {
+	if _, ok := cc.decode(sorted, "teams", "-name", "name", 0); !ok {
 		t.Error("legacy cursor with a sort refused")
 	}
-	if _, ok := cc.decode(sorted, "teams", "name", "name"); ok {
+	if _, ok := cc.decode(sorted, "teams", "name", "name", 0); ok {
 		t.Error("legacy cursor accepted under another sort")
 	}
 }
@@ -90,14 +90,14 @@ func TestCursorHostile(t *testing.T) {
 		// read past the end.
 		b := append([]byte(nil), body[:i]...)
 		signed := base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(cb.tag(b))
-		if _, ok := cc.decode(signed, "matches", "-scheduled_at", "-scheduled_at"); ok {
+		if _, ok := cc.decode(signed, "matches", "-scheduled_at", "-scheduled_at", 0); ok {
 			t.Errorf("a %d-byte prefix decoded", i)
 		}
 	}
 	cc.bufs.Put(cb)
 	for _, bad := range []string{"", ".", "x.y", s[:dot], s + "x", "A" + s, strings.Repeat("A", 5000) + ".AAAA",
 		s[:dot] + "." + strings.Repeat("A", 22)} {
-		if _, ok := cc.decode(bad, "matches", "-scheduled_at", "-scheduled_at"); ok {
+		if _, ok := cc.decode(bad, "matches", "-scheduled_at", "-scheduled_at", 0); ok {
 			t.Errorf("%q decoded", bad)
 		}
 	}
@@ -111,5 +111,39 @@ func TestCursorAllocs(t *testing.T) {
 	buf := make([]byte, 0, 512)
 	if n := testing.AllocsPerRun(100, func() { buf = cc.appendEncoded(buf[:0], &c) }); n != 0 {
 		t.Errorf("appendEncoded: %v allocs per run, want 0", n)
+	}
+}
+
+// TestCursorBoundToFilters: a cursor decodes under the filter set it was
+// minted for and no other; one minted before filters were bound (cursorV2)
+// decodes under any.
+func TestCursorBoundToFilters(t *testing.T) {
+	cc := newCursorCodec([]byte("secret"))
+	c := cursor{Kind: "matches", Sort: "-scheduled_at", Val: view.SortVal{Num: 7}, ID: cursorID, Snap: "snap", Filters: 0xfeed}
+	s := cc.encode(c)
+	if got, ok := cc.decode(s, "matches", "-scheduled_at", "-scheduled_at", 0xfeed); !ok || got.ID != cursorID || got.Val.Num != 7 {
+		t.Fatalf("under its own filters: %+v %v", got, ok)
+	}
+	for _, other := range []uint64{0, 0xfeee, 1 << 63} {
+		if _, ok := cc.decode(s, "matches", "-scheduled_at", "-scheduled_at", other); ok {
+			t.Errorf("a cursor of filters %x decoded under %x", c.Filters, other)
+		}
+	}
+	// The body before filters were bound: 0x02, no filters field.
+	body := []byte{cursorV2}
+	for _, str := range []string{c.Kind, c.Sort, c.Snap} {
+		body = appendStr(body, str)
+	}
+	body = append(append(body, cursorHasNum, 14), cursorID[:]...) // 7, zig-zag
+	cb := cc.bufs.Get().(*cursorBuf)
+	v2 := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cb.tag(body))
+	cc.bufs.Put(cb)
+	for _, filters := range []uint64{0, 0xfeed, 42} {
+		if got, ok := cc.decode(v2, "matches", "-scheduled_at", "-scheduled_at", filters); !ok || got.ID != cursorID || got.Val.Num != 7 {
+			t.Errorf("a cursorV2 under filters %x: %+v %v", filters, got, ok)
+		}
+	}
+	if id, ok := cc.snapshot(v2); !ok || id != "snap" {
+		t.Errorf("a cursorV2's snapshot: %q %v", id, ok)
 	}
 }

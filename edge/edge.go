@@ -114,7 +114,7 @@ type Options struct {
 	// ReloadTimeout bounds one snapshot reload: reading the pointer,
 	// fetching and loading (default 5 minutes).
 	ReloadTimeout time.Duration
-	// Health are the /health checks by name, beside "counters", which the
+	// Health are the /ready checks by name, beside "counters", which the
 	// edge adds itself when metering is on (edge/health.go).
 	Health map[string]HealthCheck
 	// Metrics are more collectors served at /metrics (the counters
@@ -138,9 +138,9 @@ type Server struct {
 	// fromCache is set when the current snapshot came from the local cache
 	// because the store was unreachable.
 	fromCache atomic.Bool
-	// state is what /health reports of the store and the snapshots.
+	// state is what /ready reports of the store and the snapshots.
 	state loadState
-	feed  feedState // the live feed subscription, for /health
+	feed  feedState // the live feed subscription, for /ready
 	// live is the live path (edge/live.go).
 	live *liveState
 	// pinned are the last views of replaced snapshots still within their
@@ -372,7 +372,7 @@ func (s *Server) swap(next *view.Snapshot) {
 // A snapshot that fails to load although its checksums match (corrupt
 // bytes written as such, rows this build cannot index) is rejected: it is
 // removed from the local cache (so a restart does not meet it again), the
-// error wraps view.ErrCorrupt, and it is not fetched again while the pointer
+// error wraps tables.ErrCorrupt, and it is not fetched again while the pointer
 // names it. Any other error is the store's (unreachable, timed out, a
 // transfer that failed its checksum) and the next poll retries.
 func (s *Server) Load(ctx context.Context) error {
@@ -642,7 +642,7 @@ func (s *Server) Start(ctx context.Context) error {
 // until ctx ends (on the service's one reload loop, reload.Every): each
 // second after the subscription failed (Redis down at start: the snapshot
 // serves without the feed meanwhile) or ended (a connection found dead:
-// live.RedisFeed.Idle), and records it for /health's live_feed. Before, a subscription that
+// live.RedisFeed.Idle), and records it for /ready's live_feed. Before, a subscription that
 // ended was never made again, and the edge showed no live change until it
 // restarted. Events published in between are a gap in the feed's
 // positions: a client resuming across it gets a resync.

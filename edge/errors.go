@@ -40,7 +40,8 @@ func notFound(what string) *APIError {
 	return apiErr(fiber.StatusNotFound, "not_found", "%s not found", what)
 }
 
-var errBadCursor = apiErr(fiber.StatusBadRequest, "invalid_cursor", "cursor is malformed or was issued under another sort; restart from the first page")
+var errBadCursor = apiErr(fiber.StatusBadRequest, "invalid_cursor",
+	"cursor is malformed or was issued for another list (another sort or other filters); restart from the first page")
 
 type errorBody struct {
 	Error struct {

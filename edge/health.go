@@ -10,11 +10,11 @@ import (
 	"github.com/eodata/eo/access"
 )
 
-// Check is one dependency's state in /health.
+// Check is one dependency's state in /ready.
 type Check struct {
 	OK bool `json:"ok"`
 	// Required: the edge cannot serve without the dependency, so while it
-	// fails /health answers 503 and a load balancer takes the instance out.
+	// fails /ready answers 503 and a load balancer takes the instance out.
 	// A failing check that is not required makes the status "degraded"
 	// (200): the edge serves, an operator should look.
 	Required bool `json:"required"`
@@ -24,7 +24,7 @@ type Check struct {
 	Since string `json:"since"`
 }
 
-// HealthCheck reports one dependency. /health calls every check on every
+// HealthCheck reports one dependency. /ready calls every check on every
 // request, so a check returns cached state (kept by a background probe or by
 // the component's own calls) and never blocks.
 type HealthCheck func() Check
@@ -39,7 +39,7 @@ func CheckOf(h access.Health) Check {
 	return c
 }
 
-// healthChecks are Options.Health, the edge's own "snapshot" (required: a
+// healthChecks are /ready's checks: Options.Health, the edge's own "snapshot" (required: a
 // snapshot is served) and "store" (not required: the store answers and the
 // served snapshot is its newest good one), with a feed configured
 // "live_feed" (not required: the live path is subscribed), and, when
@@ -62,7 +62,16 @@ func (s *Server) healthChecks() map[string]HealthCheck {
 	return checks
 }
 
-type healthBody struct {
+// liveBody is /health's whole answer: the spec's bare object with one field.
+var liveBody = []byte(`{"status":"ok"}`)
+
+// livenessHandler answers /health, the liveness probe: the process answers
+// requests, so 200 {"status":"ok"}, always, with no key and no envelope.
+// Whether the instance can serve (a snapshot loaded, its dependencies
+// answering) is /ready's question.
+func livenessHandler(c *fiber.Ctx) error { return sendJSON(c, liveBody) }
+
+type readyBody struct {
 	Status string           `json:"status"`
 	Checks map[string]Check `json:"checks"`
 	// Error is the API's error envelope, present with the 503.
@@ -73,11 +82,12 @@ type healthBody struct {
 	} `json:"error,omitempty"`
 }
 
-// healthHandler answers /health: 200 "ok" (every check passes), 200
-// "degraded" (a check that is not required fails), 503 "unavailable" (a
-// required check fails; the body also carries the error envelope naming
-// the failing checks). No key, not metered, no blocking call.
-func (s *Server) healthHandler() fiber.Handler {
+// readinessHandler answers /ready, the readiness probe a load balancer
+// routes by: 200 "ok" (every check passes), 200 "degraded" (a check that
+// is not required fails), 503 "unavailable" (a required check fails, such
+// as no snapshot loaded yet; the body also carries the error envelope
+// naming the failing checks). No key, not metered, no blocking call.
+func (s *Server) readinessHandler() fiber.Handler {
 	checks := s.healthChecks()
 	names := make([]string, 0, len(checks))
 	for name := range checks {
@@ -85,7 +95,7 @@ func (s *Server) healthHandler() fiber.Handler {
 	}
 	sort.Strings(names)
 	return func(c *fiber.Ctx) error {
-		body := healthBody{Status: "ok", Checks: make(map[string]Check, len(names))}
+		body := readyBody{Status: "ok", Checks: make(map[string]Check, len(names))}
 		var failing []string
 		for _, name := range names {
 			ch := checks[name]()

@@ -13,10 +13,10 @@ import (
 	"github.com/eodata/eo/internal/proctest"
 )
 
-// healthOf reads /health: its status code and the counters check.
+// healthOf reads /ready: its status code and the counters check.
 func healthOf(t *testing.T, ms *meteredServer) (int, string, map[string]any) {
 	t.Helper()
-	r := ms.get(t, "/health", "-")
+	r := ms.get(t, "/ready", "-")
 	body := r.json(t)
 	checks, _ := body["checks"].(map[string]any)
 	counters, _ := checks["counters"].(map[string]any)
@@ -33,9 +33,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // Fault 12: with Redis hung (SIGSTOP) every keyed request blocked for
-// seconds before its 503, and /health stayed 200, so a load balancer kept
+// seconds before its 503, and the probe stayed 200, so a load balancer kept
 // sending traffic here. Now a hung or dead Redis gives fast 503s with
-// Retry-After, /health answers 503 naming the counters check, and both
+// Retry-After, /ready answers 503 naming the counters check, and both
 // recover once Redis answers again.
 func TestRedisFaultsFailFastAndShowInHealth(t *testing.T) {
 	srv := redistest.StartServer(t)
@@ -64,7 +64,7 @@ func TestRedisFaultsFailFastAndShowInHealth(t *testing.T) {
 				t.Fatalf("%s: request %d: %d %v %s", fault, i, res.status, res.header, res.body)
 			}
 		}
-		eventually(t, 5*time.Second, fault+": /health 503 naming counters", func() bool {
+		eventually(t, 5*time.Second, fault+": /ready 503 naming counters", func() bool {
 			code, status, c := healthOf(t, ms)
 			return code == 503 && status == "unavailable" && c["ok"] == false && c["error"] != "" && c["since"] != ""
 		})
@@ -82,7 +82,7 @@ func TestRedisFaultsFailFastAndShowInHealth(t *testing.T) {
 
 // The embedded store's file cannot be written (a full disk; bbolt's size cap
 // stands in for it): requests are still served and metered from memory, and
-// /health stays 200 but says "degraded", naming the counters check.
+// /ready stays 200 but says "degraded", naming the counters check.
 func TestEmbeddedWriteFailureDegradesHealth(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counters.db")
 	e, err := access.OpenEmbedded(path, time.Hour)
@@ -106,7 +106,7 @@ func TestEmbeddedWriteFailureDegradesHealth(t *testing.T) {
 		e.Record(context.Background(), access.UsageEvent{Time: fixtureNow, KeyID: "k", AccountID: acct.ID, Endpoint: "GET /x",
 			Status: 200, RequestID: fmt.Sprintf("%032x", i)})
 	}
-	eventually(t, 5*time.Second, "/health degraded", func() bool {
+	eventually(t, 5*time.Second, "/ready degraded", func() bool {
 		code, status, c := healthOf(t, ms)
 		return code == 200 && status == "degraded" && c["ok"] == false && c["required"] == false && c["error"] != nil
 	})

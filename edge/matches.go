@@ -42,7 +42,7 @@ func (s *Server) listMatches(c *fiber.Ctx) error {
 	// move f to the heap, an allocation on the busiest route.
 	var f view.MatchFilter
 	var err error
-	if f.Status, err = anyOf(c, "status"); err != nil {
+	if f.Status, err = anyOf(c, "status", enumMatchStatus); err != nil {
 		return err
 	}
 	if f.Tournament, err = anyID(c, "tournament"); err != nil {

@@ -93,6 +93,6 @@ func TestCorruptMatchPartsFailTheLoad(t *testing.T) {
 	}
 	_, err = view.Load(context.Background(), dir, cur.Meta)
 	if !errors.Is(err, tables.ErrCorrupt) {
-		t.Fatalf("a match part that is not a zstd frame: load error %v, want view.ErrCorrupt", err)
+		t.Fatalf("a match part that is not a zstd frame: load error %v, want tables.ErrCorrupt", err)
 	}
 }

@@ -64,11 +64,21 @@ func EndpointName(method, path string) string {
 }
 
 // apiKey reads the key: the Authorization: Bearer header, else the apiKey
-// query parameter. The header wins when both are present.
+// query parameter. The header wins when both are present. Two
+// Authorization headers, or two apiKey parameters, are a 400: the first
+// and the last are different answers to "whose request is this", and a
+// proxy in front of the edge may have read the other one.
 func apiKey(c *fiber.Ctx) (string, *APIError) {
+	st := requestState(c)
+	if st.hdr.authorizationRepeated {
+		return "", errRepeatedAuthorization
+	}
+	if args := c.Context().QueryArgs(); args.Len() > 0 && countArg(args, argAPIKey) > 1 {
+		return "", errRepeatedAPIKey
+	}
 	// Read in place: the key is not kept past the request (a keyring that
 	// caches it copies it).
-	if hb := requestState(c).hdr.authorization; len(hb) > 0 {
+	if hb := st.hdr.authorization; len(hb) > 0 {
 		h := unsafe.String(&hb[0], len(hb))
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			if k := strings.TrimSpace(h[7:]); k != "" {
@@ -105,6 +115,12 @@ func (s *Server) principal(c *fiber.Ctx) (access.Principal, error) {
 // scheme got "invalid API key" and no hint).
 var errMalformedAuth = apiErr(fiber.StatusUnauthorized, "invalid_api_key",
 	"invalid API key: the Authorization header must be \"Bearer <API_KEY>\"")
+
+var (
+	argAPIKey                = []byte("apiKey")
+	errRepeatedAuthorization = badParam("the Authorization header is given more than once; send one")
+	errRepeatedAPIKey        = badParam("parameter \"apiKey\" is given more than once; give it once")
+)
 
 // errInvalidKey is the one answer for unknown, revoked and expired keys.
 var errInvalidKey = apiErr(fiber.StatusUnauthorized, "invalid_api_key", "invalid API key")

@@ -33,15 +33,10 @@ func (s *Server) listOdds(c *fiber.Ctx) error {
 // newest match first, paged.
 func (s *Server) listClosing(c *fiber.Ctx) error {
 	var f view.ClosingFilter
-	err := readSets(c, strSet("market", &f.Market), strSet("source", &f.Source), idSet("tournament", &f.Tournament),
-		idSet("team", &f.Team))
+	err := readSets(c, idSet("match", &f.Match), strSet("market", &f.Market, enumMarket), strSet("source", &f.Source, enumSource),
+		idSet("tournament", &f.Tournament), idSet("team", &f.Team))
 	if err != nil {
 		return err
-	}
-	for _, src := range f.Source {
-		if !view.OddsSources[src] {
-			return badParam("source accepts eo_market and eo_model, comma-separated; %q is not one", src)
-		}
 	}
 	if f.From, f.Until, err = dateRange(c); err != nil {
 		return err

@@ -1,12 +1,16 @@
 package edge
 
 import (
+	"bytes"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -31,7 +35,7 @@ var routeParams = map[string][]string{
 	"/players":                  {"team", "slug", "role", "ids", "sort", "limit", "cursor"},
 	"/tournaments":              {"slug", "tier", "region", "year", "status", "limit", "cursor"},
 	"/odds":                     {"match", "source", "limit", "cursor"},
-	"/odds/closing":             {"market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
+	"/odds/closing":             {"match", "market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
 	"/rankings":                 {"type", "region", "role", "sort", "limit"},
 	"/changes":                  {"since", "limit"},
 	"/matches/:id/maps":         nil,
@@ -118,6 +122,45 @@ func (s *Server) checkParams(path string) fiber.Handler {
 	}
 }
 
+// filterHash identifies a request's filter set, which a cursor is bound to:
+// every query parameter but the paging ones (cursor, limit), the key
+// (apiKey) and sort (bound on its own, as the spec it resolves to). Each
+// comma-separated item counts as a member of a set (status=live,scheduled
+// is status=scheduled,live), and the parameters' order does not count
+// (checkParams has refused a parameter given twice). No filter is 0. FNV-1a
+// per item, summed: stable across processes and edges, no allocation.
+func filterHash(args *fasthttp.Args) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	var sum uint64
+	args.VisitAll(func(k, v []byte) {
+		switch string(k) {
+		case "cursor", "limit", "apiKey", "sort":
+			return
+		}
+		kh := uint64(offset)
+		for _, b := range k {
+			kh = (kh ^ uint64(b)) * prime
+		}
+		kh = (kh ^ '=') * prime
+		for {
+			item := v
+			i := bytes.IndexByte(v, ',')
+			if i >= 0 {
+				item, v = v[:i], v[i+1:]
+			}
+			h := kh
+			for _, b := range item {
+				h = (h ^ uint64(b)) * prime
+			}
+			sum += h
+			if i < 0 {
+				break
+			}
+		}
+	})
+	return sum
+}
+
 // checkParam judges one query parameter k=v of a request to path.
 func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string, list string) error {
 	name := string(k) // no allocation: the compiler converts in place for comparisons
@@ -156,11 +199,22 @@ func countArg(args *fasthttp.Args, k []byte) int {
 // maxListValues bounds a set filter (status=live,scheduled; team=a,b).
 const maxListValues = 100
 
-// anyOf reads a set filter: a comma-separated list of values, any of which
-// a row may match (empty: the parameter is absent). An empty item
-// (status=live,) is a 400; a value no row has matches nothing, like any
-// filter value.
-func anyOf(c *fiber.Ctx, name string) (view.AnyOf, error) {
+// The enumerations the set filters take, exact and case-sensitive: the raw
+// landing contract's (the values the data can hold), and the statuses the
+// view derives.
+var (
+	enumMatchStatus      = raw.Statuses
+	enumTournamentStatus = view.TournamentStatuses
+	enumRegion           = raw.Regions
+	enumRole             = raw.Roles
+	enumTier             = raw.Tiers
+	enumMarket           = raw.Markets
+	enumSource           = slices.Sorted(maps.Keys(view.OddsSources))
+)
+
+// listOf splits a set filter: a comma-separated list of values (empty: the
+// parameter is absent). An empty item (status=live,) is a 400.
+func listOf(c *fiber.Ctx, name string) ([]string, error) {
 	v := c.Query(name)
 	if v == "" {
 		return nil, nil
@@ -177,10 +231,25 @@ func anyOf(c *fiber.Ctx, name string) (view.AnyOf, error) {
 	return items, nil
 }
 
+// anyOf reads a set filter over an enumeration: a comma-separated list of
+// values, any of which a row may match. A value outside accepted is a 400
+// naming the accepted ones (it could only ever match nothing: a typo, or
+// a case that does not match).
+func anyOf(c *fiber.Ctx, name string, accepted []string) (view.AnyOf, error) {
+	items, err := listOf(c, name)
+	for _, it := range items {
+		if !slices.Contains(accepted, it) {
+			return nil, badParam("%s accepts %s, or a comma-separated list of them; %q is not one", name,
+				strings.Join(accepted, ", "), it)
+		}
+	}
+	return items, err
+}
+
 // anyID reads a set filter of ids (400 when an item is not a canonical
 // UUID).
 func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
-	items, err := anyOf(c, name)
+	items, err := listOf(c, name)
 	if err != nil || items == nil {
 		return nil, err
 	}
@@ -195,15 +264,18 @@ func anyID(c *fiber.Ctx, name string) (view.AnyID, error) {
 	return ids, nil
 }
 
-// setParam is a set filter to read: a list of strings or of ids.
+// setParam is a set filter to read: a list of enumerated strings or of ids.
 type setParam struct {
-	name string
-	str  *view.AnyOf
-	id   *view.AnyID
+	name     string
+	str      *view.AnyOf
+	accepted []string
+	id       *view.AnyID
 }
 
-func strSet(name string, dst *view.AnyOf) setParam { return setParam{name: name, str: dst} }
-func idSet(name string, dst *view.AnyID) setParam  { return setParam{name: name, id: dst} }
+func strSet(name string, dst *view.AnyOf, accepted []string) setParam {
+	return setParam{name: name, str: dst, accepted: accepted}
+}
+func idSet(name string, dst *view.AnyID) setParam { return setParam{name: name, id: dst} }
 
 // readSets reads set filters into their destinations; the first bad one is
 // the error.
@@ -213,7 +285,7 @@ func readSets(c *fiber.Ctx, ps ...setParam) error {
 		if p.id != nil {
 			*p.id, err = anyID(c, p.name)
 		} else {
-			*p.str, err = anyOf(c, p.name)
+			*p.str, err = anyOf(c, p.name, p.accepted)
 		}
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,13 +44,13 @@ func TestStrictParameters(t *testing.T) {
 		}
 	}
 	accepted := []string{
-		"/v1/cs2/matches?limit=",             // the spec: a nonsensical limit is the default
-		"/v1/cs2/matches?limit=abc",          //
-		"/v1/cs2/odds?cursor=",               // the bulk snapshot ignores cursor
-		"/v1/cs2/odds?cursor=whatever",       //
-		"/v1/cs2/teams?apiKey=" + goodKey,    // the key's fallback, everywhere
-		"/v1/cs2/matches?status=postponed",   // a value no row has: []
-		"/v1/cs2/rankings?type=team&limit=3", //
+		"/v1/cs2/matches?limit=",          // the spec: a nonsensical limit is the default
+		"/v1/cs2/matches?limit=abc",       //
+		"/v1/cs2/odds?cursor=",            // the bulk snapshot ignores cursor
+		"/v1/cs2/odds?cursor=whatever",    //
+		"/v1/cs2/teams?apiKey=" + goodKey, // the key's fallback, everywhere
+		"/v1/cs2/matches?status=cancelled&tournament=00000000-0000-7000-8000-000000000000", // no row: []
+		"/v1/cs2/rankings?type=team&limit=3",                                               //
 	}
 	for _, p := range accepted {
 		if r := ts.get(t, p); r.status != 200 {
@@ -118,6 +119,42 @@ func TestSetFilters(t *testing.T) {
 	}
 	if len(st) == 0 {
 		t.Error("status=finished,ongoing returned no tournament")
+	}
+}
+
+// A value outside a filter's enumeration is a 400 whose message lists the
+// accepted values; it used to be 200 data: [] (a typo, or a value in
+// another case, looked like "no such rows"). Every enumerated filter of
+// every route.
+func TestUnknownEnumerationValueIsRefused(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct{ path, accepted string }{
+		{"/v1/cs2/matches?status=postponed", "scheduled, live, completed, cancelled"},
+		{"/v1/cs2/matches?status=completed,Live", "scheduled, live, completed, cancelled"},
+		{"/v1/cs2/teams?region=Mars", "Europe, North America, South America, Asia, CIS, Oceania, Africa"},
+		{"/v1/cs2/teams?region=europe", "Europe, North America"},
+		{"/v1/cs2/players?role=Sniper", "AWP, IGL, Lurker, Rifler, Support"},
+		{"/v1/cs2/tournaments?tier=Z", "S, A, B, C"},
+		{"/v1/cs2/tournaments?region=EU", "Europe, North America"},
+		{"/v1/cs2/tournaments?status=soon", "upcoming, ongoing, finished"},
+		{"/v1/cs2/rankings?region=Mars", "Europe, North America"},
+		{"/v1/cs2/rankings?type=player&role=Coach", "AWP, IGL, Lurker, Rifler, Support"},
+		{"/v1/cs2/rankings?type=coach", "team or player"},
+		{"/v1/cs2/odds/closing?market=moneyline", "match_winner, total_maps, map_handicap, map_winner, outright"},
+		{"/v1/cs2/odds/closing?source=bookmaker", "eo_market, eo_model"},
+		{"/v1/cs2/odds?source=bookmaker", "eo_market or eo_model"},
+	} {
+		r := ts.get(t, c.path)
+		if r.status != 400 || r.code(t) != "invalid_parameter" || !strings.Contains(string(r.body), c.accepted) {
+			t.Errorf("%s: %d %s, want 400 invalid_parameter naming %s", c.path, r.status, r.body, c.accepted)
+		}
+	}
+	// Accepted values that match nothing, or a source not served yet, stay 200.
+	for _, p := range []string{"/v1/cs2/odds/closing?market=outright", "/v1/cs2/odds?source=eo_model",
+		"/v1/cs2/matches?status=live&tournament=00000000-0000-7000-8000-000000000000"} {
+		if r := ts.get(t, p); r.status != 200 || len(r.data(t)) != 0 {
+			t.Errorf("%s: %d %s, want 200 with no rows", p, r.status, r.body)
+		}
 	}
 }
 
@@ -195,5 +232,104 @@ func TestRouteParamsMatchContract(t *testing.T) {
 				t.Errorf("%s is documented but has no routeParams entry", key)
 			}
 		}
+	}
+}
+
+// A cursor continues the list it was minted for: reused under another
+// filter set (a filter added, removed or changed) it is 400 invalid_cursor,
+// on every paginated list and for every filter the list takes. Before, a
+// cursor of status=completed reused with status=scheduled answered 200
+// data: [] (the position of one list applied to another). The order of the
+// parameters, of a list's items, the page size and the key's form do not
+// change the list.
+func TestCursorBoundToItsFilters(t *testing.T) {
+	ts := newTestServer(t)
+	first := func(path string) map[string]any {
+		t.Helper()
+		d := ts.get(t, path).data(t)
+		if len(d) == 0 {
+			t.Fatalf("%s: no rows", path)
+		}
+		return d[0].(map[string]any)
+	}
+	m := first("/v1/cs2/matches?status=completed&limit=1")
+	om := first("/v1/cs2/odds/closing?limit=1")["match_id"].(string)
+	other := m["team_b_id"].(string) // well-formed, another match id than om
+	if m["id"] != om {
+		other = m["id"].(string)
+	}
+	p := first("/v1/cs2/players?limit=1")
+	// A value each filter accepts, for the lists' every filter.
+	sample := map[string]string{
+		"status": "scheduled", "tournament": m["tournament_id"].(string), "team": m["team_a_id"].(string),
+		"date_from": "2020-01-01", "date_to": "2030-12-31", "has": "maps", "slug": p["slug"].(string),
+		"region": "Europe", "role": "AWP", "ids": p["id"].(string), "tier": "S", "year": "2026",
+		"match": other, "source": "eo_market", "market": "match_winner",
+	}
+	// Each paginated list, with a query whose first page has a next one.
+	lists := map[string]string{
+		"/matches":      "/v1/cs2/matches?limit=1",
+		"/teams":        "/v1/cs2/teams?limit=1",
+		"/players":      "/v1/cs2/players?limit=1",
+		"/tournaments":  "/v1/cs2/tournaments?limit=1",
+		"/odds":         "/v1/cs2/odds?limit=1&match=" + om,
+		"/odds/closing": "/v1/cs2/odds/closing?limit=1",
+	}
+	for route, accepted := range routeParams {
+		if !slices.Contains(accepted, "cursor") {
+			continue
+		}
+		base, ok := lists[route]
+		if !ok {
+			t.Errorf("paginated route %s is not checked here", route)
+			continue
+		}
+		r := ts.get(t, base)
+		next, _ := r.json(t)["meta"].(map[string]any)["next_cursor"].(string)
+		if r.status != 200 || next == "" {
+			t.Fatalf("%s: %d, no next page", base, r.status)
+		}
+		cur := "&cursor=" + url.QueryEscape(next)
+		for _, name := range accepted {
+			if name == "cursor" || name == "limit" || name == "sort" {
+				continue
+			}
+			v, ok := sample[name]
+			if !ok {
+				t.Errorf("%s: no sample value for filter %s", route, name)
+				continue
+			}
+			q := base + "&" + name + "=" + url.QueryEscape(v)
+			if strings.Contains(base, name+"=") { // changed, not added
+				q = strings.Replace(base, name+"="+om, name+"="+v, 1)
+			}
+			if r := ts.get(t, q+cur); r.status != 400 || r.code(t) != "invalid_cursor" {
+				t.Errorf("%s: a cursor minted without %s=%s: %d %s, want 400 invalid_cursor", route, name, v, r.status, r.body)
+			}
+		}
+		// The same list: a larger page, the key as apiKey.
+		if r := ts.get(t, strings.Replace(base, "limit=1", "limit=3", 1)+cur+"&apiKey="+goodKey, "-"); r.status != 200 {
+			t.Errorf("%s: the cursor under the same filters: %d %s", route, r.status, r.body)
+		}
+	}
+
+	// The case, and a filter taken away.
+	r := ts.get(t, "/v1/cs2/matches?status=completed&limit=2")
+	next := "&cursor=" + url.QueryEscape(r.json(t)["meta"].(map[string]any)["next_cursor"].(string))
+	for _, q := range []string{"status=scheduled", "status=completed,scheduled", "", "status=completed&has=maps"} {
+		if r := ts.get(t, "/v1/cs2/matches?limit=2&"+q+next); r.status != 400 || r.code(t) != "invalid_cursor" {
+			t.Errorf("a status=completed cursor under %q: %d %s, want 400 invalid_cursor", q, r.status, r.body)
+		}
+	}
+	// The same filters in another order, or a list's items reordered.
+	r = ts.get(t, "/v1/cs2/matches?status=completed,cancelled&date_from=2020-01-01&limit=2")
+	next = "&cursor=" + url.QueryEscape(r.json(t)["meta"].(map[string]any)["next_cursor"].(string))
+	want := ts.get(t, "/v1/cs2/matches?status=completed,cancelled&date_from=2020-01-01&limit=2"+next)
+	if want.status != 200 || len(want.data(t)) == 0 {
+		t.Fatalf("the next page: %d %s", want.status, want.body)
+	}
+	if r := ts.get(t, "/v1/cs2/matches?limit=2&date_from=2020-01-01&status=cancelled,completed"+next); r.status != 200 ||
+		string(r.body) != string(want.body) {
+		t.Errorf("the same filters reordered: %d %s", r.status, r.body)
 	}
 }

@@ -66,8 +66,8 @@ func TestRankingsTeamBoard(t *testing.T) {
 			}
 		}
 	}
-	if n := len(ts.get(t, "/v1/cs2/rankings?region=Mars").data(t)); n != 0 {
-		t.Errorf("unknown region matched %d", n)
+	if r := ts.get(t, "/v1/cs2/rankings?region=Mars"); r.status != 400 || r.code(t) != "invalid_parameter" {
+		t.Errorf("unknown region: %d %s, want 400 invalid_parameter", r.status, r.body)
 	}
 	// sort keys, both directions, nulls never first.
 	for _, key := range []string{"value", "rating", "rd", "matches", "rank"} {

@@ -48,10 +48,14 @@ type reqState struct {
 // past it.
 type reqHeaders struct {
 	authorization, acceptEncoding, ifNoneMatch, requestID []byte
+	// authorizationRepeated: the request carries more than one
+	// Authorization line, which the edge refuses (apiKey) rather than pick
+	// one a proxy in front of it may not have picked.
+	authorizationRepeated bool
 }
 
-// read fills h from the request's headers. Of a repeated Authorization or
-// X-Request-Id the first counts (as Peek has it); repeated If-None-Match
+// read fills h from the request's headers. Of a repeated X-Request-Id the
+// first counts (as Peek has it); repeated If-None-Match
 // and Accept-Encoding lines are lists, combined into one value as RFC 9110
 // §5.3 has it (a copy, in that rare case only).
 func (h *reqHeaders) read(rh *fasthttp.RequestHeader) {
@@ -63,6 +67,7 @@ func (h *reqHeaders) read(rh *fasthttp.RequestHeader) {
 			switch {
 			case bytes.EqualFold(k, hdrAuthorization):
 				dst = &h.authorization
+				h.authorizationRepeated = h.authorization != nil
 			case bytes.EqualFold(k, hdrIfNoneMatch):
 				dst, list = &h.ifNoneMatch, true
 			}

@@ -23,13 +23,14 @@ func parseSort(c *fiber.Ctx, ss view.SortSet) (string, error) {
 	return spec, nil
 }
 
-// decodeCursor reads ?cursor= for a resource under a sort spec (nil: none).
+// decodeCursor reads ?cursor= for a resource under a sort spec and the
+// request's filters (nil: none).
 func (s *Server) decodeCursor(c *fiber.Ctx, kind, spec, def string) (*view.Key, error) {
 	v := c.Query("cursor")
 	if v == "" {
 		return nil, nil
 	}
-	cur, ok := s.cursors.decode(v, kind, spec, def)
+	cur, ok := s.cursors.decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
 	if !ok {
 		return nil, errBadCursor
 	}
@@ -52,7 +53,7 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.TeamFilter{Slug: c.Query("slug")}
-	if f.Region, err = anyOf(c, "region"); err != nil {
+	if f.Region, err = anyOf(c, "region", enumRegion); err != nil {
 		return err
 	}
 	return s.sendPage(c, "teams", viewOf(c).TeamPage(f, spec, after, parseLimit(c, limTeams)))
@@ -119,7 +120,7 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.PlayerFilter{Slug: c.Query("slug")}
-	if f.Role, err = anyOf(c, "role"); err != nil {
+	if f.Role, err = anyOf(c, "role", enumRole); err != nil {
 		return err
 	}
 	if f.Team, err = queryID(c, "team"); err != nil {
@@ -162,7 +163,8 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 		return err
 	}
 	f := view.TournamentFilter{Slug: c.Query("slug")}
-	if err := readSets(c, strSet("tier", &f.Tier), strSet("region", &f.Region), strSet("status", &f.Status)); err != nil {
+	if err := readSets(c, strSet("tier", &f.Tier, enumTier), strSet("region", &f.Region, enumRegion),
+		strSet("status", &f.Status, enumTournamentStatus)); err != nil {
 		return err
 	}
 	if v := c.Query("year"); v != "" {
@@ -204,7 +206,7 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 		return err
 	}
 	var region, role view.AnyOf
-	if err := readSets(c, strSet("region", &region), strSet("role", &role)); err != nil {
+	if err := readSets(c, strSet("region", &region, enumRegion), strSet("role", &role, enumRole)); err != nil {
 		return err
 	}
 	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings)), nil)

@@ -77,14 +77,15 @@ func (s *Server) routes() {
 	v1.Get("/exports", s.listExports)      // plans with the exports flag (exportScope)
 	v1.Get("/exports/:table", s.getExport)
 
-	app.Get("/health", s.healthHandler())
+	app.Get("/health", livenessHandler)
+	app.Get("/ready", s.readinessHandler())
 	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
 	app.Get("/openapi.yaml", s.openapiHandler)
 	app.Get("/docs", s.docsHandler)
 	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
 	// outside /v1/:game; the ticket mint inside it.
 	app.Get("/v1/ws", s.wsHandshake())
-	for _, p := range []string{"/health", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
+	for _, p := range []string{"/health", "/ready", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
 		s.methods.add(p, fiber.MethodGet) // app.Get answers HEAD as well
 		s.methods.add(p, fiber.MethodHead)
 	}
@@ -401,7 +402,8 @@ func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
 		return sendList(c, p.Rows, nil)
 	}
 	bp := bufs.Get().(*[]byte)
-	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID()})
+	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID(),
+		Filters: filterHash(c.Context().QueryArgs())})
 	err := sendList(c, p.Rows, next)
 	*bp = next[:0]
 	bufs.Put(bp)

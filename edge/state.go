@@ -6,8 +6,8 @@ import (
 )
 
 // loadState is what the edge knows of its store and of the snapshots it
-// could not serve, for /health and the logs. The reload loop writes it;
-// /health reads it (never calling the store itself).
+// could not serve, for /ready and the logs. The reload loop writes it;
+// /ready reads it (never calling the store itself).
 type loadState struct {
 	mu          sync.Mutex
 	storeErr    error     // the last store failure, nil once a call succeeds again
@@ -57,7 +57,7 @@ func (l *loadState) rejected() (string, error) {
 	return l.rejectedID, l.rejectedErr
 }
 
-// snapshotCheck is /health's "snapshot": required, ok once a snapshot is
+// snapshotCheck is /ready's "snapshot": required, ok once a snapshot is
 // served; since is when the served one was swapped in.
 func (l *loadState) snapshotCheck() Check {
 	l.mu.Lock()
@@ -69,7 +69,7 @@ func (l *loadState) snapshotCheck() Check {
 	return Check{OK: true, Required: true, Since: l.servedSince.UTC().Format(time.RFC3339)}
 }
 
-// storeCheck is /health's "store": not required (the edge serves the
+// storeCheck is /ready's "store": not required (the edge serves the
 // snapshot it holds); failing while the store cannot be read, while the
 // served snapshot came from the local cache because of that, or while the
 // newest published snapshot is rejected as corrupt.
@@ -96,7 +96,7 @@ func (l *loadState) storeCheck(fromCache bool) Check {
 	return c
 }
 
-// feedState is the live feed subscription's state for /health's
+// feedState is the live feed subscription's state for /ready's
 // "live_feed" (keepLive writes it).
 type feedState struct {
 	mu    sync.Mutex
@@ -114,7 +114,7 @@ func (f *feedState) set(err string) {
 	f.err = err
 }
 
-// check is /health's "live_feed": not required (REST serves the snapshot
+// check is /ready's "live_feed": not required (REST serves the snapshot
 // without it); failing while the live path is not subscribed to its feed,
 // so live scores and odds stand still.
 func (f *feedState) check() Check {

@@ -67,6 +67,9 @@ func (s *Server) wsHandshake() fiber.Handler {
 		if s.View() == nil {
 			return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
 		}
+		if countArg(c.Context().QueryArgs(), argAPIKey) > 1 {
+			return errRepeatedAPIKey
+		}
 		var p access.Principal
 		switch {
 		case c.Query("token") != "":

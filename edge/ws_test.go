@@ -793,7 +793,7 @@ func TestUnpacedSubscribesPastTheCap(t *testing.T) {
 // connection that goes silent without closing (a failover whose old host
 // vanished) is given up by the feed (live.RedisFeed.Idle); the edge then
 // subscribes again each second until the link works, and live changes reach
-// REST again. Meanwhile /health's live_feed fails (not required). Before, an ended subscription was never made again: the edge
+// REST again. Meanwhile /ready's live_feed fails (not required). Before, an ended subscription was never made again: the edge
 // showed no live change until it restarted.
 func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	srv := redistest.StartServer(t)
@@ -834,7 +834,7 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.live.tracker.Running() }) {
 		t.Fatal("the subscription over the silent link never ended")
 	}
-	// /health's live_feed fails while the live path is not subscribed.
+	// /ready's live_feed fails while the live path is not subscribed.
 	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Server.feed.check().OK }) {
 		t.Fatal("live_feed stayed ok while the subscription was down")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 )
 
@@ -28,28 +29,63 @@ func OpenLazy(ctx context.Context, location string, s3 S3Options) (Store, error)
 }
 
 func open(ctx context.Context, location string, s3 S3Options, lazy bool) (Store, error) {
+	if strings.HasPrefix(location, "s3://") {
+		return openS3(ctx, location, s3, lazy)
+	}
+	dir, err := localDir(location)
+	if err != nil {
+		return nil, err
+	}
+	return openLocal(dir)
+}
+
+// localDir is the folder of a location that is not s3://: a plain path or
+// a file:// URL.
+func localDir(location string) (string, error) {
 	switch {
 	case location == "":
-		return nil, errors.New("publish: open store: empty location")
-	case strings.HasPrefix(location, "s3://"):
-		return openS3(ctx, location, s3, lazy)
+		return "", errors.New("publish: open store: empty location")
 	case strings.HasPrefix(location, "file://"):
 		u, err := url.Parse(location)
 		if err != nil {
-			return nil, fmt.Errorf("publish: open store %q: %w", location, err)
+			return "", fmt.Errorf("publish: open store %q: %w", location, err)
 		}
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("publish: open store %q: file URLs must not name a host", location)
+			return "", fmt.Errorf("publish: open store %q: file URLs must not name a host", location)
 		}
 		if u.Path == "" {
-			return nil, fmt.Errorf("publish: open store %q: empty path", location)
+			return "", fmt.Errorf("publish: open store %q: empty path", location)
 		}
-		return openLocal(u.Path)
+		return u.Path, nil
 	case strings.Contains(location, "://"):
-		return nil, fmt.Errorf("publish: open store %q: unsupported scheme (want a path, file:// or s3://)", location)
-	default:
-		return openLocal(location)
+		return "", fmt.Errorf("publish: open store %q: unsupported scheme (want a path, file:// or s3://)", location)
 	}
+	return location, nil
+}
+
+// MustExist is an error when location is a local folder that does not
+// exist (or is not a folder), for a command that reads what a store holds:
+// Open would create it, and a mistyped path would read as an empty store
+// and leave a folder behind. An s3:// location passes: Open checks that its
+// bucket exists.
+func MustExist(location string) error {
+	if strings.HasPrefix(location, "s3://") {
+		return nil
+	}
+	dir, err := localDir(location)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("store %s does not exist", location)
+	case err != nil:
+		return fmt.Errorf("store %s: %w", location, err)
+	case !fi.IsDir():
+		return fmt.Errorf("store %s is not a folder", location)
+	}
+	return nil
 }
 
 // openLocal avoids returning a typed nil inside a non-nil Store.

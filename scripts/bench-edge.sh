@@ -22,7 +22,7 @@
 #   1. generate + pipeline a world of MATCHES matches in a temporary store;
 #      create an account and an internal-plan key.
 #   2. start `eo up` without the live replay (embedded bbolt counters);
-#      record the snapshot load time it logs and VmRSS once it answers /health.
+#      record the snapshot load time it logs and VmRSS once it answers /ready.
 #   3. per target (list, detail, odds bulk and per match, rankings, teams,
 #      players) and per wrk connection count (CONNS, default "32 64"): fetch
 #      the body, start `eo bench-bare` with it, then wrk the edge and the bare
@@ -200,7 +200,7 @@ echo "| --- | ---: | ---: | ---: |"
 ((${#MROWS[@]})) && printf '%s\n' "${MROWS[@]}"
 [[ -n "${LIST100:-}" ]] && echo "$LIST100"
 echo
-echo "### Snapshot load (eo serve's \"snapshot loaded ... elapsed= heap_bytes=\" line; VmRSS once /health answers)"
+echo "### Snapshot load (eo serve's \"snapshot loaded ... elapsed= heap_bytes=\" line; VmRSS once /ready answers)"
 echo
 echo "| matches | load time | VmRSS MiB | live heap MiB |"
 echo "| ---: | ---: | ---: | ---: |"

@@ -110,7 +110,7 @@ serve() {
 	SERVE_PID=$!
 	PIDS+=("$SERVE_PID")
 	SERVE_URL="http://127.0.0.1:$port"
-	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
+	wait_http "$SERVE_URL/ready" "$SERVE_PID" 900
 }
 
 # load_stats LOG PID: "elapsed|VmRSS MiB|live heap MiB" of a serving edge.
@@ -194,7 +194,7 @@ up() {
 	SERVE_PID=$!
 	PIDS+=("$SERVE_PID")
 	SERVE_URL="http://127.0.0.1:$port"
-	wait_http "$SERVE_URL/health" "$SERVE_PID" 900
+	wait_http "$SERVE_URL/ready" "$SERVE_PID" 900
 }
 
 # events: live events the served view has applied (operator metrics).

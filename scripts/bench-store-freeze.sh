@@ -41,7 +41,7 @@ work=$TMPROOT/work
 	--live-speed "$LIVE_SPEED" --schedule off --addr "127.0.0.1:$port" >"$LOGS/up.log" 2>&1 &
 UP_PID=$!
 PIDS+=("$UP_PID")
-wait_http "http://127.0.0.1:$port/health" "$UP_PID" 300
+wait_http "http://127.0.0.1:$port/ready" "$UP_PID" 300
 acct=$("$EO" keys account create --name ops --work "$work" | awk '/^account /{print $2; exit}')
 key=$("$EO" keys create --account "$acct" --plan internal --work "$work" | tail -n 1)
 sleep 2 # the edge's keyring reloads

@@ -27,9 +27,9 @@ const ClosingSpec = "-scheduled_at"
 
 // ClosingFilter is /odds/closing's filters; empty fields do not filter.
 type ClosingFilter struct {
-	Market, Source   AnyOf
-	Tournament, Team AnyID
-	From, Until      time.Time // the match's scheduled_at, as MatchFilter
+	Market, Source          AnyOf
+	Match, Tournament, Team AnyID
+	From, Until             time.Time // the match's scheduled_at, as MatchFilter
 }
 
 // indexClosing records each completed match's closing lines in reading
@@ -109,7 +109,7 @@ func (v *View) ClosingPage(f ClosingFilter, after *Key, limit int) Page {
 			break
 		}
 		m := &s.matches[o.idx[pos]]
-		if m.Status != "completed" || !f.Tournament.Has(m.TournamentID) ||
+		if m.Status != "completed" || !f.Match.Has(m.ID) || !f.Tournament.Has(m.TournamentID) ||
 			len(f.Team) > 0 && !f.Team.Has(m.TeamAID) && !f.Team.Has(m.TeamBID) {
 			continue
 		}

@@ -56,6 +56,9 @@ type Tournament struct {
 	IsLAN     *bool      `col:"is_lan" json:"is_lan"`
 }
 
+// TournamentStatuses are the values Tournament.Status derives.
+var TournamentStatuses = []string{"upcoming", "ongoing", "finished"}
+
 // Status derives upcoming / ongoing / finished from the dates ("" = null:
 // starts_at unknown). A tournament without an end date is ongoing once it
 // has started. Dates are whole days: it is ongoing through its end date.

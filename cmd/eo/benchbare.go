@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -21,7 +20,7 @@ func cmdBenchBare(ctx context.Context, cfg Config, args []string) error {
 	fs := flag.NewFlagSet("bench-bare", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	bodyFile := fs.String("body", "", "file whose bytes every GET returns (required)")
-	if err := parseRequired(fs, args, errors.New("bench-bare: --body is required"), "body"); err != nil {
+	if err := parseFlags(fs, args, "", "body"); err != nil {
 		return err
 	}
 	body, err := os.ReadFile(*bodyFile)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -19,7 +18,7 @@ func cmdBenchDuckDB(ctx context.Context, cfg Config, args []string) error {
 	out := fs.String("out", "", "folder for the Parquet files (required)")
 	memory := fs.String("duckdb-memory", cfg.DuckDBMemory, "DuckDB memory limit, as eo pipeline run's")
 	threads := fs.Int("duckdb-threads", cfg.DuckDBThreads, "DuckDB worker threads, as eo pipeline run's")
-	if err := parseRequired(fs, args, errors.New("bench-duckdb: --raw and --out are required"), "raw", "out"); err != nil {
+	if err := parseFlags(fs, args, "", "raw", "out"); err != nil {
 		return err
 	}
 	t0 := time.Now()

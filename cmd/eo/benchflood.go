@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,7 +28,7 @@ func cmdBenchFlood(ctx context.Context, cfg Config, args []string) error {
 	slowEvery := fs.Duration("slow-every", time.Second, "a slow connection sends one header byte this often")
 	duration := fs.Duration("duration", 30*time.Second, "how long to measure once the connections are open")
 	path := fs.String("path", "/v1/cs2/matches?limit=5", "the keyed request")
-	if err := parseRequired(fs, args, errors.New("bench-flood: --key is required"), "key"); err != nil {
+	if err := parseFlags(fs, args, "", "key"); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)

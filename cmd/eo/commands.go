@@ -51,6 +51,10 @@ type common struct {
 	// metrics are more collectors for the edge's /metrics (eo up: its
 	// in-process pipeline runs').
 	metrics []prometheus.Collector
+	// readsStore: the command reads what the store holds (eo snapshots,
+	// serve, pipeline run, model report), so a local store that does not
+	// exist is an error (publish.MustExist), not a new empty folder.
+	readsStore bool
 }
 
 // flags starts the flag set of the command name with the flags every
@@ -95,36 +99,60 @@ func (c *common) logger() *slog.Logger {
 }
 
 func (c *common) openStore(ctx context.Context) (publish.Store, error) {
-	return openStore(ctx, c.cfg, c.store, publish.Open)
+	return c.openStoreWith(ctx, publish.Open)
 }
 
-// openStore opens the store at location with the S3 settings of cfg
-// (open: publish.Open or publish.OpenLazy).
-func openStore(ctx context.Context, cfg Config, location string,
+// openStoreWith opens the command's store with the S3 settings of its
+// config (open: publish.Open or publish.OpenLazy).
+func (c *common) openStoreWith(ctx context.Context,
 	open func(context.Context, string, publish.S3Options) (publish.Store, error)) (publish.Store, error) {
-	if strings.HasPrefix(location, "s3://") && cfg.S3.Endpoint == "" {
-		return nil, fmt.Errorf("store %s: EO_S3_ENDPOINT is not set", location)
+	if strings.HasPrefix(c.store, "s3://") && c.cfg.S3.Endpoint == "" {
+		return nil, fmt.Errorf("store %s: EO_S3_ENDPOINT is not set", c.store)
 	}
-	return open(ctx, location, cfg.S3)
-}
-
-// parseRequired parses a command's flags; when one of the string flags
-// named in required is empty it returns missing (the command's usage).
-func parseRequired(fs *flag.FlagSet, args []string, missing error, required ...string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	for _, name := range required {
-		if fs.Lookup(name).Value.String() == "" {
-			return missing
+	if c.readsStore {
+		if err := publish.MustExist(c.store); err != nil {
+			return nil, fmt.Errorf("%w (check --store or EO_STORE)", err)
 		}
 	}
-	return nil
+	return open(ctx, c.store, c.cfg.S3)
+}
+
+// parseFlags parses a command's flags, every command's: a flag it does not
+// know, an argument left after the flags, or an empty string flag named in
+// required is a usage error naming it, followed by usage when there is one.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()} // the flag package has printed the flags
+	}
+	msg := ""
+	var missing []string
+	for _, name := range required {
+		if fs.Lookup(name).Value.String() == "" {
+			missing = append(missing, "--"+name)
+		}
+	}
+	switch {
+	case fs.NArg() > 0:
+		msg = fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	case len(missing) == 1:
+		msg = fmt.Sprintf("%s: %s is required", fs.Name(), missing[0])
+	case len(missing) > 1:
+		msg = fmt.Sprintf("%s: %s are required", fs.Name(), strings.Join(missing, " and "))
+	default:
+		return nil
+	}
+	if usage != "" {
+		msg += "\n\n" + usage
+	}
+	return usageError{msg}
 }
 
 // parseOpen parses a command's flags, then opens its logger and store.
 func (c *common) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) (*slog.Logger, publish.Store, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return nil, nil, err
 	}
 	st, err := c.openStore(ctx)
@@ -143,7 +171,7 @@ func cmdGenerate(ctx context.Context, cfg Config, args []string) error {
 	matches := fs.Int("matches", 5000, "number of matches (the default spans about two years)")
 	teams := fs.Int("teams", 0, "number of teams (0: 60, or matches/80 above 5,000 matches)")
 	nowFlag := fs.String("now", "", "the world's present as RFC 3339 (default: now, to the minute)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	now := time.Now().UTC().Truncate(time.Minute)
@@ -225,7 +253,7 @@ func (c common) pipelineOptions(log *slog.Logger, st publish.Store) pipelines.Op
 }
 
 func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
-	c := common{cfg: cfg}
+	c := common{cfg: cfg, readsStore: true} // it runs on the batches landed there
 	fs := c.flags("pipeline run")
 	c.registerPipeline(fs)
 	ifNew := fs.Bool("if-new", false, "skip when no raw batch landed since the current snapshot")
@@ -259,7 +287,7 @@ func cmdPipelineRun(ctx context.Context, cfg Config, args []string) error {
 }
 
 func cmdSnapshots(ctx context.Context, cfg Config, args []string) error {
-	c := common{cfg: cfg}
+	c := common{cfg: cfg, readsStore: true}
 	fs := c.flags("snapshots")
 	asJSON := fs.Bool("json", false, "print a JSON array (snapshot_id, state, created_at, tables, rows, bytes) instead of lines")
 	_, st, err := c.parseOpen(ctx, fs, args)
@@ -351,13 +379,13 @@ func cmdJobs(ctx context.Context, cfg Config, args []string) error {
 }
 
 func cmdServe(ctx context.Context, cfg Config, args []string) error {
-	c := common{cfg: cfg}
+	c := common{cfg: cfg, readsStore: true}
 	fs := c.flags("serve")
 	addr := fs.String("addr", cfg.Addr, "listen address")
 	c.registerEdge(fs)
 	fs.BoolVar(&c.noMetering, "no-metering", false,
 		"serve without rate limits, quotas or usage records (keys are still required): for benchmarks, or behind a gateway that meters")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	return serve(ctx, c, *addr, nil)
@@ -453,7 +481,7 @@ func cmdUp(ctx context.Context, cfg Config, args []string) error {
 	fs.IntVar(&ll.slots, "live-matches", 4, "matches the local live replay keeps playing at once (0: no replay)")
 	fs.Float64Var(&ll.speed, "live-speed", 1, "live replay speed (1: a round every 3 seconds)")
 	fs.DurationVar(&ll.landEvery, "land-every", 5*time.Second, "how often live events are landed in the raw area as a batch (0: not landed, for benchmarks)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, ""); err != nil {
 		return err
 	}
 	log := c.logger()

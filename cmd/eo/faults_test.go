@@ -82,7 +82,7 @@ type edgeProc struct {
 
 // startEdge runs `eo serve` on store in a child process whose open-file
 // limit is nofile (0: inherited), with a fresh work folder holding a
-// standard key, and waits for /health. env adds variables.
+// standard key, and waits for /ready. env adds variables.
 func startEdge(t *testing.T, store string, nofile int, env ...string) *edgeProc {
 	t.Helper()
 	work := filepath.Join(t.TempDir(), "work")
@@ -144,14 +144,14 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	p.addr, p.key, p.work = addr, key, work
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if code, _ := p.get("/health", ""); code == 200 {
+		if code, _ := p.get("/ready", ""); code == 200 {
 			return p
 		}
 		if !p.alive() {
 			t.Fatalf("eo serve exited at start:\n%s", p.out)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("eo serve never answered /health:\n%s", p.out)
+			t.Fatalf("eo serve never answered /ready:\n%s", p.out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -328,9 +328,9 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 		t.Fatalf("edge with MinIO frozen: %d %s", code, body)
 	}
 	waitFor(t, p, "snapshot reload failed")
-	if code, body := p.get("/health", ""); code != 200 || !strings.Contains(string(body), `"status":"degraded"`) ||
+	if code, body := p.get("/ready", ""); code != 200 || !strings.Contains(string(body), `"status":"degraded"`) ||
 		!strings.Contains(string(body), `"store":{"ok":false`) {
-		t.Fatalf("/health with MinIO frozen: %d %s", code, body)
+		t.Fatalf("/ready with MinIO frozen: %d %s", code, body)
 	}
 	srv.Thaw()
 

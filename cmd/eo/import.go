@@ -20,8 +20,8 @@ func cmdImport(ctx context.Context, cfg Config, args []string) error {
 	source := fs.String("source", "", "dataset: "+strings.Join(importer.Sources, ", "))
 	path := fs.String("path", "", "the dataset's file or folder (see importer/ and MODEL.md, Real data)")
 	dry := fs.Bool("dry-run", false, "read and report, land nothing")
-	usage := fmt.Errorf("usage: eo import --source %s --path FILE_OR_DIR [--store S --work W]", strings.Join(importer.Sources, "|"))
-	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
+	usage := fmt.Sprintf("usage: eo import --source %s --path FILE_OR_DIR [--store S --work W]", strings.Join(importer.Sources, "|"))
+	if err := parseFlags(fs, args, usage, "source", "path"); err != nil {
 		return err
 	}
 	ds, err := importer.Read(*source, *path)

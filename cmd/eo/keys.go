@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/eodata/eo/access"
@@ -23,28 +24,20 @@ keys of a key file (a host's WORK/access.db) into the store in use, skipping tho
 `
 
 func cmdKeys(cfg Config, args []string) error {
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Print(keysUsage)
 		return nil
 	}
-	sub := args[0]
+	if len(args) == 0 || args[0] == "account" && len(args) == 1 {
+		return usageErrorf("keys: no command given\n\n%s", strings.TrimSuffix(keysUsage, "\n"))
+	}
+	sub, rest := args[0], args[1:]
 	if sub == "account" {
-		if len(args) < 2 {
-			return fmt.Errorf("%s", keysUsage)
-		}
-		sub = "account " + args[1]
-		args = args[1:]
+		sub, rest = "account "+args[1], args[2:]
 	}
 	c := common{cfg: cfg}
-	fs := c.flags("keys " + sub)
-	name := fs.String("name", "", "account name")
-	trial := fs.Int("trial-days", 0, "start a trial of this many days")
-	account := fs.String("account", "", "account id")
-	plan := fs.String("plan", access.PlanStandard, "plan: standard, data (standard + bulk Parquet exports), trial, sandbox or internal")
-	keyID := fs.String("key", "", "key id")
-	from := fs.String("from", "", "import: the key file to copy from")
-	asJSON := fs.Bool("json", false, "list: print a JSON array instead of lines (never the key itself or its hash)")
-	if err := fs.Parse(args[1:]); err != nil {
+	f, err := parseKeysFlags(&c, sub, rest)
+	if err != nil {
 		return err
 	}
 	st, err := c.openAccess()
@@ -52,12 +45,57 @@ func cmdKeys(cfg Config, args []string) error {
 		return err
 	}
 	defer st.Close()
+	return runKeys(st, sub, f)
+}
+
+// keysFlags are the flags of the eo keys commands; each command defines
+// the ones it takes.
+type keysFlags struct {
+	name, account, plan, key, from string
+	trialDays                      int
+	json                           bool
+}
+
+// parseKeysFlags parses the flags of eo keys sub: only the ones sub takes,
+// and the ones it needs named when missing.
+func parseKeysFlags(c *common, sub string, args []string) (keysFlags, error) {
+	var f keysFlags
+	fs := c.flags("keys " + sub)
+	account := func(usage string) { fs.StringVar(&f.account, "account", "", usage) }
+	key := func() { fs.StringVar(&f.key, "key", "", "key id") }
+	var required []string
 	switch sub {
 	case "account create":
-		if *name == "" {
-			return fmt.Errorf("--name is required")
-		}
-		a, err := st.CreateAccount(*name, *trial)
+		fs.StringVar(&f.name, "name", "", "account name")
+		fs.IntVar(&f.trialDays, "trial-days", 0, "start a trial of this many days")
+		required = []string{"name"}
+	case "account subscribe":
+		account("account id")
+		required = []string{"account"}
+	case "create":
+		account("account id")
+		fs.StringVar(&f.plan, "plan", access.PlanStandard, "plan: standard, data (standard + bulk Parquet exports), trial, sandbox or internal")
+		required = []string{"account"}
+	case "list":
+		account("only this account's keys")
+		fs.BoolVar(&f.json, "json", false, "print a JSON array instead of lines (never the key itself or its hash)")
+	case "rotate", "revoke":
+		key()
+		required = []string{"key"}
+	case "import":
+		fs.StringVar(&f.from, "from", "", "the key file to copy from")
+		required = []string{"from"}
+	default:
+		return f, usageErrorf("unknown keys command %q\n\n%s", sub, strings.TrimSuffix(keysUsage, "\n"))
+	}
+	return f, parseFlags(fs, args, strings.TrimSuffix(keysUsage, "\n"), required...)
+}
+
+// runKeys runs eo keys sub on the key store.
+func runKeys(st *access.Store, sub string, f keysFlags) error {
+	switch sub {
+	case "account create":
+		a, err := st.CreateAccount(f.name, f.trialDays)
 		if err != nil {
 			return err
 		}
@@ -66,23 +104,23 @@ func cmdKeys(cfg Config, args []string) error {
 			fmt.Printf("trial ends %s\n", a.TrialEnds.Format(time.RFC3339))
 		}
 	case "account subscribe":
-		a, err := st.Subscribe(*account)
+		a, err := st.Subscribe(f.account)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("account %s subscribed at %s: standard plan\n", a.ID, a.SubscribedAt.Format(time.RFC3339))
 	case "create":
-		plain, k, err := st.CreateKey(*account, *plan)
+		plain, k, err := st.CreateKey(f.account, f.plan)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("key %s (%s plan) - shown once, store it now:\n%s\n", k.ID, k.Plan, plain)
 	case "list":
-		keys, err := st.Keys(*account)
+		keys, err := st.Keys(f.account)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if f.json {
 			return printJSON(keyLines(keys))
 		}
 		for _, k := range keys {
@@ -96,20 +134,18 @@ func cmdKeys(cfg Config, args []string) error {
 			fmt.Printf("%s  %-9s %-16s account %s  %s\n", k.ID, k.Plan, k.Display(), k.AccountID, state)
 		}
 	case "rotate":
-		plain, k, err := st.Rotate(*keyID)
+		plain, k, err := st.Rotate(f.key)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("new key %s - shown once; the old key works for 24 h:\n%s\n", k.ID, plain)
 	case "import":
-		return importKeys(st, *from)
+		return importKeys(st, f.from)
 	case "revoke":
-		if err := st.Revoke(*keyID); err != nil {
+		if err := st.Revoke(f.key); err != nil {
 			return err
 		}
-		fmt.Printf("key %s revoked\n", *keyID)
-	default:
-		return fmt.Errorf("unknown keys command %q\n%s", sub, keysUsage)
+		fmt.Printf("key %s revoked\n", f.key)
 	}
 	return nil
 }
@@ -147,9 +183,6 @@ func keyLines(keys []access.Key) []keyLine {
 // importKeys copies the accounts and keys of the key file at from into st
 // (eo keys import).
 func importKeys(st *access.Store, from string) error {
-	if from == "" {
-		return fmt.Errorf("--from is required")
-	}
 	if _, err := os.Stat(from); err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}

@@ -33,7 +33,7 @@ Usage:
   eo model report --out FILE write the eo_model review report (HTML) of the latest pipeline run
   eo import --source S --path P   land a public HLTV dataset (csgo2015, cs2-2024, cs2-2026) as one raw batch
   eo validate --source S --path P walk-forward evaluation of eo_model vs baselines on real matches
-  eo version                 the build: module version, commit, Go, pipeline, schema and model versions
+  eo version [--json]        the build: module version, commit, Go, pipeline, schema and model versions
 
 Run "eo <command> -h" for a command's flags. Flags fall back to EO_* environment
 variables (EO_STORE, EO_WORK, EO_ADDR); README.md lists every EO_* setting.
@@ -48,11 +48,26 @@ func main() {
 	}
 }
 
+// usageError is a command line eo cannot run as given: no command, an
+// unknown command or flag, a missing required flag, an unexpected
+// argument. Its message says which, and the usage follows where it helps.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
 // exitCode is 0 for success and for a command asked for help (-h: the flag
-// package has printed the flags and returns flag.ErrHelp), 1 otherwise.
+// package has printed the flags and returns flag.ErrHelp), 2 for a usage
+// error (as the flag package and shells have it), 1 for a command that
+// failed.
 func exitCode(err error) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	var ue usageError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ue):
+		return 2
 	}
 	return 1
 }
@@ -62,14 +77,16 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 || isHelp(args[0]) || args[0] == "help" {
+	if len(args) == 0 {
+		return usageErrorf("no command given\n\n%s", usage)
+	}
+	if isHelp(args[0]) || args[0] == "help" {
 		fmt.Print(usage)
 		return nil
 	}
 	switch args[0] {
 	case "version":
-		fmt.Print(versionText())
-		return nil
+		return cmdVersion(args[1:])
 	case "generate":
 		return cmdGenerate(ctx, cfg, args[1:])
 	case "pipeline":
@@ -106,7 +123,7 @@ func run(ctx context.Context, args []string) error {
 	case "validate": // cmd/eo/validate.go
 		return cmdValidate(ctx, cfg, args[1:])
 	default:
-		return fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
+		return usageErrorf("unknown command %q\n\n%s", args[0], usage)
 	}
 }
 
@@ -123,29 +140,62 @@ func subcommand(args []string, sub, usage string) (rest []string, done bool, err
 		return nil, true, nil
 	}
 	if len(args) == 0 || args[0] != sub {
-		return nil, false, errors.New(usage)
+		return nil, false, usageError{usage}
 	}
 	return args[1:], false, nil
 }
 
-// versionText describes the build: the module version and VCS commit Go
+// cmdVersion: eo version [--json].
+func cmdVersion(args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print a JSON object instead of lines")
+	if err := parseFlags(fs, args, ""); err != nil {
+		return err
+	}
+	v := buildVersion()
+	if *asJSON {
+		return printJSON(v)
+	}
+	fmt.Print(v.text())
+	return nil
+}
+
+// version describes the build: the module version and VCS commit Go
 // stamped into the binary, the Go release, and the versions of what it
 // writes and serves.
-func versionText() string {
-	mod, rev, modified, goVersion := "(devel)", "unknown", "", runtime.Version()
+type version struct {
+	Version        string `json:"version"`
+	Commit         string `json:"commit"`
+	Modified       bool   `json:"modified"` // built from a work tree with changes
+	Go             string `json:"go"`
+	Pipeline       string `json:"pipeline"`
+	SnapshotSchema int    `json:"snapshot_schema"`
+	RawContract    int    `json:"raw_contract"`
+	Model          string `json:"model"`
+}
+
+func buildVersion() version {
+	v := version{Version: "(devel)", Commit: "unknown", Go: runtime.Version(), Pipeline: pipelines.Version,
+		SnapshotSchema: pipelines.SchemaVersion, RawContract: raw.ContractVersion, Model: model.Version}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		mod = cmp.Or(bi.Main.Version, mod)
+		v.Version = cmp.Or(bi.Main.Version, v.Version)
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				rev = s.Value
+				v.Commit = s.Value
 			case "vcs.modified":
-				if s.Value == "true" {
-					modified = " (modified)"
-				}
+				v.Modified = s.Value == "true"
 			}
 		}
 	}
+	return v
+}
+
+func (v version) text() string {
+	modified := ""
+	if v.Modified {
+		modified = " (modified)"
+	}
 	return fmt.Sprintf("eo %s\ncommit %s%s\n%s\npipeline %s, snapshot schema %d, raw contract %d, model %s\n",
-		mod, rev, modified, goVersion, pipelines.Version, pipelines.SchemaVersion, raw.ContractVersion, model.Version)
+		v.Version, v.Commit, modified, v.Go, v.Pipeline, v.SnapshotSchema, v.RawContract, v.Model)
 }

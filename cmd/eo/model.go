@@ -22,11 +22,11 @@ func cmdModel(ctx context.Context, cfg Config, args []string) error {
 	if done || err != nil {
 		return err
 	}
-	c := common{cfg: cfg}
+	c := common{cfg: cfg, readsStore: true}
 	fs := c.flags("model report")
 	out := fs.String("out", "", "file to write the HTML report to (- for stdout)")
 	runID := fs.String("run", "", "pipeline run id (default: the latest run)")
-	if err := parseRequired(fs, args, errors.New("model report: --out is required\n\n"+modelUsage), "out"); err != nil {
+	if err := parseFlags(fs, args, modelUsage, "out"); err != nil {
 		return err
 	}
 	st, err := c.openStore(ctx)

@@ -158,7 +158,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	softMemoryLimit(log, c.cfg.GoMemLimit)
 	// Not contacting the store here: when it is down the edge serves the
 	// newest good snapshot in its local cache (edge.Server.Start).
-	st, err := openStore(ctx, c.cfg, c.store, publish.OpenLazy)
+	st, err := c.openStoreWith(ctx, publish.OpenLazy)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 		return err
 	}
 	log.Info("edge listening", "addr", "http://"+ln.Addr().String(), "snapshot", srv.Current().ID)
-	fmt.Printf("\nedge serving snapshot %s on http://%s\n  docs:   http://%s/docs\n  health: curl http://%s/health\n",
+	fmt.Printf("\nedge serving snapshot %s on http://%s\n  docs:   http://%s/docs\n  ready:  curl http://%s/ready\n",
 		srv.Current().ID, ln.Addr(), ln.Addr(), ln.Addr())
 	if banner != nil {
 		if err := banner(srv, ln.Addr().String()); err != nil {

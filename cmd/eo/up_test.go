@@ -82,7 +82,7 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if _, code := get("/health", ""); code == 200 {
+		if _, code := get("/ready", ""); code == 200 {
 			break
 		}
 		select {
@@ -91,7 +91,7 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the edge never answered /health")
+			t.Fatal("the edge never answered /ready")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -27,8 +27,8 @@ func cmdValidate(_ context.Context, cfg Config, args []string) error {
 	period := fs.Duration("model-period", 0, "experiment: eo_model rating period instead of the pipeline's (e.g. 24h)")
 	initRD := fs.Float64("model-rd", 0, "experiment: eo_model initial rating deviation instead of the pipeline's")
 	stack := stackFlags(fs)
-	usage := fmt.Errorf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
-	if err := parseRequired(fs, args, usage, "source", "path"); err != nil {
+	usage := fmt.Sprintf("usage: eo validate --source %s --path FILE_OR_DIR [--from YYYY-MM-DD] [--out FILE]", strings.Join(importer.Sources, "|"))
+	if err := parseFlags(fs, args, usage, "source", "path"); err != nil {
 		return err
 	}
 	var o validate.Options
