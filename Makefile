@@ -27,8 +27,16 @@ fmt:
 clean:
 	rm -rf bin .eo
 
-# Rebuild the embedded API reference page from the OpenAPI contract with the
-# same flags and environment .ci/run checks it with.
+# Rebuild the embedded API reference page from the OpenAPI contract (.ci/run
+# checks edge/docs.html with make docs DOCS=<a temporary file>). The page holds
+# everything it shows: Redoc draws its attribution logo from cdn.redoc.ly (no
+# option turns it off), so its two URLs become the same word drawn inline.
+DOCS ?= edge/docs.html
+REDOC_LOGO = data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2764%27 height=%2716%27%3E%3Ctext x=%270%27 y=%2713%27 font-family=%27sans-serif%27 font-size=%2713%27 font-weight=%27600%27 fill=%27%23475467%27%3ERedocly%3C/text%3E%3C/svg%3E
+REDOC_LOGO_MINI = data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2716%27 height=%2716%27%3E%3Ctext x=%273%27 y=%2713%27 font-family=%27sans-serif%27 font-size=%2713%27 font-weight=%27600%27 fill=%27%23475467%27%3ER%3C/text%3E%3C/svg%3E
 docs:
 	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
-		redocly build-docs edge/openapi.yaml --inlineBundle --title "eo API" -o edge/docs.html
+		redocly build-docs edge/openapi.yaml --inlineBundle --title "eo API" -o $(DOCS)
+	sed -i -e 's|https://cdn.redoc.ly/redoc/logo-mini-full.svg|$(REDOC_LOGO)|g' \
+		-e 's|https://cdn.redoc.ly/redoc/logo-mini.svg|$(REDOC_LOGO_MINI)|g' $(DOCS)
+	! grep -o 'https://cdn\.redoc\.ly[^`"]*' $(DOCS)

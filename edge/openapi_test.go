@@ -109,7 +109,7 @@ func TestOpenAPIParses(t *testing.T) {
 	// Every registered route is documented, and everything documented is routed.
 	routed := map[string]bool{}
 	for _, r := range newOAPIServer(t).App().GetRoutes(true) {
-		if r.Method == http.MethodHead || r.Path == "/" {
+		if r.Method == http.MethodHead {
 			continue
 		}
 		key := r.Method + " " + fiberParam.ReplaceAllString(r.Path, "{$1}")
@@ -148,7 +148,7 @@ func TestOpenAPIParses(t *testing.T) {
 			}
 		}
 	}
-	for _, key := range []string{"GET /health", "GET /ready", "GET /openapi.yaml", "GET /docs", "GET /v1/ws"} {
+	for _, key := range []string{"GET /health", "GET /ready", "GET /openapi.yaml", "GET /docs", "GET /", "GET /favicon.ico", "GET /v1/ws"} {
 		if op := ops[key]; op == nil || op.Security == nil || len(op.Security) != 0 {
 			t.Errorf("%s must have security: []", key)
 		}
@@ -554,6 +554,8 @@ func TestContractLiveResponses(t *testing.T) {
 		{"/ready", "", 503},  // no snapshot loaded: not ready
 		{"/openapi.yaml", "", 200},
 		{"/docs", "", 200},
+		{"/", "", 200},
+		{"/favicon.ico", "", 200},
 		{"/metrics", "operator", 200},
 		{"/metrics", "", 401},
 		{"/metrics", "good", 403},

@@ -80,12 +80,14 @@ func (s *Server) routes() {
 	app.Get("/health", livenessHandler)
 	app.Get("/ready", s.readinessHandler())
 	app.Get("/metrics", s.operatorOnly, s.metrics.handler)
-	app.Get("/openapi.yaml", s.openapiHandler)
-	app.Get("/docs", s.docsHandler)
+	app.Get("/openapi.yaml", staticHandler("application/yaml", openapiStatic))
+	app.Get("/docs", staticHandler(fiber.MIMETextHTMLCharsetUTF8, docsStatic))
+	app.Get("/", staticHandler(fiber.MIMETextHTMLCharsetUTF8, consoleStatic, "Content-Security-Policy", consoleCSP))
+	app.Get("/favicon.ico", staticHandler("image/x-icon", faviconStatic))
 	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
 	// outside /v1/:game; the ticket mint inside it.
 	app.Get("/v1/ws", s.wsHandshake())
-	for _, p := range []string{"/health", "/ready", "/metrics", "/openapi.yaml", "/docs", "/v1/ws"} {
+	for _, p := range []string{"/health", "/ready", "/metrics", "/openapi.yaml", "/docs", "/", "/favicon.ico", "/v1/ws"} {
 		s.methods.add(p, fiber.MethodGet) // app.Get answers HEAD as well
 		s.methods.add(p, fiber.MethodHead)
 	}
@@ -233,7 +235,7 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	}
 	finishWire(c) // edge/wire.go: ETag, 304, Cache-Control, compression
 	route := "unmatched"
-	if r := c.Route(); r != nil && r.Path != "/" {
+	if r := c.Route(); r != nil && (r.Path != "/" || c.Locals(staticKey) != nil) { // "/": the console, or the middleware
 		route = r.Path
 	}
 	s.finished(c, st, route, start)

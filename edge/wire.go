@@ -111,8 +111,8 @@ func negotiate(accept []byte) coding {
 }
 
 // wired reports whether a route's responses get the wire treatment: the data
-// routes under /v1/{game}, /docs and /openapi.yaml (not /health, /metrics
-// or the WebSocket handshake).
+// routes under /v1/{game} and the pages served without a key (edge/docs.go),
+// not /health, /metrics or the WebSocket handshake.
 func wired(c *fiber.Ctx) bool {
 	r := c.Route()
 	if r == nil {
@@ -121,7 +121,7 @@ func wired(c *fiber.Ctx) bool {
 	if r.Path == exportFileRoute {
 		return false // a Parquet file, streamed: its own ETag, no compression (edge/exports.go)
 	}
-	return strings.HasPrefix(r.Path, "/v1/:game") || r.Path == "/docs" || r.Path == "/openapi.yaml"
+	return strings.HasPrefix(r.Path, "/v1/:game") || c.Locals(staticKey) != nil
 }
 
 // The wire's header names and the cache policy as bytes, spelled as sent:

@@ -256,12 +256,12 @@ func BenchmarkWire(b *testing.B) {
 	}
 }
 
-// The docs page and the contract are compressed once (best level) and served
+// The docs page, the contract and the console are compressed once (best level) and served
 // from memory: every coding decodes to the embedded bytes, the tag is the
 // same on each request, and revalidation works as on data responses.
 func TestStaticBodiesCompressedOnce(t *testing.T) {
 	ts := newTestServer(t)
-	for path, want := range map[string][]byte{"/docs": docsHTML, "/openapi.yaml": openapiYAML} {
+	for path, want := range map[string][]byte{"/docs": docsHTML, "/openapi.yaml": openapiYAML, "/": consoleHTML} {
 		first, _ := wireGet(t, ts, path)
 		tag := first.Header.Get("ETag")
 		for _, enc := range []string{"gzip", "br", "zstd"} {

@@ -269,10 +269,16 @@ func (c *common) mintReadyKeys() (readyKeys, error) {
 	return readyKeys{standard: std, sandbox: sb}, nil
 }
 
+// consoleLink opens the console (edge/console.html) that the edge on addr
+// serves at / with key: the page takes the key from the fragment, which no
+// request carries, keeps it for the tab and takes it out of the address bar.
+func consoleLink(addr, key string) string { return "http://" + addr + "/#key=" + key }
+
 // printReadyKeys prints the demo keys with the sandbox sample's tournaments.
 func printReadyKeys(rk readyKeys, srv *edge.Server, addr string) error {
 	std, sb := rk.standard, rk.sandbox
 	fmt.Printf("\nAPI key (standard plan): %s\n", std)
+	fmt.Printf("  console: %s  (live matches, odds lines, rankings)\n", consoleLink(addr, std))
 	fmt.Printf("  curl -H 'Authorization: Bearer %s' 'http://%s/v1/cs2/matches?limit=5'\n", std, addr)
 	fmt.Printf("Sandbox key:             %s\n", sb)
 	for _, t := range srv.Current().SampleTournaments() {

@@ -34,67 +34,14 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole system for about a minute")
 	}
-	dir := t.TempDir()
-	store, work := filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	// Keys made before the edge starts (it reloads the key file anyway).
-	keys := workKeys(t, work, access.PlanStandard, access.PlanInternal)
-	key, opKey := keys[0], keys[1]
-	plans := filepath.Join(dir, "plans.json")
+	plans := filepath.Join(t.TempDir(), "plans.json")
 	os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644)
 	t.Setenv("EO_PLANS", plans)
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"up", "--store", store, "--work", work, "--addr", addr, "--matches", "300",
-			"--schedule", "@every 15s", "--live-speed", "10", "--live-matches", "2", "--land-every", "1s"})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("eo up: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("eo up did not stop")
-		}
-	})
-
-	base := "http://" + addr
-	get := func(path, k string) ([]byte, int) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		req.Header.Set("Authorization", "Bearer "+k)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, 0
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return b, resp.StatusCode
-	}
+	up := startUp(t, []string{access.PlanStandard, access.PlanInternal}, "--matches", "300",
+		"--schedule", "@every 15s", "--live-speed", "10", "--live-matches", "2", "--land-every", "1s")
+	base, store, key, opKey := up.base, up.store, up.keys[0], up.keys[1]
+	get := func(path, k string) ([]byte, int) { return up.get(t, path, k) }
 	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if _, code := get("/ready", ""); code == 200 {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("eo up stopped: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the edge never answered /ready")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 	type row struct {
 		ID     string `json:"id"`
 		Status string `json:"status"`
@@ -232,6 +179,79 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		}
 	}
 	ws.Close()
+}
+
+// upStack is an `eo up` started by startUp.
+type upStack struct {
+	base, store, work string
+	keys              []string // one per plan asked for, in order
+}
+
+// startUp runs `eo up` in this process, as make run does, on a fresh store
+// and work folder and a free loopback port, with args after those, and
+// returns once its edge answers /ready (a snapshot served); keys for plans are made before it
+// starts. It is stopped when the test ends.
+func startUp(t *testing.T, plans []string, args ...string) upStack {
+	t.Helper()
+	dir := t.TempDir()
+	up := upStack{store: filepath.Join(dir, "store"), work: filepath.Join(dir, "work")}
+	// Keys made before the edge starts (it reloads the key file anyway).
+	up.keys = workKeys(t, up.work, plans...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	up.base = "http://" + addr
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"up", "--store", up.store, "--work", up.work, "--addr", addr}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("eo up: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("eo up did not stop")
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if _, code := up.get(t, "/ready", ""); code == 200 {
+			return up
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("eo up stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the edge never answered /health")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// get reads path with key k (none when empty): the body and the status, 0
+// when the request failed.
+func (up upStack) get(t *testing.T, path, k string) ([]byte, int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, up.base+path, nil)
+	if k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b, resp.StatusCode
 }
 
 // hasLiveBatch reports whether a snapshot was built from a batch the live
