@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/eodata/eo/raw"
 )
@@ -75,10 +76,12 @@ func (r *run) merge(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	for _, t := range tables {
+		t0 := time.Now()
 		changed, err := r.patch(ctx, "memory", t.name, t.pred)
 		if err != nil {
 			return n, err
 		}
+		r.o.Logger.Debug("table merged", "run", r.rep.RunID, "table", t.name, "changed", changed, "step_elapsed", time.Since(t0).Round(time.Millisecond))
 		if changed {
 			n++
 			r.changed[strings.TrimPrefix(t.name, "out_")] = true

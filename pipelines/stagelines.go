@@ -33,6 +33,77 @@ func validJSON(line []byte) bool {
 	return segjson.Valid(line)
 }
 
+// duplicateKey reports whether an object of line, valid JSON, names a
+// member twice (at any depth; names compared as decoded).
+func duplicateKey(line []byte) bool {
+	var stack []keySet // one per open object or array (arrays: nil names)
+	expectKey := false
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '{':
+			stack = append(stack, keySet{obj: true})
+			expectKey = true
+		case '[':
+			stack = append(stack, keySet{})
+			expectKey = false
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1].obj
+		case '"':
+			j, escaped := stringEnd(line, i+1)
+			if expectKey {
+				name := line[i+1 : j]
+				if escaped {
+					var s string
+					json.Unmarshal(line[i:j+1], &s)
+					name = []byte(s)
+				}
+				if stack[len(stack)-1].add(name) {
+					return true
+				}
+			}
+			expectKey = false
+			i = j
+		}
+	}
+	return false
+}
+
+// keySet is the member names of one object seen so far.
+type keySet struct {
+	obj   bool
+	names [][]byte
+}
+
+// add records name and reports whether it was seen before.
+func (k *keySet) add(name []byte) bool {
+	for _, n := range k.names {
+		if bytes.Equal(n, name) {
+			return true
+		}
+	}
+	k.names = append(k.names, name)
+	return false
+}
+
+// stringEnd is the index of the quote closing the string whose text starts
+// at i, and whether the string has an escape.
+func stringEnd(b []byte, i int) (int, bool) {
+	escaped := false
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			return i, escaped
+		}
+	}
+	return len(b) - 1, escaped
+}
+
 // maxNesting is encoding/json's limit on nesting (its scanner's maxNestingDepth).
 const maxNesting = 10000
 
@@ -173,6 +244,10 @@ func classify(c *lineChunk) {
 			o.reason, o.body = "invalid UTF-8", escapeInvalidUTF8(line)
 		case line[0] != '{' || !validJSON(line):
 			o.reason, o.body = "malformed JSON", string(line)
+		case duplicateKey(line):
+			// Parsers disagree on which value of a repeated name counts:
+			// the line is rejected, not read one way.
+			o.reason, o.body = "duplicate key", string(line)
 		default:
 			o.body = text[from : from+len(line)]
 		}

@@ -183,3 +183,22 @@ func FuzzJSONCheck(f *testing.F) {
 		}
 	})
 }
+
+// A line naming a member twice is quarantined as a duplicate key, at any
+// depth and however the name is escaped; the same names in different
+// objects are not duplicates.
+func TestDuplicateKey(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"name":"Dup","name":"Dup2"}`:                                      true,
+		`{"name":"Dup","na\u006de":"Dup2"}`:                                 true,
+		`{"id":"x","live_state":{"a":1,"a":2}}`:                             true,
+		`{"id":"x","live_state":{"a":1,"b":{"a":2}},"a":[{"a":1},{"a":2}]}`: false,
+		`{"id":"x","name":"a \"name\": here","other":"name"}`:               false,
+		`{"ids":["id","id"],"id":1}`:                                        false,
+		`{}`:                                                                false,
+	} {
+		if got := duplicateKey([]byte(line)); got != want {
+			t.Errorf("%s: duplicate %v, want %v", line, got, want)
+		}
+	}
+}
