@@ -49,12 +49,17 @@ func (r *run) oddsSeries(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	dict, err := query(ctx, r, "odds/names.sql", nil, nil, func(s *string) []any { return []any{s} })
+	if err != nil {
+		return 0, err
+	}
+	// The walk's connection (the run's one): no other query until it is closed.
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	w := oddsWalk{markets: markets, teams: teams}
+	w := oddsWalk{markets: markets, teams: teams, names: dict}
 	var total int64
 	for lo := 1; lo <= len(markets); lo += oddsChunk {
 		hi := min(lo+oddsChunk-1, len(markets))
@@ -97,6 +102,7 @@ type seriesRow struct {
 type oddsWalk struct {
 	markets []oddsMarket
 	teams   map[string]string // id -> name, for the outrights' labels
+	names   []string          // outcomes, contributors and books, by odds_names index
 	out     []seriesRow
 }
 
@@ -122,11 +128,13 @@ func (w *oddsWalk) read(ctx context.Context, conn *sql.Conn, lo, hi int) error {
 		}
 	}
 	for rows.Next() {
-		var mi int32
+		var mi, oi, ci, bi int32
+		var us int64
 		var qt market.Quote
-		if err := rows.Scan(&mi, &qt.Outcome, &qt.Contributor, &qt.Book, &qt.Price, &qt.At); err != nil {
+		if err := rows.Scan(&mi, &oi, &ci, &bi, &qt.Price, &us); err != nil {
 			return err
 		}
+		qt.Outcome, qt.Contributor, qt.Book, qt.At = w.names[oi], w.names[ci], w.names[bi], time.UnixMicro(us).UTC()
 		if mi != cur || !qt.At.Equal(instant) {
 			flush()
 			if mi != cur {
