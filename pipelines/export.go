@@ -126,7 +126,7 @@ func (r *run) exportTable(ctx context.Context, name string) (int64, error) {
 // copyOut writes the rows of st.out_<name> where pred holds (on alias t) to
 // path in the table's row order, ids as text.
 func (r *run) copyOut(ctx context.Context, name, pred, path string, groupRows int) error {
-	cols, err := r.idColumns(ctx, "out_"+name)
+	cols, err := r.idColumns(ctx, "st", "out_"+name)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", name, err)
 	}
@@ -141,8 +141,9 @@ func (r *run) copyOut(ctx context.Context, name, pred, path string, groupRows in
 // published as their canonical text (SNAPSHOT.md, Types): a string filter
 // on an id works the same in DuckDB, Polars and pyarrow, which read a
 // 16-byte UUID as opaque binary.
-func (r *run) idColumns(ctx context.Context, table string) ([]idColumn, error) {
-	return query(ctx, r, "export/id_columns.sql", table, nil, func(c *idColumn) []any { return []any{&c.Name, &c.List} })
+func (r *run) idColumns(ctx context.Context, catalog, table string) ([]idColumn, error) {
+	return query(ctx, r, "export/id_columns.sql", map[string]string{"Catalog": catalog, "Table": table}, nil,
+		func(c *idColumn) []any { return []any{&c.Name, &c.List} })
 }
 
 type idColumn struct {
@@ -317,32 +318,43 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 
 func (r *run) partsDir() string { return filepath.Join(r.o.WorkDir, "parts") }
 
-// partChunks exports the part tables' rows of the matches in parts_scope,
-// one folder per chunk of matches (in match id order), for the render.
+// partChunks writes the part tables' rows of the matches in parts_scope,
+// one folder per chunk of matches (in match id order), for the render. A
+// run that continues the state has the scope's rows in memory; one whose
+// scope is everything reads the files the export wrote (ordered by match:
+// a chunk's range reads its own row groups), or, in one chunk, renders
+// from them as they are.
 func (r *run) partChunks(ctx context.Context, sources []string) ([]string, error) {
 	if err := resetDir(r.partsDir()); err != nil {
 		return nil, err
 	}
-	chunks, err := query(ctx, r, "export/parts_chunks.sql", nil, nil, func(k *int64) []any { return []any{k} })
+	type chunk struct {
+		k      int64
+		lo, hi string // the chunk's first match id, and the next chunk's ("": none)
+	}
+	chunks, err := query(ctx, r, "export/parts_chunks.sql", nil, nil, func(c *chunk) []any { return []any{&c.k, &c.lo, &c.hi} })
 	if err != nil {
 		return nil, err
 	}
-	// One chunk of every match: the part tables the export wrote are its
-	// rows already.
-	var all int64
-	if err := r.value(ctx, "export/parts_all.sql", nil, &all); err != nil || (all == 1 && len(chunks) == 1) {
-		return []string{r.outDir}, err
+	if r.all && len(chunks) == 1 {
+		return []string{r.outDir}, nil
 	}
 	var dirs []string
-	for _, k := range chunks {
-		dir := filepath.Join(r.partsDir(), strconv.FormatInt(k, 10))
+	for _, c := range chunks {
+		dir := filepath.Join(r.partsDir(), strconv.FormatInt(c.k, 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		for _, t := range sources {
-			pred := "match_id IN (SELECT id FROM memory.parts_scope WHERE chunk = " + strconv.FormatInt(k, 10) + ")"
-			if err := r.copyOut(ctx, t, pred, filepath.Join(dir, t+".parquet"), 122880); err != nil {
-				return nil, fmt.Errorf("match parts, chunk %d: %w", k, err)
+			d := map[string]any{"Table": "out_" + t, "File": "", "Order": orderBy[t], "Path": filepath.Join(dir, t+".parquet"),
+				"Pred": scopeRows("parts_chunk", c.k), "IDs": []idColumn(nil)}
+			if r.all {
+				d["File"], d["Pred"] = filepath.Join(r.outDir, t+".parquet"), scopeRows("parts_range", map[string]string{"Lo": c.lo, "Hi": c.hi})
+			} else if d["IDs"], err = r.idColumns(ctx, "memory", "out_"+t); err != nil {
+				return nil, err
+			}
+			if err := r.do(ctx, "export/parts_rows.sql", d); err != nil {
+				return nil, fmt.Errorf("match parts, chunk %d: %w", c.k, err)
 			}
 		}
 		dirs = append(dirs, dir)
