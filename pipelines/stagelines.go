@@ -3,109 +3,19 @@ package pipelines
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"runtime"
-	"unicode/utf8"
 	"unsafe"
 
-	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eodata/eo/raw"
 )
 
 // Staging reads a raw file's lines in chunks, classifies them on every
-// processor (the JSON check is most of a line's cost: 2.5 s of a 10,000-match
-// world's 6.5 s stage on one goroutine), and hands them back in file order
-// to the one goroutine that owns the DuckDB appenders.
-
-// validJSON is the JSON check of every raw line, with encoding/json's
-// verdicts (TestJSONCheckAgreesWithEncodingJSON) at four times its speed:
-// segmentio's Valid (623 against 153 MB/s on the lines of a generated
-// world), on the stage's busiest path. segmentio's has no nesting limit,
-// and encoding/json refuses more than 10,000 levels: a line long enough to
-// nest that deep (every level takes a byte) gets encoding/json's check.
-func validJSON(line []byte) bool {
-	if len(line) > maxNesting {
-		return json.Valid(line)
-	}
-	return segjson.Valid(line)
-}
-
-// duplicateKey reports whether an object of line, valid JSON, names a
-// member twice (at any depth; names compared as decoded).
-func duplicateKey(line []byte) bool {
-	var stack []keySet // one per open object or array (arrays: nil names)
-	expectKey := false
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case '{':
-			stack = append(stack, keySet{obj: true})
-			expectKey = true
-		case '[':
-			stack = append(stack, keySet{})
-			expectKey = false
-		case '}', ']':
-			stack = stack[:len(stack)-1]
-			expectKey = false
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].obj
-		case '"':
-			j, escaped := stringEnd(line, i+1)
-			if expectKey {
-				name := line[i+1 : j]
-				if escaped {
-					var s string
-					json.Unmarshal(line[i:j+1], &s)
-					name = []byte(s)
-				}
-				if stack[len(stack)-1].add(name) {
-					return true
-				}
-			}
-			expectKey = false
-			i = j
-		}
-	}
-	return false
-}
-
-// keySet is the member names of one object seen so far.
-type keySet struct {
-	obj   bool
-	names [][]byte
-}
-
-// add records name and reports whether it was seen before.
-func (k *keySet) add(name []byte) bool {
-	for _, n := range k.names {
-		if bytes.Equal(n, name) {
-			return true
-		}
-	}
-	k.names = append(k.names, name)
-	return false
-}
-
-// stringEnd is the index of the quote closing the string whose text starts
-// at i, and whether the string has an escape.
-func stringEnd(b []byte, i int) (int, bool) {
-	escaped := false
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			return i, escaped
-		}
-	}
-	return len(b) - 1, escaped
-}
-
-// maxNesting is encoding/json's limit on nesting (its scanner's maxNestingDepth).
-const maxNesting = 10000
+// processor (raw.LineProblem: the JSON check is most of a line's cost), and
+// hands them back in file order to the one goroutine that owns the DuckDB
+// appenders.
 
 // stagedLine is one line of a raw file, classified.
 type stagedLine struct {
@@ -213,8 +123,8 @@ func readChunks(ctx context.Context, lr *raw.LineReader, work, ordered chan<- *l
 }
 
 // classify decides each line of c: a long line is quarantined with its
-// first bytes, a blank one skipped, one that is not UTF-8 or not a JSON
-// object quarantined, the rest staged.
+// first bytes, a blank one skipped, one with a problem (raw.LineProblem)
+// quarantined, the rest staged.
 func classify(c *lineChunk) {
 	c.out = make([]stagedLine, len(c.nos))
 	// One string holds the chunk's text and every staged body is a part of
@@ -229,7 +139,7 @@ func classify(c *lineChunk) {
 		o := &c.out[i]
 		o.no = c.nos[i]
 		if c.long[i] {
-			o.reason, o.body = longLineReason, escapeInvalidUTF8(line)+"…"
+			o.reason, o.body = raw.LongLineReason, raw.QuarantineText(line)+"…"
 			continue
 		}
 		trimmed := bytes.TrimSpace(line)
@@ -238,18 +148,12 @@ func classify(c *lineChunk) {
 		switch {
 		case len(line) == 0:
 			o.skip = true
-		case !utf8.Valid(line):
-			// DuckDB takes UTF-8 text only: the line is kept with its
-			// invalid bytes written as \xNN.
-			o.reason, o.body = "invalid UTF-8", escapeInvalidUTF8(line)
-		case line[0] != '{' || !validJSON(line):
-			o.reason, o.body = "malformed JSON", string(line)
-		case duplicateKey(line):
-			// Parsers disagree on which value of a repeated name counts:
-			// the line is rejected, not read one way.
-			o.reason, o.body = "duplicate key", string(line)
 		default:
-			o.body = text[from : from+len(line)]
+			if o.reason = raw.LineProblem(line); o.reason != "" {
+				o.body = raw.QuarantineText(line)
+			} else {
+				o.body = text[from : from+len(line)]
+			}
 		}
 	}
 	c.buf = nil
