@@ -449,6 +449,7 @@ var (
 		`"scheduled_at":"2025-03-01T15:00:00Z","started_at":"2025-03-01T15:04:10Z","ended_at":"2025-03-01T18:00:00Z",` +
 		`"score_a":2,"score_b":1,"winner_team_id":"` + oapiTeamID + `","result_type":"played","live_state":null,` +
 		`"changed_at":"2025-03-01T18:00:01.123456Z","data_available":{"maps":true,"stats":true,"map_stats":true,` +
+		`"result_known_at":"2025-03-01T18:00:00Z","times_estimated":false,` +
 		`"vetoes":true,"rounds":false,"depth":false,"lineups":true,"odds":false}`
 	oapiListRow = `{` + oapiMatchFields + `,"team_a_name":"Natus Vincere","team_b_name":"Vitality","team_a_short":"NAVI",` +
 		`"team_b_short":"","tournament_name":"Major"}`

@@ -105,7 +105,8 @@ func (r *run) runModel(ctx context.Context) (int64, error) {
 // readModelMatches reads the matches the model sees (not cancelled;
 // completed ones only when played to a winner: forfeits and walkovers carry
 // no skill signal) with their maps, kills and players, and the as-of time:
-// the latest ended_at of a completed one.
+// the latest result_known_at of a completed one (Match.EndedAt: when its
+// result became known).
 func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, error) {
 	var asOf time.Time
 	matches, err := query(ctx, r, "model/read_matches.sql", nil, nil, func(m *model.Match) []any {

@@ -31,7 +31,7 @@ import (
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
 // step changes what a table holds.
-const Version = "2.4.0"
+const Version = "2.5.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
 // to a published table (a removed or retyped column). 2: ids are text.

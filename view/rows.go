@@ -106,6 +106,8 @@ type Match struct {
 	ScheduledAt    time.Time       `col:"scheduled_at" json:"scheduled_at"`
 	StartedAt      *time.Time      `col:"started_at" json:"started_at"`
 	EndedAt        *time.Time      `col:"ended_at" json:"ended_at"`
+	ResultKnownAt  *time.Time      `col:"result_known_at" json:"result_known_at"`
+	TimesEstimated bool            `col:"times_estimated" json:"times_estimated"`
 	ScoreA         *int            `col:"score_a" json:"score_a"`
 	ScoreB         *int            `col:"score_b" json:"score_b"`
 	WinnerTeamID   *tables.ID      `col:"winner_team_id" json:"winner_team_id"`
