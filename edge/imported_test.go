@@ -318,7 +318,7 @@ func TestImportedDatasetsConform(t *testing.T) {
 				if !isNull(r, "region") {
 					t.Errorf("imported team %v: region %v, want null", r["name"], r["region"])
 				}
-				for _, sub := range []string{"", "/profile", "/roster-history"} {
+				for _, sub := range []string{"", "/profile", "/roster-history", "/ratings"} {
 					ts.get(t, "/v1/cs2/teams/"+r["id"].(string)+sub)
 				}
 			}

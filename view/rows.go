@@ -211,6 +211,19 @@ type RankingRow struct {
 	PreviousRank *int       `col:"previous_rank" json:"previous_rank"`
 }
 
+// RatingRow is a row of rating_history.parquet and of
+// /teams/{id}/ratings.
+type RatingRow struct {
+	TeamID      tables.ID `col:"team_id" json:"-"`
+	PeriodStart time.Time `col:"period_start" json:"period_start"`
+	AsOf        time.Time `col:"as_of" json:"as_of"`
+	Rating      float64   `col:"rating" json:"rating"`
+	RD          float64   `col:"rd" json:"rd"`
+	Volatility  float64   `col:"volatility" json:"volatility"`
+	Value       float64   `col:"value" json:"value"`
+	Rank        *int      `col:"rank" json:"rank"`
+}
+
 // RosterRow is a row of roster_history.parquet and of
 // /teams/{id}/roster-history.
 type RosterRow struct {
