@@ -236,7 +236,7 @@ func (r *run) makeDigests(ctx context.Context, tables []string) error {
 
 // modelTables are the published tables the ratings and model step, the
 // assemble and the review write.
-var modelTables = []string{"rankings", "roster_history", "model_metrics", "model_forecasts", "teams",
+var modelTables = []string{"rankings", "rating_history", "roster_history", "model_metrics", "model_forecasts", "teams",
 	"odds_lines", "matches", "live_ids", "model_comparison", "model_reliability", "model_monthly", "model_report"}
 
 // ratingsAndModel runs the ratings and model step, the assemble and the
