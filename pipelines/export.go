@@ -241,8 +241,8 @@ func (r *run) logPatch(table string, segments int, res tables.PatchResult) {
 		"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 }
 
-// defaultPartsChunk is Options.PartsChunk's default: at 100,000 matches,
-// rendering every match's parts at once held 3 GB of Go heap.
+// defaultPartsChunk is Options.PartsChunk's default: the render holds one
+// chunk's rows in Go memory, so a large snapshot is rendered in pieces.
 const defaultPartsChunk = 10000
 
 // parts renders the sub-resources of the matches whose part tables
