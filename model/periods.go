@@ -1,7 +1,6 @@
 package model
 
 import (
-	"sort"
 	"time"
 )
 
@@ -182,12 +181,5 @@ func (s *System) All() map[string]Rating {
 	for _, id := range s.ids {
 		out[id] = s.Current(id)
 	}
-	return out
-}
-
-// IDs returns the competitors in a stable order (sorted).
-func (s *System) IDs() []string {
-	out := append([]string(nil), s.ids...)
-	sort.Strings(out)
 	return out
 }

@@ -167,14 +167,6 @@ func (r *partRow) sum() int64 {
 	return int64(crc32.Update(c, crcTable, r.Frame))
 }
 
-// WriteMatchParts renders the match parts of the snapshot tables in dir
-// (dir/<table>.parquet, as the pipeline exports them) into
-// dir/match_parts.parquet, rows ordered by match and part, and returns how
-// many rows it wrote. A source table that is not in dir renders no part.
-func WriteMatchParts(ctx context.Context, dir string) (int64, error) {
-	return WriteMatchPartsOf(ctx, []string{dir}, filepath.Join(dir, MatchPartsTable+".parquet"))
-}
-
 // WriteMatchPartsOf renders the match parts of the tables in each of dirs
 // in turn into one file, out. The dirs hold disjoint ranges of matches, in
 // ascending order of match id: the pipeline splits a large snapshot so
