@@ -7,13 +7,8 @@ import (
 )
 
 // Version is the eo_model version carried on every forecast and metric row.
-// Bump it when the forecast changes. 1.0.0: weekly rating periods, initial
-// RD 350; 1.1.0: daily rating periods, initial RD 200; 2.0.0: the stacked
-// forecast (Glicko-2, map-level round-margin rating, format, published
-// rank, experience, kill-share rating; MODEL.md); 2.1.0: the map-level
-// rating's step picked walk-forward from a grid at each stacker refit;
-// 2.1.1: a rank seen at a match's start is no longer among its forecast's
-// inputs.
+// Bump it when the forecast changes; MODEL.md says what each version
+// changed.
 const Version = "eo_model-2.1.1"
 
 // Match is one fixture for the forecast: a not-cancelled match. A completed
