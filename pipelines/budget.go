@@ -143,9 +143,6 @@ func (r *run) raiseFully(ctx context.Context) error {
 // a database file first (they need no write to the temporary folder). The
 // limit then goes back. Best effort: a failure leaves the cache.
 func (r *run) releaseCache(ctx context.Context) {
-	if r.all {
-		return // every table is read again: the cache is what the rest of the run reads
-	}
 	var keep int64
 	if err := r.value(ctx, "run/memory_held.sql", nil, &keep); err != nil {
 		return

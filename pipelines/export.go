@@ -29,7 +29,9 @@ import (
 // is written whole, and an unchanged one is the previous run's file. On a
 // new state every table is written whole.
 func (r *run) export(ctx context.Context) (int64, error) {
-	r.releaseCache(ctx)
+	if !r.all {
+		r.releaseCache(ctx) // a new state's export reads every table: the cache is what it reads
+	}
 	replace, err := r.scopeSegments(ctx)
 	if err != nil {
 		return 0, err
@@ -241,8 +243,8 @@ func (r *run) logPatch(table string, segments int, res tables.PatchResult) {
 		"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 }
 
-// defaultPartsChunk is Options.PartsChunk's default: at 100,000 matches,
-// rendering every match's parts at once held 3 GB of Go heap.
+// defaultPartsChunk is Options.PartsChunk's default: the render holds one
+// chunk's rows in Go memory, so a large snapshot is rendered in pieces.
 const defaultPartsChunk = 10000
 
 // parts renders the sub-resources of the matches whose part tables
@@ -288,8 +290,11 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// DuckDB's cache goes before the parts render in Go (a soft limit on
-	// the Go heap: the collector runs harder near it).
+	// The state is written and DuckDB's cache goes before the parts render
+	// in Go (a soft limit on the Go heap: the collector runs harder near it).
+	if err := r.do(ctx, "merge/checkpoint.sql", nil); err != nil {
+		return 0, err
+	}
 	r.releaseCache(ctx)
 	if lim := byteSize(r.o.MemoryLimit); lim > 0 && r.budget.goPrev < 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))

@@ -101,6 +101,9 @@ func (r *run) merge(ctx context.Context) (int64, error) {
 			return n, err
 		}
 	}
+	if r.all {
+		return n, nil // the state is written whole when the run commits
+	}
 	return n, r.do(ctx, "merge/checkpoint.sql", nil)
 }
 

@@ -67,8 +67,59 @@ func validJSON(line []byte) bool {
 }
 
 // duplicateKey reports whether an object of line, valid JSON, names a
-// member twice (at any depth; names compared as decoded).
+// member twice (at any depth; names compared as decoded). It runs on every
+// staged line: it keeps the open objects' names as offsets into line, in
+// fixed arrays, and decodes names only on the rare line that escapes one.
 func duplicateKey(line []byte) bool {
+	var open [32]int32   // per open object or array: where its names start in names (-1: an array)
+	var buf [64][2]int32 // names of the open objects, as [start, end) offsets into line
+	names := buf[:0]
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '{', '[':
+			if depth == len(open) {
+				return duplicateKeyDecoded(line)
+			}
+			open[depth] = -1
+			if line[i] == '{' {
+				open[depth] = int32(len(names))
+			}
+			depth++
+			expectKey = line[i] == '{'
+		case '}', ']':
+			depth--
+			if open[depth] >= 0 {
+				names = names[:open[depth]]
+			}
+			expectKey = false
+		case ',':
+			expectKey = open[depth-1] >= 0
+		case '"':
+			j, escaped := stringEnd(line, i+1)
+			if expectKey {
+				if escaped {
+					return duplicateKeyDecoded(line)
+				}
+				name := line[i+1 : j]
+				for _, n := range names[open[depth-1]:] {
+					if int(n[1]-n[0]) == len(name) && bytes.Equal(line[n[0]:n[1]], name) {
+						return true
+					}
+				}
+				names = append(names, [2]int32{int32(i + 1), int32(j)})
+			}
+			expectKey = false
+			i = j
+		}
+	}
+	return false
+}
+
+// duplicateKeyDecoded is duplicateKey for a line that escapes a name or
+// nests deeper than duplicateKey keeps: names decoded, kept on the heap.
+func duplicateKeyDecoded(line []byte) bool {
 	var stack []keySet // one per open object or array (arrays: nil names)
 	expectKey := false
 	for i := 0; i < len(line); i++ {
@@ -125,16 +176,26 @@ func (k *keySet) add(name []byte) bool {
 // at i, and whether the string has an escape.
 func stringEnd(b []byte, i int) (int, bool) {
 	escaped := false
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			return i, escaped
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return len(b) - 1, escaped
 		}
+		q := i + k
+		// the quote closes the string unless an odd run of backslashes
+		// escapes it
+		bs := 0
+		for q-bs-1 >= i && b[q-bs-1] == '\\' {
+			bs++
+		}
+		if bytes.IndexByte(b[i:q], '\\') >= 0 {
+			escaped = true
+		}
+		if bs%2 == 0 {
+			return q, escaped
+		}
+		i = q + 1
 	}
-	return len(b) - 1, escaped
 }
 
 // maxNesting is encoding/json's limit on nesting (its scanner's maxNestingDepth).

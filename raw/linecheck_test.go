@@ -99,3 +99,21 @@ func TestDuplicateKey(t *testing.T) {
 		}
 	}
 }
+
+// duplicateKey's offsets into the line agree with the decoded names'
+// reading on every valid line of jsonCheckCases (mutations included).
+func TestDuplicateKeyFastAgreesWithDecoded(t *testing.T) {
+	n := 0
+	for _, b := range jsonCheckCases() {
+		if !json.Valid(b) {
+			continue
+		}
+		n++
+		if got, want := duplicateKey(b), duplicateKeyDecoded(b); got != want {
+			t.Fatalf("%q: duplicateKey %v, decoded %v", b[:min(len(b), 120)], got, want)
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("%d valid lines", n)
+	}
+}
