@@ -5,7 +5,7 @@
 # or Ctrl-C) and every temporary folder removed.
 #
 #   scripts/bench-edge.sh                       # 5,000-match world, then the 100k-match world
-#   SKIP_100K=1 scripts/bench-edge.sh           # skip the 100k world (its pipeline takes ~5-6 min, ~17 GB RAM)
+#   SKIP_100K=1 scripts/bench-edge.sh           # skip the 100k world (its pipeline takes about 5 min and 3 GiB)
 #   MATCHES=10000 scripts/bench-edge.sh         # another size for the main world
 #   WORLD_100K=/path scripts/bench-edge.sh      # reuse a 100k world: /path/store and /path/work from
 #                                               # `eo generate --matches 100000` + `eo pipeline run`

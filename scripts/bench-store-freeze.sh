@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The live path while the snapshot store hangs: `eo up` on a MinIO store with
-# the live replay running, MinIO stopped with SIGSTOP for FREEZE seconds and
-# resumed. Prints the edge's applied live events (eo_live_events_total)
-# every 10 s, then how many records the lander landed and what its spool
-# holds. Before the lander spooled to disk, the applied count stopped within
-# seconds of the freeze (BENCHMARKS.md, "the live lander with the store
-# frozen").
+# The service while the snapshot store hangs: MinIO stopped with SIGSTOP
+# (connections are accepted, nothing answers).
+#
+# TARGET=up (the default): `eo up` on a MinIO store with the live replay
+# running, MinIO frozen for FREEZE seconds and resumed. Prints the edge's
+# applied live events (eo_live_events_total) every 10 s, then how many
+# records the lander landed and what its spool holds.
+#
+# TARGET=pipeline: `eo pipeline run --full` on a MinIO store, MinIO frozen
+# before the run starts (FREEZE_AT empty) or as soon as the run logs the
+# step FREEZE_AT (e.g. stage, "match parts": the publish follows it). Prints
+# how long the run took from the freeze to its exit, its exit status and
+# last error line, and whether the pointer stayed where it was.
 #
 #   scripts/bench-store-freeze.sh
 #   EO_BIN=/path/to/eo FREEZE=150 MATCHES=300 LIVE_SLOTS=8 LIVE_SPEED=20 scripts/bench-store-freeze.sh
+#   TARGET=pipeline FREEZE_AT="match parts" scripts/bench-store-freeze.sh
 #
 # Needs minio (go install github.com/minio/minio@latest) and curl.
 set -euo pipefail
@@ -21,6 +28,8 @@ MATCHES=${MATCHES:-300}
 LIVE_SLOTS=${LIVE_SLOTS:-8}
 LIVE_SPEED=${LIVE_SPEED:-20}
 FREEZE=${FREEZE:-150}
+TARGET=${TARGET:-up}
+FREEZE_AT=${FREEZE_AT:-}
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 
@@ -32,8 +41,42 @@ MINIO_PID=$!
 PIDS+=("$MINIO_PID")
 trap 'kill -CONT "$MINIO_PID" 2>/dev/null; cleanup' EXIT # a stopped process would not take the TERM
 wait_http "http://127.0.0.1:$s3port/minio/health/live" "$MINIO_PID" 60
-curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$user:$secret" -X PUT "http://127.0.0.1:$s3port/eolive" >/dev/null
+for try in 1 2 3 4 5; do # MinIO may answer 503 for a moment after it is live
+	curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$user:$secret" -X PUT "http://127.0.0.1:$s3port/eolive" >/dev/null && break
+	((try < 5)) || exit 1
+	sleep 1
+done
 export EO_S3_ENDPOINT=127.0.0.1:$s3port EO_S3_ACCESS_KEY=$user EO_S3_SECRET_KEY=$secret
+
+if [[ $TARGET == pipeline ]]; then
+	work=$TMPROOT/work
+	"$EO" generate --store s3://eolive/w --work "$work" --matches "$MATCHES" >"$LOGS/generate.log" 2>&1
+	"$EO" pipeline run --store s3://eolive/w --work "$work" >"$LOGS/first-run.log" 2>&1
+	pointer() { "$EO" snapshots --json --store s3://eolive/w --work "$work" | jq -r '.[] | select(.state == "current") | .snapshot_id'; }
+	before=$(pointer)
+	[[ -z $FREEZE_AT ]] && kill -STOP "$MINIO_PID"
+	start=$SECONDS
+	"$EO" pipeline run --full --store s3://eolive/w --work "$work" >"$LOGS/run.log" 2>&1 &
+	run_pid=$!
+	if [[ -n $FREEZE_AT ]]; then
+		until grep -q "step=\"\?$FREEZE_AT\"\? " "$LOGS/run.log" || ! kill -0 "$run_pid" 2>/dev/null; do
+			sleep 0.1
+		done
+		kill -STOP "$MINIO_PID"
+	fi
+	frozen=$SECONDS
+	status=0
+	wait "$run_pid" || status=$?
+	end=$SECONDS
+	kill -CONT "$MINIO_PID"
+	when="before the run"
+	[[ -n $FREEZE_AT ]] && when="after step $FREEZE_AT"
+	echo "frozen $when: the run exited $status, $((end - frozen)) s after the freeze ($((end - start)) s in all)"
+	echo "last line: $(grep -v '^ ' "$LOGS/run.log" | tail -n 1)"
+	after=$(pointer)
+	echo "pointer: $before before, $after after"
+	exit 0
+fi
 
 port=$(free_port)
 work=$TMPROOT/work

@@ -200,7 +200,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	if err := c.minio.Relaunch(); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(context.Background(), []string{"generate", "--store", c.store, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+	if err := run(context.Background(), []string{"generate", "--store", c.store, "--work", t.TempDir(), "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	next := c.waitPointer(t, ptr.SnapshotID)
@@ -300,7 +300,7 @@ func startCluster(t *testing.T) *cluster {
 	if c.st, err = publish.Open(ctx, c.store, s3); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"generate", "--store", c.store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", c.store, "--work", t.TempDir(), "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	c.jobs = startEO(t, 0, env, "jobs", "--store", c.store, "--work", filepath.Join(dir, "jobs"), "--schedule", "@every 2s",

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -88,56 +87,6 @@ func TestConfigRejectsMalformedValues(t *testing.T) {
 			t.Errorf("error does not name %s=%q:\n%v", name, v, err)
 		}
 	}
-}
-
-// README.md's settings table documents exactly the variables the config
-// reads: each has a row (named in the row's first column), and no variable
-// README names anywhere is one eo does not read.
-func TestReadmeDocumentsEverySetting(t *testing.T) {
-	var read []string
-	if _, err := loadConfig(envOf(nil, &read)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	table := settingsTable(t, readme)
-	for _, name := range read {
-		if !slices.Contains(table, name) {
-			t.Errorf("README.md's settings table has no row for %s", name)
-		}
-	}
-	for _, name := range regexp.MustCompile("`(EO_[A-Z0-9_]+)").FindAllStringSubmatch(readme, -1) {
-		if !slices.Contains(read, name[1]) {
-			t.Errorf("README.md documents %s, which eo does not read", name[1])
-		}
-	}
-}
-
-// settingsTable returns the variables named in the first column of
-// README's settings table (the one headed "| setting | default | what |").
-func settingsTable(t *testing.T, readme string) []string {
-	t.Helper()
-	_, rest, ok := strings.Cut(readme, "| setting | default | what |\n")
-	if !ok {
-		t.Fatal("README.md has no settings table")
-	}
-	var names []string
-	for _, line := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		first := strings.Split(line, "|")[1]
-		for _, m := range regexp.MustCompile("`([A-Z][A-Z0-9_]+)`").FindAllStringSubmatch(first, -1) {
-			names = append(names, m[1])
-		}
-	}
-	if len(names) < 10 {
-		t.Fatalf("README.md's settings table names %d variables: %q", len(names), names)
-	}
-	return names
 }
 
 // TestPlansOverrideFieldByField: EO_PLANS changes the fields it gives and

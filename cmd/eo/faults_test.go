@@ -57,7 +57,7 @@ func sharedWorld(t *testing.T) string {
 		world.store = filepath.Join(world.dir, "store")
 		work := filepath.Join(world.dir, "work")
 		ctx := context.Background()
-		if world.err = run(ctx, []string{"generate", "--store", world.store, "--matches", "120", "--now", "2026-06-01T12:00:00Z"}); world.err != nil {
+		if world.err = run(ctx, []string{"generate", "--store", world.store, "--work", work, "--matches", "120", "--now", "2026-06-01T12:00:00Z"}); world.err != nil {
 			return
 		}
 		if world.err = run(ctx, []string{"pipeline", "run", "--store", world.store, "--work", work}); world.err != nil {
@@ -311,7 +311,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	pipeline := func() error {
 		return run(ctx, []string{"pipeline", "run", "--store", store, "--work", pwork})
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", store, "--work", t.TempDir(), "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {
@@ -347,7 +347,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	if err := srv.Relaunch(); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", store, "--work", t.TempDir(), "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {

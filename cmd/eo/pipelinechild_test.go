@@ -27,7 +27,7 @@ func generatedWorld(t *testing.T, n int) (dir, store, work string) {
 	t.Helper()
 	dir = t.TempDir()
 	store, work = filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	if err := run(context.Background(), []string{"generate", "--store", store, "--matches", strconv.Itoa(n),
+	if err := run(context.Background(), []string{"generate", "--store", store, "--work", work, "--matches", strconv.Itoa(n),
 		"--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
