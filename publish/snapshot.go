@@ -18,6 +18,9 @@ import (
 	"time"
 )
 
+// ErrNoSnapshot reports that no snapshot pointer has been published yet.
+var ErrNoSnapshot = errors.New("publish: no snapshot published")
+
 const (
 	// snapshotsPrefix holds every snapshot folder and the pointer.
 	snapshotsPrefix = "snapshots/"

@@ -35,9 +35,6 @@ var ErrConflict = errors.New("publish: object changed by another writer")
 // and tries the conditional write before it gives up with ErrConflict.
 const MaxUpdateAttempts = 10
 
-// ErrNoSnapshot reports that no snapshot pointer has been published yet.
-var ErrNoSnapshot = errors.New("publish: no snapshot published")
-
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {
 	Key     string    // key relative to the store root, '/'-separated
