@@ -14,7 +14,7 @@ import (
 
 	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // clock is a fake clock.
@@ -168,7 +168,7 @@ func TestCountersUsage(t *testing.T) {
 			t.Fatalf("rest: %v %v", rest, err)
 		}
 		// The export writes Parquet and advances a watermark.
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		n, err := ExportUsage(ctx(), c, st, 20)
 		if err != nil || n != 25 {
 			t.Fatalf("export: %d %v", n, err)

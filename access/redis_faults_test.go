@@ -10,7 +10,7 @@ import (
 
 	"github.com/eodata/eo/access/redistest"
 	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // Fault 12: a hung Redis (SIGSTOP) held every metering call for 3-12 s
@@ -81,7 +81,7 @@ func TestRedisFrozenFailsFast(t *testing.T) {
 // exactly once (the export lock, the announced batch) and pruned.
 func TestRedisRacingExporters(t *testing.T) {
 	url := redistest.Start(t)
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	var edges []*Redis
 	for i := 0; i < 2; i++ {
 		r := openRedis(t, url, "eo:")
@@ -140,7 +140,7 @@ func TestRedisRacingExporters(t *testing.T) {
 func TestRedisEmptiedIsNewSource(t *testing.T) {
 	srv := redistest.StartServer(t)
 	r := openRedis(t, srv.URL, "eo:")
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	recordN(t, r, "before", 30)
 	if n, err := ExportUsage(ctx(), r, st, 0); err != nil || n != 30 {
 		t.Fatalf("%d %v", n, err)

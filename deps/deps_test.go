@@ -91,7 +91,7 @@ var heavy = []struct {
 }{
 	{"DuckDB", []string{"github.com/marcboeker/go-duckdb", "github.com/duckdb/"}, []string{"pipelines"}},
 	{"Fiber", []string{"github.com/gofiber/", "github.com/valyala/fasthttp"}, []string{"edge", "cmd/eo"}},
-	{"minio-go", []string{"github.com/minio/"}, []string{"publish", "publish/miniotest"}},
+	{"minio-go", []string{"github.com/minio/"}, []string{"store", "store/miniotest"}},
 	{"go-redis", []string{"github.com/redis/go-redis"}, []string{"access", "access/redistest", "live", "cmd/eo"}},
 }
 
@@ -168,7 +168,7 @@ func TestLayering(t *testing.T) {
 // into Config), and the test-support packages that find or start a real
 // MinIO or redis-server for tests (GOPATH, CI). An entry is a package or
 // one file of a package.
-var envReaders = []string{"cmd/eo/main.go", "publish/miniotest", "access/redistest"}
+var envReaders = []string{"cmd/eo/main.go", "store/miniotest", "access/redistest"}
 
 // envFuncs are the functions that read the process environment, by package.
 var envFuncs = map[string][]string{

@@ -13,8 +13,8 @@ import (
 
 	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // mirror is a client's local copy of the matches (each as GET
@@ -229,7 +229,7 @@ func (m *mirror) diff(t *testing.T) string {
 
 // fixtureLine is the line of a raw entity file of the fixture store whose
 // "id" is id, decoded.
-func fixtureLine(t *testing.T, st publish.Store, entity raw.Entity, id string) map[string]any {
+func fixtureLine(t *testing.T, st store.Store, entity raw.Entity, id string) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := st.List(ctx, raw.BatchesPrefix)
@@ -240,7 +240,7 @@ func fixtureLine(t *testing.T, st publish.Store, entity raw.Entity, id string) m
 		if !strings.HasSuffix(o.Key, "/"+string(entity)+".ndjson") {
 			continue
 		}
-		b, err := publish.GetBytes(ctx, st, o.Key)
+		b, err := store.GetBytes(ctx, st, o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}

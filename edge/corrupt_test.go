@@ -13,6 +13,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -151,7 +152,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 
 // countingStore counts Gets.
 type countingStore struct {
-	publish.Store
+	store.Store
 	gets int
 }
 
@@ -167,11 +168,11 @@ var errDown = errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
 
 func (downStore) Put(context.Context, string, io.Reader, int64) error { return errDown }
 func (downStore) Get(context.Context, string) (io.ReadCloser, error)  { return nil, errDown }
-func (downStore) Stat(context.Context, string) (publish.ObjectInfo, error) {
-	return publish.ObjectInfo{}, errDown
+func (downStore) Stat(context.Context, string) (store.ObjectInfo, error) {
+	return store.ObjectInfo{}, errDown
 }
-func (downStore) List(context.Context, string) ([]publish.ObjectInfo, error) { return nil, errDown }
-func (downStore) Delete(context.Context, string) error                       { return errDown }
+func (downStore) List(context.Context, string) ([]store.ObjectInfo, error) { return nil, errDown }
+func (downStore) Delete(context.Context, string) error                     { return errDown }
 func (downStore) Update(context.Context, string, func([]byte) ([]byte, error)) error {
 	return errDown
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/reload"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -62,7 +63,7 @@ const (
 // Options configures the edge. Zero values take the documented defaults.
 type Options struct {
 	// Store is where snapshots are published. Required.
-	Store publish.Store
+	Store store.Store
 	// CacheDir keeps fetched snapshots on local disk; when the store is
 	// unreachable at start, the newest cached snapshot is served.
 	CacheDir string
@@ -528,7 +529,7 @@ func collectLoadGarbage() uint64 {
 // loadCached serves the newest snapshot in the local cache whose files match
 // their manifest checksums and load; why is the failure that led here.
 func (s *Server) loadCached(ctx context.Context, why error) error {
-	local, err := publish.NewLocal(s.o.CacheDir)
+	local, err := store.NewLocal(s.o.CacheDir)
 	if err != nil {
 		return err
 	}
@@ -585,7 +586,7 @@ func (s *Server) pruneCache(keep string) {
 	if err != nil {
 		return
 	}
-	if n, err := publish.SweepTemp(s.cacheRoot(), time.Now().Add(-time.Hour)); err != nil || n > 0 {
+	if n, err := store.SweepTemp(s.cacheRoot(), time.Now().Add(-time.Hour)); err != nil || n > 0 {
 		s.log.Info("snapshot cache: temp files of cut fetches removed", "files", n, "err", err)
 	}
 	var dirs []string

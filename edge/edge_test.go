@@ -22,6 +22,7 @@ import (
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
 )
@@ -40,23 +41,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func publishOnce(ctx context.Context, st publish.Store, work string) (publish.Manifest, error) {
+func publishOnce(ctx context.Context, st store.Store, work string) (publish.Manifest, error) {
 	r := jobs.NewRunner(jobs.Options{Pipeline: pipelines.Options{Store: st, WorkDir: work, Logger: quietLog}, Force: true})
 	res, err := r.RunOnce(ctx)
 	return res.Manifest, err
 }
 
 // fixtureStore returns a copy of the fixture store (tests may publish into it).
-func fixtureStore(t testing.TB) *publish.Local {
+func fixtureStore(t testing.TB) *store.Local {
 	t.Helper()
-	fixtureDir, _ := fixture.Get(t, func(ctx context.Context, st *publish.Local, dir string) (publish.Manifest, error) {
+	fixtureDir, _ := fixture.Get(t, func(ctx context.Context, st *store.Local, dir string) (publish.Manifest, error) {
 		return publishOnce(ctx, st, filepath.Join(dir, "work"))
 	})
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join(fixtureDir, "store"))); err != nil {
 		t.Fatal(err)
 	}
-	st, err := publish.NewLocal(dst)
+	st, err := store.NewLocal(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func (a *testAuth) Authenticate(_ context.Context, key string) (access.Principal
 
 type testServer struct {
 	*Server
-	store *publish.Local
+	store *store.Local
 	now   time.Time
 }
 
@@ -104,7 +105,7 @@ func newTestServer(t testing.TB) *testServer {
 
 // loadedTestServer builds an unmetered edge on st with auth and loads its
 // snapshot; now is the clock (nil: the testServer's settable now).
-func loadedTestServer(t testing.TB, st *publish.Local, auth Authenticator, now func() time.Time) *testServer {
+func loadedTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: fixtureNow}
 	if now == nil {
@@ -908,7 +909,7 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ts.Load(ctx)
-	if !errors.Is(err, publish.ErrChecksum) {
+	if !errors.Is(err, store.ErrChecksum) {
 		t.Fatalf("corrupt snapshot load: %v", err)
 	}
 	if ts.Current().ID != good {
@@ -925,7 +926,7 @@ func TestStoreUnreachableServesCache(t *testing.T) {
 	ts := newTestServer(t)
 	cache := ts.o.CacheDir
 	id := ts.Current().ID
-	gone, err := publish.NewLocal(filepath.Join(t.TempDir(), "empty"))
+	gone, err := store.NewLocal(filepath.Join(t.TempDir(), "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}

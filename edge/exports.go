@@ -14,6 +14,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/view"
 )
 
@@ -113,7 +114,7 @@ func (s *Server) getExport(c *fiber.Ctx) error {
 			name, c.Params("game"))
 	}
 	t := m.Exports[i]
-	if p, ok := s.o.Store.(publish.Presigner); ok {
+	if p, ok := s.o.Store.(store.Presigner); ok {
 		u, err := p.PresignGet(c.UserContext(), publish.TableKey(m.ID, t.File), exportURLExpiry)
 		if err == nil {
 			s.metrics.exports.WithLabelValues(t.Name, "presigned").Inc()
@@ -183,7 +184,7 @@ func (s *Server) streamExport(c *fiber.Ctx, m view.Meta, t view.ExportTable) err
 // EO_S3_REGION is unset) outside any request: a request's presign is then
 // a signature only.
 func (s *Server) warmPresign(ctx context.Context, m publish.Manifest) {
-	p, ok := s.o.Store.(publish.Presigner)
+	p, ok := s.o.Store.(store.Presigner)
 	if !ok || len(m.Tables) == 0 {
 		return
 	}

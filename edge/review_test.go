@@ -16,11 +16,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // reviewServer is a test edge that authenticates with auth (no meter).
-func reviewServer(t *testing.T, st *publish.Local, auth Authenticator, clk *fakeClock) *testServer {
+func reviewServer(t *testing.T, st *store.Local, auth Authenticator, clk *fakeClock) *testServer {
 	t.Helper()
 	return loadedTestServer(t, st, auth, clk.Now)
 }

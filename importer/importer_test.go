@@ -16,7 +16,7 @@ import (
 	"github.com/eodata/eo/internal/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -34,7 +34,7 @@ func snapshot(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // Every table a snapshot publishes has its section in SNAPSHOT.md (a
@@ -141,7 +142,7 @@ func checkDocFigures(t *testing.T, doc string, rep pipelines.Report) {
 	}
 	// Every object a publish writes under snapshots/, by file name, is in
 	// the layout (the tables as <table>.parquet).
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@ import (
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/store"
+	"github.com/eodata/eo/store/miniotest"
 )
 
 // clusterPlans are the plan limits of the cluster test: a trial allowance
@@ -263,7 +264,7 @@ type cluster struct {
 	minio  *miniotest.Server
 	redis  *redistest.Server
 	store  string
-	st     publish.Store
+	st     store.Store
 	jobs   *edgeProc
 	edges  []*edgeProc
 	keys   map[string]string // plan -> key
@@ -277,10 +278,10 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	c := &cluster{minio: miniotest.Start(t), redis: redistest.StartServer(t), store: "s3://eo-cluster/world"}
 	ctx := context.Background()
-	s3 := publish.S3Options{Endpoint: c.minio.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
+	s3 := store.S3Options{Endpoint: c.minio.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
 	b := s3
 	b.Bucket, b.CreateBucket = "eo-cluster", true
-	if _, err := publish.NewS3(ctx, b); err != nil {
+	if _, err := store.NewS3(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -297,7 +298,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c.env = env
 	var err error
-	if c.st, err = publish.Open(ctx, c.store, s3); err != nil {
+	if c.st, err = store.Open(ctx, c.store, s3); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(ctx, []string{"generate", "--store", c.store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {

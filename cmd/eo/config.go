@@ -9,7 +9,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // DefaultDuckDBMemory is the pipeline's DuckDB memory limit unless
@@ -40,7 +40,7 @@ type Config struct {
 
 	// S3 holds the endpoint, credentials and call bounds of an s3:// store
 	// (EO_S3_*); the bucket and prefix come from the location.
-	S3 publish.S3Options
+	S3 store.S3Options
 
 	RedisURL    string              // EO_REDIS_URL; empty: embedded counters, in-memory live path
 	RedisPrefix string              // EO_REDIS_PREFIX
@@ -84,14 +84,14 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Schedule:      e.str("EO_SCHEDULE", "*/15 * * * *"),
 		UpSchedule:    e.str("EO_UP_SCHEDULE", "*/2 * * * *"),
 		RunTimeout:    e.duration("EO_RUN_TIMEOUT", DefaultRunTimeout, "a duration such as 30m (0 or negative: no bound)"),
-		S3: publish.S3Options{
+		S3: store.S3Options{
 			Endpoint:   e.str("EO_S3_ENDPOINT", ""),
 			AccessKey:  e.str("EO_S3_ACCESS_KEY", ""),
 			SecretKey:  e.str("EO_S3_SECRET_KEY", ""),
 			Region:     e.str("EO_S3_REGION", ""),
 			UseSSL:     e.boolean("EO_S3_USE_SSL", false),
-			IOTimeout:  e.positive("EO_S3_IO_TIMEOUT", publish.DefaultS3IOTimeout),
-			MaxRetries: e.count("EO_S3_MAX_RETRIES", publish.DefaultS3MaxRetries, 1, "a positive count of attempts"),
+			IOTimeout:  e.positive("EO_S3_IO_TIMEOUT", store.DefaultS3IOTimeout),
+			MaxRetries: e.count("EO_S3_MAX_RETRIES", store.DefaultS3MaxRetries, 1, "a positive count of attempts"),
 		},
 		RedisURL:    e.str("EO_REDIS_URL", ""),
 		RedisPrefix: e.str("EO_REDIS_PREFIX", "eo:"),

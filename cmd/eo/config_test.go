@@ -12,7 +12,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // envOf is a lookup over a fixed environment that records every name read.
@@ -40,7 +40,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Schedule != "*/15 * * * *" || c.UpSchedule != "*/2 * * * *" || c.RedisPrefix != "eo:" {
 		t.Errorf("schedule/prefix defaults: %q %q %q", c.Schedule, c.UpSchedule, c.RedisPrefix)
 	}
-	if c.S3.IOTimeout != publish.DefaultS3IOTimeout || c.S3.MaxRetries != publish.DefaultS3MaxRetries || c.S3.UseSSL {
+	if c.S3.IOTimeout != store.DefaultS3IOTimeout || c.S3.MaxRetries != store.DefaultS3MaxRetries || c.S3.UseSSL {
 		t.Errorf("S3 defaults: %+v", c.S3)
 	}
 	if c.Redis.Timeout != access.DefaultRedisTimeout || c.Redis.MaxRetries != access.DefaultRedisRetries {

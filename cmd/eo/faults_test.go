@@ -22,7 +22,8 @@ import (
 	"github.com/eodata/eo/internal/proctest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/store"
+	"github.com/eodata/eo/store/miniotest"
 )
 
 // TestMain lets a test run this binary as the eo command in a child process
@@ -296,7 +297,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	}
 	srv := miniotest.Start(t)
 	ctx := context.Background()
-	if _, err := publish.NewS3(ctx, publish.S3Options{Endpoint: srv.Endpoint, Bucket: "eo-faults", AccessKey: miniotest.AccessKey,
+	if _, err := store.NewS3(ctx, store.S3Options{Endpoint: srv.Endpoint, Bucket: "eo-faults", AccessKey: miniotest.AccessKey,
 		SecretKey: miniotest.SecretKey, CreateBucket: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,18 +307,18 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	const store = "s3://eo-faults/world"
+	const location = "s3://eo-faults/world"
 	pwork := filepath.Join(t.TempDir(), "pipeline")
 	pipeline := func() error {
-		return run(ctx, []string{"pipeline", "run", "--store", store, "--work", pwork})
+		return run(ctx, []string{"pipeline", "run", "--store", location, "--work", pwork})
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", location, "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {
 		t.Fatal(err)
 	}
-	p := startEdge(t, store, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+	p := startEdge(t, location, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
 
 	// Frozen.
 	srv.Freeze()
@@ -337,7 +338,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	// Killed, and the edge restarted.
 	srv.Kill()
 	p.stop(t)
-	p2 := startEdgeIn(t, store, p.work, p.key, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+	p2 := startEdgeIn(t, location, p.work, p.key, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
 	if code, body := p2.get("/v1/cs2/matches?limit=1", p2.key); code != 200 {
 		t.Fatalf("edge restarted with MinIO down: %d %s", code, body)
 	}
@@ -347,13 +348,13 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	if err := srv.Relaunch(); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", location, "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := publish.Open(ctx, store, publish.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey,
+	st, err := store.Open(ctx, location, store.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey,
 		SecretKey: miniotest.SecretKey})
 	if err != nil {
 		t.Fatal(err)

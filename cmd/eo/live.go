@@ -11,7 +11,7 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // liveOptions configures the edge's live path: with EO_REDIS_URL the feed,
@@ -53,7 +53,7 @@ type localLive struct {
 // next pipeline run includes them. Book ids go to the feed and the raw
 // landing only. Everything stops with ctx; bg waits for it to have stopped
 // (the lander's last batch landed).
-func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, ll localLive,
+func startLocalLive(ctx context.Context, log *slog.Logger, st store.Store, work string, srv *edge.Server, ll localLive,
 	bg *sync.WaitGroup) error {
 	if ll.slots <= 0 {
 		return nil
@@ -100,7 +100,7 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 // what the edges showed live. It subscribes again when a subscription
 // ends (Redis restarted); events published while it is not subscribed are
 // not landed. The returned func waits for the last landing after ctx ends.
-func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publish.Store, work string, every time.Duration) (func(), *live.Lander, error) {
+func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st store.Store, work string, every time.Duration) (func(), *live.Lander, error) {
 	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
 		return nil, nil, err

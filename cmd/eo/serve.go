@@ -18,7 +18,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // counters opens the metering backend: Redis when EO_REDIS_URL is set (for
@@ -158,7 +158,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	softMemoryLimit(log, c.cfg.GoMemLimit)
 	// Not contacting the store here: when it is down the edge serves the
 	// newest good snapshot in its local cache (edge.Server.Start).
-	st, err := c.openStoreWith(ctx, publish.OpenLazy)
+	st, err := c.openStoreWith(ctx, store.OpenLazy)
 	if err != nil {
 		return err
 	}

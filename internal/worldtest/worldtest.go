@@ -18,6 +18,7 @@ import (
 
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
@@ -25,7 +26,7 @@ import (
 // and lands it in st at o.Now. wrap, if not nil, stands between the
 // generator and the batch: the generator adds every record to what wrap
 // returns (a test keeping some records on the way).
-func Land(ctx context.Context, st publish.Store, o synth.Options, tmp string, wrap func(*raw.Batch) synth.Sink) error {
+func Land(ctx context.Context, st store.Store, o synth.Options, tmp string, wrap func(*raw.Batch) synth.Sink) error {
 	b, err := raw.NewBatch(tmp, "synth", o.Now)
 	if err != nil {
 		return err
@@ -43,8 +44,8 @@ func Land(ctx context.Context, st publish.Store, o synth.Options, tmp string, wr
 
 // Local makes a local store in dir/store and lands the world o in it (see
 // Land; the batch is written under dir).
-func Local(ctx context.Context, dir string, o synth.Options, wrap func(*raw.Batch) synth.Sink) (*publish.Local, error) {
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+func Local(ctx context.Context, dir string, o synth.Options, wrap func(*raw.Batch) synth.Sink) (*store.Local, error) {
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func Local(ctx context.Context, dir string, o synth.Options, wrap func(*raw.Batc
 // LandDir lands every NDJSON file of dir (one per raw entity, named after
 // it; a missing one is skipped) and the extra lines of each entity as one
 // batch landed at at, and returns the batch's id.
-func LandDir(t testing.TB, st publish.Store, dir string, at time.Time, extra map[raw.Entity][]string) string {
+func LandDir(t testing.TB, st store.Store, dir string, at time.Time, extra map[raw.Entity][]string) string {
 	t.Helper()
 	b, err := raw.NewBatch(t.TempDir(), "fixture", at)
 	if err != nil {
@@ -104,7 +105,7 @@ type Shared[T any] struct {
 // Get returns the folder (the store is its "store" subfolder) and what
 // build made of the store; build is called once, with the folder for its
 // own files. A failure fails t, in every test that asks.
-func (s *Shared[T]) Get(t testing.TB, build func(ctx context.Context, st *publish.Local, dir string) (T, error)) (string, T) {
+func (s *Shared[T]) Get(t testing.TB, build func(ctx context.Context, st *store.Local, dir string) (T, error)) (string, T) {
 	t.Helper()
 	s.once.Do(func() {
 		ctx := context.Background()

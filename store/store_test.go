@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/store/miniotest"
 )
 
 // failingReader returns data, then err.
@@ -280,11 +282,11 @@ func TestS3Store(t *testing.T) {
 	t.Run("bucket root", func(t *testing.T) { testStore(t, newTestS3(t, "")) })
 	t.Run("prefix", func(t *testing.T) {
 		s := newTestS3(t, "/team/eo/")
+		ep, ak, sk := miniotest.Shared(t)
 		testStore(t, s)
 		// Every object lives under the prefix in the bucket.
 		root, err := NewS3(context.Background(), S3Options{
-			Endpoint: testMinio.endpoint, Bucket: s.bucket,
-			AccessKey: testMinio.accessKey, SecretKey: testMinio.secretKey,
+			Endpoint: ep, Bucket: s.bucket, AccessKey: ak, SecretKey: sk,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -301,13 +303,14 @@ func TestS3Store(t *testing.T) {
 	})
 	t.Run("string hides secret", func(t *testing.T) {
 		s := newTestS3(t, "p")
-		if str := s.String(); strings.Contains(str, testMinio.secretKey) || strings.Contains(str, testMinio.accessKey) {
+		_, ak, sk := miniotest.Shared(t)
+		if str := s.String(); strings.Contains(str, sk) || strings.Contains(str, ak) {
 			t.Errorf("String() = %q leaks credentials", str)
 		}
 	})
 	t.Run("missing bucket", func(t *testing.T) {
-		ep, ak, sk := requireMinio(t)
-		_, err := NewS3(context.Background(), S3Options{Endpoint: ep, Bucket: uniqueBucket(t), AccessKey: ak, SecretKey: sk})
+		ep, ak, sk := miniotest.Shared(t)
+		_, err := NewS3(context.Background(), S3Options{Endpoint: ep, Bucket: miniotest.Bucket(t), AccessKey: ak, SecretKey: sk})
 		if err == nil || !strings.Contains(err.Error(), "does not exist") {
 			t.Errorf("NewS3 without CreateBucket on a missing bucket: err = %v", err)
 		}
@@ -324,19 +327,6 @@ func newTestLocal(t *testing.T) *Local {
 	return s
 }
 
-// eachStore runs test on each kind of store, as subtests: memory, local (in
-// a temporary folder, which it must leave without temp files) and S3 (at
-// prefix; skipped without MinIO).
-func eachStore(t *testing.T, prefix string, test func(t *testing.T, s Store)) {
-	t.Run("memory", func(t *testing.T) { test(t, NewMemory()) })
-	t.Run("local", func(t *testing.T) {
-		s := newTestLocal(t)
-		test(t, s)
-		assertNoTempFiles(t, s.Dir())
-	})
-	t.Run("s3", func(t *testing.T) { test(t, newTestS3(t, prefix)) })
-}
-
 // assertNoTempFiles fails the test for a temp file left in dir (Update's
 // lock file, which stays, aside).
 func assertNoTempFiles(t *testing.T, dir string) {
@@ -345,7 +335,7 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(d.Name(), tempPrefix) && d.Name() != updateLock {
+		if strings.HasPrefix(d.Name(), TempPrefix) && d.Name() != UpdateLock {
 			t.Errorf("temp file left behind: %s", p)
 		}
 		return nil
@@ -371,14 +361,14 @@ func TestLocalInterruptedPut(t *testing.T) {
 	// A temp file abandoned by a killed process (no cleanup ran) stays
 	// invisible to List and Get.
 	mustPut(t, s, "deep/dir/real", []byte("ok"))
-	stray := filepath.Join(s.Dir(), "deep", "dir", tempPrefix+"obj.parquet-123")
+	stray := filepath.Join(s.Dir(), "deep", "dir", TempPrefix+"obj.parquet-123")
 	if err := os.WriteFile(stray, []byte("half"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := listKeys(t, s, ""), []string{"deep/dir/real"}; !equalStrings(got, want) {
 		t.Errorf("List with stray temp file = %q, want %q", got, want)
 	}
-	if _, err := s.Get(ctx, "deep/dir/"+tempPrefix+"obj.parquet-123"); err == nil {
+	if _, err := s.Get(ctx, "deep/dir/"+TempPrefix+"obj.parquet-123"); err == nil {
 		t.Error("Get of a temp file name: want error")
 	}
 }
@@ -413,8 +403,8 @@ func TestOpen(t *testing.T) {
 
 func TestOpenS3(t *testing.T) {
 	ctx := context.Background()
-	ep, ak, sk := requireMinio(t)
-	bucket := uniqueBucket(t)
+	ep, ak, sk := miniotest.Shared(t)
+	bucket := miniotest.Bucket(t)
 	if _, err := NewS3(ctx, S3Options{Endpoint: ep, Bucket: bucket, AccessKey: ak, SecretKey: sk, CreateBucket: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -440,39 +430,5 @@ func TestOpenS3(t *testing.T) {
 	}
 	if _, err := OpenLazy(ctx, "s3://no-such-bucket-"+bucket, o); err != nil {
 		t.Errorf("OpenLazy contacted the server: %v", err)
-	}
-}
-
-// A writer killed between creating and renaming its temp file (kill -9 in
-// an upload) leaves it behind; Clean on a local store removes such files
-// once they have not been written for an hour, and keeps a fresh one (a
-// write in progress) and the update lock.
-func TestCleanSweepsAbandonedTempFiles(t *testing.T) {
-	ctx := context.Background()
-	s := newTestLocal(t)
-	mustPut(t, s, "snapshots/x/matches.parquet", []byte("PAR1"))
-	if err := s.Update(ctx, "obj", func([]byte) ([]byte, error) { return []byte("x"), nil }); err != nil { // the lock file
-		t.Fatal(err)
-	}
-	old := filepath.Join(s.Dir(), "snapshots", "x", tempPrefix+"odds_lines.parquet-123")
-	fresh := filepath.Join(s.Dir(), "snapshots", tempPrefix+"latest.json-456")
-	for _, p := range []string{old, fresh} {
-		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Clean(ctx, s, CleanOptions{Retention: 24 * time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("an abandoned temp file is still there: %v", err)
-	}
-	for _, p := range []string{fresh, filepath.Join(s.Dir(), updateLock)} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s removed: %v", p, err)
-		}
 	}
 }

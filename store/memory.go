@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"bytes"
@@ -31,12 +31,12 @@ func NewMemory() *Memory {
 // Put implements Store. The object becomes visible only after r has been
 // read completely.
 func (m *Memory) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: memory put: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: memory put: %w", err)
 	}
 	b, err := readSized(ctx, r, size)
 	if err != nil {
-		return fmt.Errorf("publish: memory put %s: %w", key, err)
+		return fmt.Errorf("store: memory put %s: %w", key, err)
 	}
 	m.mu.Lock()
 	m.objs[key] = memObject{data: bytes.Clone(b), modTime: time.Now()}
@@ -50,7 +50,7 @@ func (m *Memory) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	o, ok := m.objs[key]
 	m.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("publish: memory get %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("store: memory get %s: %w", key, ErrNotFound)
 	}
 	return io.NopCloser(bytes.NewReader(o.data)), nil
 }
@@ -61,7 +61,7 @@ func (m *Memory) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	o, ok := m.objs[key]
 	m.mu.RUnlock()
 	if !ok {
-		return ObjectInfo{}, fmt.Errorf("publish: memory stat %s: %w", key, ErrNotFound)
+		return ObjectInfo{}, fmt.Errorf("store: memory stat %s: %w", key, ErrNotFound)
 	}
 	return ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
 }
@@ -90,8 +90,8 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 
 // Update implements Store: one Update at a time.
 func (m *Memory) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: memory update: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: memory update: %w", err)
 	}
 	m.upd.Lock()
 	defer m.upd.Unlock()

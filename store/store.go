@@ -1,13 +1,11 @@
-// Package publish owns the object store and the snapshots in it. The store
-// (the Store interface: raw batches, snapshots and usage exports all live in
-// it) has three implementations: a local folder, S3-compatible storage
-// through minio-go, and memory for tests; Open builds one from a location
-// and the options it is passed (it reads no environment). Snapshots are
-// published atomically (table files, then the manifest, then the pointer,
-// moved by compare-and-swap: Store.Update), fetched with their checksums
-// verified, listed as current, published or orphan, and cleaned (those
-// past retention, complete or partial, removed manifest first).
-package publish
+// Package store is the object store every part of the service reads and
+// writes through: raw batches, snapshots, saved registries and usage
+// exports all live in it. Store has three implementations: a local
+// folder, S3-compatible storage through minio-go, and memory for tests;
+// Open builds one from a location and the options it is passed (it reads
+// no environment). Puts are atomic and Update is a compare-and-swap, which
+// is what snapshot publishing (package publish) is built on.
+package store
 
 import (
 	"bytes"
@@ -21,15 +19,15 @@ import (
 )
 
 // ErrNotFound reports that an object does not exist in the store.
-var ErrNotFound = errors.New("publish: object not found")
+var ErrNotFound = errors.New("store: object not found")
 
 // ErrChecksum reports that downloaded or stored data does not match the size
 // or SHA-256 recorded for it.
-var ErrChecksum = errors.New("publish: checksum mismatch")
+var ErrChecksum = errors.New("store: checksum mismatch")
 
 // ErrConflict reports that an Update kept losing to other writers of the
 // same object (MaxUpdateAttempts times).
-var ErrConflict = errors.New("publish: object changed by another writer")
+var ErrConflict = errors.New("store: object changed by another writer")
 
 // MaxUpdateAttempts is how many times an Update reads, calls its function
 // and tries the conditional write before it gives up with ErrConflict.
@@ -74,7 +72,7 @@ type Store interface {
 // validKey reports whether key is usable in every backend: non-empty, no
 // leading or trailing '/', no empty, "." or ".." segments, no backslashes or
 // NUL bytes, and no segment that looks like a Local temp file.
-func validKey(key string) error {
+func ValidKey(key string) error {
 	if key == "" {
 		return errors.New("empty key")
 	}
@@ -87,8 +85,8 @@ func validKey(key string) error {
 			return fmt.Errorf("key %q has an empty segment or a leading/trailing '/'", key)
 		case seg == "." || seg == "..":
 			return fmt.Errorf("key %q has a %q segment", key, seg)
-		case strings.HasPrefix(seg, tempPrefix):
-			return fmt.Errorf("key %q uses the reserved %q prefix", key, tempPrefix)
+		case strings.HasPrefix(seg, TempPrefix):
+			return fmt.Errorf("key %q uses the reserved %q prefix", key, TempPrefix)
 		}
 	}
 	return nil
@@ -98,15 +96,15 @@ func validKey(key string) error {
 func PutFile(ctx context.Context, s Store, key, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("publish: put %s: %w", key, err)
+		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("publish: put %s: %w", key, err)
+		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	if err := s.Put(ctx, key, f, fi.Size()); err != nil {
-		return fmt.Errorf("publish: put %s from %s: %w", key, path, err)
+		return fmt.Errorf("store: put %s from %s: %w", key, path, err)
 	}
 	return nil
 }
@@ -114,7 +112,7 @@ func PutFile(ctx context.Context, s Store, key, path string) error {
 // PutBytes stores b under key.
 func PutBytes(ctx context.Context, s Store, key string, b []byte) error {
 	if err := s.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
-		return fmt.Errorf("publish: put %s: %w", key, err)
+		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	return nil
 }
@@ -124,12 +122,12 @@ func PutBytes(ctx context.Context, s Store, key string, b []byte) error {
 func GetBytes(ctx context.Context, s Store, key string) ([]byte, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("publish: get %s: %w", key, err)
+		return nil, fmt.Errorf("store: get %s: %w", key, err)
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
 	if err != nil {
-		return nil, fmt.Errorf("publish: read %s: %w", key, err)
+		return nil, fmt.Errorf("store: read %s: %w", key, err)
 	}
 	return b, nil
 }

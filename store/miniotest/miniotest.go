@@ -6,19 +6,24 @@ package miniotest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/eodata/eo/internal/proctest"
 )
 
 // Credentials of every server started here.
@@ -241,4 +246,86 @@ func Within(t testing.TB, limit time.Duration, what string, fn func() error) err
 		t.Fatalf("%s still blocked after %s: a hung store stalls the caller", what, limit)
 		return nil
 	}
+}
+
+// shared is the MinIO server every S3 test of one test binary uses: one
+// started on first use (and stopped by StopShared, from TestMain) or the
+// one EO_TEST_MINIO_ENDPOINT names.
+var shared struct {
+	once     sync.Once
+	endpoint string
+	access   string
+	secret   string
+	err      error  // startup failure
+	missing  string // why no server is available (binary not found)
+	server   *Server
+	dir      string
+}
+
+func startShared() {
+	if ep := os.Getenv("EO_TEST_MINIO_ENDPOINT"); ep != "" {
+		shared.endpoint, shared.access, shared.secret = ep, os.Getenv("EO_S3_ACCESS_KEY"), os.Getenv("EO_S3_SECRET_KEY")
+		shared.err = Wait(ep, nil)
+		return
+	}
+	bin := Find()
+	if bin == "" {
+		shared.missing = "minio binary not found on PATH or in GOPATH/bin; " + Hint
+		return
+	}
+	dir, err := os.MkdirTemp("", "eo-minio-")
+	if err != nil {
+		shared.err = err
+		return
+	}
+	shared.dir = dir
+	srv, err := Launch(bin, dir)
+	if err != nil {
+		shared.err = err
+		return
+	}
+	shared.server = srv
+	shared.endpoint, shared.access, shared.secret = srv.Endpoint, AccessKey, SecretKey
+}
+
+// Shared returns the endpoint and credentials of the test binary's shared
+// server. Without a minio binary the test is skipped, or fails when CI is
+// set.
+func Shared(t testing.TB) (endpoint, accessKey, secretKey string) {
+	t.Helper()
+	shared.once.Do(startShared)
+	if shared.missing != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but no MinIO is available: " + shared.missing + " (.ci/run installs it)")
+		}
+		t.Skip(shared.missing + " (.ci/run installs it)")
+	}
+	if shared.err != nil {
+		t.Fatalf("minio: %v", shared.err)
+	}
+	return shared.endpoint, shared.access, shared.secret
+}
+
+// StopShared stops the shared server, if this process started one; call it
+// from TestMain after the tests ran.
+func StopShared() {
+	if shared.server != nil {
+		shared.server.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
+var nonBucketChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Bucket derives a fresh, valid bucket name from the test's name.
+func Bucket(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := nonBucketChars.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return strings.Trim("eo-"+strings.Trim(name, "-"), "-") + "-" + hex.EncodeToString(b[:])
 }

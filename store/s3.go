@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"bytes"
@@ -86,15 +86,15 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	}
 	endpoint = strings.TrimSuffix(endpoint, "/")
 	if endpoint == "" {
-		return nil, errors.New("publish: s3 store: empty endpoint")
+		return nil, errors.New("store: s3 store: empty endpoint")
 	}
 	if o.Bucket == "" {
-		return nil, errors.New("publish: s3 store: empty bucket")
+		return nil, errors.New("store: s3 store: empty bucket")
 	}
 	prefix := strings.Trim(o.Prefix, "/")
 	if prefix != "" {
-		if err := validKey(prefix); err != nil {
-			return nil, fmt.Errorf("publish: s3 store: bad prefix: %w", err)
+		if err := ValidKey(prefix); err != nil {
+			return nil, fmt.Errorf("store: s3 store: bad prefix: %w", err)
 		}
 		prefix += "/"
 	}
@@ -112,7 +112,7 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	}
 	tr, err := minio.DefaultTransport(secure)
 	if err != nil {
-		return nil, fmt.Errorf("publish: s3 store %s: %w", endpoint, err)
+		return nil, fmt.Errorf("store: s3 store %s: %w", endpoint, err)
 	}
 	dialer := &net.Dialer{Timeout: o.IOTimeout, KeepAlive: 30 * time.Second}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -127,7 +127,7 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	client, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: o.Region,
 		Transport: tr, MaxRetries: o.MaxRetries})
 	if err != nil {
-		return nil, fmt.Errorf("publish: s3 store %s: %w", endpoint, err)
+		return nil, fmt.Errorf("store: s3 store %s: %w", endpoint, err)
 	}
 	s := &S3{client: client, bucket: o.Bucket, prefix: prefix, endpoint: endpoint, secure: secure}
 	if o.SkipBucketCheck {
@@ -135,17 +135,17 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	}
 	exists, err := client.BucketExists(ctx, o.Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("publish: s3 store %s: check bucket: %w", s, err)
+		return nil, fmt.Errorf("store: s3 store %s: check bucket: %w", s, err)
 	}
 	if !exists {
 		if !o.CreateBucket {
-			return nil, fmt.Errorf("publish: s3 store %s: bucket %q does not exist", s, o.Bucket)
+			return nil, fmt.Errorf("store: s3 store %s: bucket %q does not exist", s, o.Bucket)
 		}
 		err := client.MakeBucket(ctx, o.Bucket, minio.MakeBucketOptions{Region: o.Region})
 		if err != nil {
 			code := minio.ToErrorResponse(err).Code
 			if code != "BucketAlreadyOwnedByYou" && code != "BucketAlreadyExists" {
-				return nil, fmt.Errorf("publish: s3 store %s: create bucket: %w", s, err)
+				return nil, fmt.Errorf("store: s3 store %s: create bucket: %w", s, err)
 			}
 		}
 	}
@@ -186,8 +186,8 @@ func isS3NotFound(err error) bool {
 
 // Put implements Store.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: s3 put: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: s3 put: %w", err)
 	}
 	if size >= 0 {
 		if sk, ok := r.(io.Seeker); ok {
@@ -195,13 +195,13 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 			cur, err1 := sk.Seek(0, io.SeekCurrent)
 			end, err2 := sk.Seek(0, io.SeekEnd)
 			if err := errors.Join(err1, err2); err != nil {
-				return fmt.Errorf("publish: s3 put %s: measure reader: %w", key, err)
+				return fmt.Errorf("store: s3 put %s: measure reader: %w", key, err)
 			}
 			if _, err := sk.Seek(cur, io.SeekStart); err != nil {
-				return fmt.Errorf("publish: s3 put %s: measure reader: %w", key, err)
+				return fmt.Errorf("store: s3 put %s: measure reader: %w", key, err)
 			}
 			if end-cur != size {
-				return fmt.Errorf("publish: s3 put %s: reader holds %d bytes, want %d", key, end-cur, size)
+				return fmt.Errorf("store: s3 put %s: reader holds %d bytes, want %d", key, end-cur, size)
 			}
 		} else {
 			r = &exactReader{r: r, left: size}
@@ -210,10 +210,10 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	info, err := s.client.PutObject(ctx, s.bucket, s.objectName(key), r, size,
 		minio.PutObjectOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return fmt.Errorf("publish: s3 put %s: %w", key, err)
+		return fmt.Errorf("store: s3 put %s: %w", key, err)
 	}
 	if size >= 0 && info.Size != size {
-		return fmt.Errorf("publish: s3 put %s: stored %d bytes, want %d", key, info.Size, size)
+		return fmt.Errorf("store: s3 put %s: stored %d bytes, want %d", key, info.Size, size)
 	}
 	return nil
 }
@@ -236,38 +236,38 @@ func (e *exactReader) Read(p []byte) (int, error) {
 
 // Get implements Store.
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := validKey(key); err != nil {
-		return nil, fmt.Errorf("publish: s3 get: %w", err)
+	if err := ValidKey(key); err != nil {
+		return nil, fmt.Errorf("store: s3 get: %w", err)
 	}
 	obj, err := s.client.GetObject(ctx, s.bucket, s.objectName(key), minio.GetObjectOptions{})
 	if err != nil {
 		if isS3NotFound(err) {
-			return nil, fmt.Errorf("publish: s3 get %s: %w", key, ErrNotFound)
+			return nil, fmt.Errorf("store: s3 get %s: %w", key, ErrNotFound)
 		}
-		return nil, fmt.Errorf("publish: s3 get %s: %w", key, err)
+		return nil, fmt.Errorf("store: s3 get %s: %w", key, err)
 	}
 	// GetObject is lazy; Stat issues the request so a missing key fails here.
 	if _, err := obj.Stat(); err != nil {
 		obj.Close()
 		if isS3NotFound(err) {
-			return nil, fmt.Errorf("publish: s3 get %s: %w", key, ErrNotFound)
+			return nil, fmt.Errorf("store: s3 get %s: %w", key, ErrNotFound)
 		}
-		return nil, fmt.Errorf("publish: s3 get %s: %w", key, err)
+		return nil, fmt.Errorf("store: s3 get %s: %w", key, err)
 	}
 	return obj, nil
 }
 
 // Stat implements Store.
 func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
-	if err := validKey(key); err != nil {
-		return ObjectInfo{}, fmt.Errorf("publish: s3 stat: %w", err)
+	if err := ValidKey(key); err != nil {
+		return ObjectInfo{}, fmt.Errorf("store: s3 stat: %w", err)
 	}
 	info, err := s.client.StatObject(ctx, s.bucket, s.objectName(key), minio.StatObjectOptions{})
 	if err != nil {
 		if isS3NotFound(err) {
-			return ObjectInfo{}, fmt.Errorf("publish: s3 stat %s: %w", key, ErrNotFound)
+			return ObjectInfo{}, fmt.Errorf("store: s3 stat %s: %w", key, ErrNotFound)
 		}
-		return ObjectInfo{}, fmt.Errorf("publish: s3 stat %s: %w", key, err)
+		return ObjectInfo{}, fmt.Errorf("store: s3 stat %s: %w", key, err)
 	}
 	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified}, nil
 }
@@ -282,7 +282,7 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 		Recursive: true,
 	}) {
 		if o.Err != nil {
-			return nil, fmt.Errorf("publish: s3 list %q: %w", prefix, o.Err)
+			return nil, fmt.Errorf("store: s3 list %q: %w", prefix, o.Err)
 		}
 		key, ok := strings.CutPrefix(o.Key, s.prefix)
 		if !ok || key == "" || strings.HasSuffix(key, "/") {
@@ -296,12 +296,12 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 
 // Delete implements Store.
 func (s *S3) Delete(ctx context.Context, key string) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: s3 delete: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: s3 delete: %w", err)
 	}
 	err := s.client.RemoveObject(ctx, s.bucket, s.objectName(key), minio.RemoveObjectOptions{})
 	if err != nil && !isS3NotFound(err) {
-		return fmt.Errorf("publish: s3 delete %s: %w", key, err)
+		return fmt.Errorf("store: s3 delete %s: %w", key, err)
 	}
 	return nil
 }
@@ -311,8 +311,8 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // were none), and a write refused because the object changed meanwhile
 // (412, or 404 when it was deleted) reads again and calls fn again.
 func (s *S3) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: s3 update: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: s3 update: %w", err)
 	}
 	for attempt := range MaxUpdateAttempts {
 		if attempt > 0 {
@@ -326,7 +326,7 @@ func (s *S3) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte
 		}
 		cur, etag, err := s.getVersion(ctx, key)
 		if err != nil {
-			return fmt.Errorf("publish: s3 update %s: %w", key, err)
+			return fmt.Errorf("store: s3 update %s: %w", key, err)
 		}
 		next, err := fn(cur)
 		if err != nil {
@@ -344,10 +344,10 @@ func (s *S3) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte
 		}
 		if resp := minio.ToErrorResponse(err); resp.StatusCode != http.StatusPreconditionFailed &&
 			resp.Code != "PreconditionFailed" && !(cur != nil && isS3NotFound(err)) {
-			return fmt.Errorf("publish: s3 update %s: %w", key, err)
+			return fmt.Errorf("store: s3 update %s: %w", key, err)
 		}
 	}
-	return fmt.Errorf("publish: s3 update %s: %d attempts: %w", key, MaxUpdateAttempts, ErrConflict)
+	return fmt.Errorf("store: s3 update %s: %d attempts: %w", key, MaxUpdateAttempts, ErrConflict)
 }
 
 // getVersion reads an object and the ETag of what it read (nil, "" when
@@ -395,12 +395,12 @@ type Presigner interface {
 // PresignGet implements Presigner. The URL names the endpoint the store
 // was opened with (EO_S3_ENDPOINT): customers must be able to reach it.
 func (s *S3) PresignGet(ctx context.Context, key string, expiry time.Duration) (*url.URL, error) {
-	if err := validKey(key); err != nil {
-		return nil, fmt.Errorf("publish: s3 presign: %w", err)
+	if err := ValidKey(key); err != nil {
+		return nil, fmt.Errorf("store: s3 presign: %w", err)
 	}
 	u, err := s.client.PresignedGetObject(ctx, s.bucket, s.objectName(key), expiry, nil)
 	if err != nil {
-		return nil, fmt.Errorf("publish: s3 presign %s: %w", key, err)
+		return nil, fmt.Errorf("store: s3 presign %s: %w", key, err)
 	}
 	return u, nil
 }

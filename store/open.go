@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -44,21 +44,21 @@ func open(ctx context.Context, location string, s3 S3Options, lazy bool) (Store,
 func localDir(location string) (string, error) {
 	switch {
 	case location == "":
-		return "", errors.New("publish: open store: empty location")
+		return "", errors.New("store: open store: empty location")
 	case strings.HasPrefix(location, "file://"):
 		u, err := url.Parse(location)
 		if err != nil {
-			return "", fmt.Errorf("publish: open store %q: %w", location, err)
+			return "", fmt.Errorf("store: open store %q: %w", location, err)
 		}
 		if u.Host != "" && u.Host != "localhost" {
-			return "", fmt.Errorf("publish: open store %q: file URLs must not name a host", location)
+			return "", fmt.Errorf("store: open store %q: file URLs must not name a host", location)
 		}
 		if u.Path == "" {
-			return "", fmt.Errorf("publish: open store %q: empty path", location)
+			return "", fmt.Errorf("store: open store %q: empty path", location)
 		}
 		return u.Path, nil
 	case strings.Contains(location, "://"):
-		return "", fmt.Errorf("publish: open store %q: unsupported scheme (want a path, file:// or s3://)", location)
+		return "", fmt.Errorf("store: open store %q: unsupported scheme (want a path, file:// or s3://)", location)
 	}
 	return location, nil
 }
@@ -101,10 +101,10 @@ func openS3(ctx context.Context, location string, o S3Options, lazy bool) (Store
 	rest := strings.TrimPrefix(location, "s3://")
 	bucket, prefix, _ := strings.Cut(rest, "/")
 	if bucket == "" {
-		return nil, fmt.Errorf("publish: open store %q: missing bucket", location)
+		return nil, fmt.Errorf("store: open store %q: missing bucket", location)
 	}
 	if o.Endpoint == "" {
-		return nil, fmt.Errorf("publish: open store %q: no S3 endpoint given", location)
+		return nil, fmt.Errorf("store: open store %q: no S3 endpoint given", location)
 	}
 	o.Bucket, o.Prefix, o.SkipBucketCheck = bucket, prefix, lazy
 	s, err := NewS3(ctx, o)

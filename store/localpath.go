@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/store/miniotest"
 )
 
 // TestUpdateIsACompareAndSwap: writers that each hold their own client of
@@ -37,9 +39,10 @@ func TestUpdateIsACompareAndSwap(t *testing.T) {
 	})
 	t.Run("s3", func(t *testing.T) {
 		first := newTestS3(t, "cas/")
+		ep, ak, sk := miniotest.Shared(t)
 		testUpdate(t, func() Store {
-			s, err := NewS3(context.Background(), S3Options{Endpoint: testMinio.endpoint, Bucket: first.bucket,
-				Prefix: "cas/", AccessKey: testMinio.accessKey, SecretKey: testMinio.secretKey})
+			s, err := NewS3(context.Background(), S3Options{Endpoint: ep, Bucket: first.bucket,
+				Prefix: "cas/", AccessKey: ak, SecretKey: sk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,10 +127,10 @@ func testUpdate(t *testing.T, client func() Store) {
 // that says so, instead of waiting for ever; once the lock is free,
 // Updates go on.
 func TestLocalUpdateWaitsBoundedForAFrozenHolder(t *testing.T) {
-	defer func(w time.Duration) { updateLockWait = w }(updateLockWait)
-	updateLockWait = 200 * time.Millisecond
+	defer func(w time.Duration) { UpdateLockWait = w }(UpdateLockWait)
+	UpdateLockWait = 200 * time.Millisecond
 	s := newTestLocal(t)
-	held, err := os.OpenFile(filepath.Join(s.Dir(), updateLock), os.O_RDWR|os.O_CREATE, 0o644)
+	held, err := os.OpenFile(filepath.Join(s.Dir(), UpdateLock), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"bytes"
@@ -18,15 +18,15 @@ import (
 
 // tempPrefix starts the name of every in-progress file Local writes. List
 // ignores such files and validKey refuses keys that would collide with them.
-const tempPrefix = ".tmp-"
+const TempPrefix = ".tmp-"
 
 // updateLock is the file in the store's folder whose flock an Update holds
 // (named as a temp file: List passes over it and no key can name it).
-const updateLock = tempPrefix + "update.lock"
+const UpdateLock = TempPrefix + "update.lock"
 
 // updateLockWait bounds how long an Update waits for another's lock (an
 // update holds it for one small read and write).
-var updateLockWait = time.Minute
+var UpdateLockWait = time.Minute
 
 // Local is a Store backed by a folder. Each key maps to the file at
 // dir/<key>; Put writes a temp file in the destination folder, syncs it,
@@ -39,14 +39,14 @@ type Local struct {
 // NewLocal returns a store rooted at dir, creating the folder if needed.
 func NewLocal(dir string) (*Local, error) {
 	if dir == "" {
-		return nil, errors.New("publish: local store: empty folder path")
+		return nil, errors.New("store: local store: empty folder path")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("publish: local store %s: %w", dir, err)
+		return nil, fmt.Errorf("store: local store %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("publish: local store: create folder: %w", err)
+		return nil, fmt.Errorf("store: local store: create folder: %w", err)
 	}
 	return &Local{dir: abs}, nil
 }
@@ -60,11 +60,11 @@ func (l *Local) path(key string) string {
 
 // Put implements Store.
 func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: local put: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: local put: %w", err)
 	}
-	if err := writeFileAtomic(ctx, l.path(key), r, size); err != nil {
-		return fmt.Errorf("publish: local put %s: %w", key, err)
+	if err := WriteFileAtomic(ctx, l.path(key), r, size); err != nil {
+		return fmt.Errorf("store: local put %s: %w", key, err)
 	}
 	return nil
 }
@@ -73,30 +73,30 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64) er
 // file in the store's folder, held from the read to the rename: processes
 // on this host sharing the folder take turns.
 func (l *Local) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: local update: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: local update: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(l.dir, updateLock), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(l.dir, UpdateLock), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("publish: local update %s: %w", key, err)
+		return fmt.Errorf("store: local update %s: %w", key, err)
 	}
 	defer f.Close() // and the flock with it
-	lctx, cancel := context.WithTimeout(ctx, updateLockWait)
+	lctx, cancel := context.WithTimeout(ctx, UpdateLockWait)
 	defer cancel()
 	if err := flockWait(lctx, f); err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			// A holder frozen (SIGSTOP) or hung mid-update: say who to look for.
-			return fmt.Errorf("publish: local update %s: another process has held %s for %s (a publisher stopped or hung mid-update?): %w",
-				key, f.Name(), updateLockWait, ErrConflict)
+			return fmt.Errorf("store: local update %s: another process has held %s for %s (a publisher stopped or hung mid-update?): %w",
+				key, f.Name(), UpdateLockWait, ErrConflict)
 		}
-		return fmt.Errorf("publish: local update %s: lock: %w", key, err)
+		return fmt.Errorf("store: local update %s: lock: %w", key, err)
 	}
 	cur, err := os.ReadFile(l.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		cur, err = nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("publish: local update %s: %w", key, err)
+		return fmt.Errorf("store: local update %s: %w", key, err)
 	}
 	next, err := fn(cur)
 	if err != nil {
@@ -135,7 +135,7 @@ func SweepTemp(dir string, cutoff time.Time) (int, error) {
 			}
 			return err
 		}
-		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) || d.Name() == updateLock {
+		if d.IsDir() || !strings.HasPrefix(d.Name(), TempPrefix) || d.Name() == UpdateLock {
 			return nil
 		}
 		fi, err := d.Info()
@@ -153,7 +153,7 @@ func SweepTemp(dir string, cutoff time.Time) (int, error) {
 // writeFileAtomic writes r to dst via a temp file in the same folder: write,
 // fsync, close, rename, fsync folder. On any error the temp file is removed
 // and dst is left as it was.
-func writeFileAtomic(ctx context.Context, dst string, r io.Reader, size int64) (err error) {
+func WriteFileAtomic(ctx context.Context, dst string, r io.Reader, size int64) (err error) {
 	dir := filepath.Dir(dst)
 	var f *os.File
 	// A concurrent Delete may prune a freshly created empty folder; retry.
@@ -161,7 +161,7 @@ func writeFileAtomic(ctx context.Context, dst string, r io.Reader, size int64) (
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create folder: %w", err)
 		}
-		f, err = os.CreateTemp(dir, tempPrefix+filepath.Base(dst)+"-*")
+		f, err = os.CreateTemp(dir, TempPrefix+filepath.Base(dst)+"-*")
 		if err == nil {
 			break
 		}
@@ -215,42 +215,42 @@ func syncDir(dir string) error {
 
 // Get implements Store.
 func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := validKey(key); err != nil {
-		return nil, fmt.Errorf("publish: local get: %w", err)
+	if err := ValidKey(key); err != nil {
+		return nil, fmt.Errorf("store: local get: %w", err)
 	}
 	f, err := os.Open(l.path(key))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
-			return nil, fmt.Errorf("publish: local get %s: %w", key, ErrNotFound)
+			return nil, fmt.Errorf("store: local get %s: %w", key, ErrNotFound)
 		}
-		return nil, fmt.Errorf("publish: local get %s: %w", key, err)
+		return nil, fmt.Errorf("store: local get %s: %w", key, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("publish: local get %s: %w", key, err)
+		return nil, fmt.Errorf("store: local get %s: %w", key, err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("publish: local get %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("store: local get %s: %w", key, ErrNotFound)
 	}
 	return f, nil
 }
 
 // Stat implements Store.
 func (l *Local) Stat(ctx context.Context, key string) (ObjectInfo, error) {
-	if err := validKey(key); err != nil {
-		return ObjectInfo{}, fmt.Errorf("publish: local stat: %w", err)
+	if err := ValidKey(key); err != nil {
+		return ObjectInfo{}, fmt.Errorf("store: local stat: %w", err)
 	}
 	fi, err := os.Stat(l.path(key))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
-			return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, ErrNotFound)
+			return ObjectInfo{}, fmt.Errorf("store: local stat %s: %w", key, ErrNotFound)
 		}
-		return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, err)
+		return ObjectInfo{}, fmt.Errorf("store: local stat %s: %w", key, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return ObjectInfo{}, fmt.Errorf("publish: local stat %s: %w", key, ErrNotFound)
+		return ObjectInfo{}, fmt.Errorf("store: local stat %s: %w", key, ErrNotFound)
 	}
 	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
@@ -269,7 +269,7 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = filepath.Join(l.dir, filepath.FromSlash(path.Clean(prefix[:i])))
 		if !strings.HasPrefix(start, l.dir) {
-			return nil, fmt.Errorf("publish: local list %q: prefix escapes the store", prefix)
+			return nil, fmt.Errorf("store: local list %q: prefix escapes the store", prefix)
 		}
 	}
 	var out []ObjectInfo
@@ -286,7 +286,7 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if strings.HasPrefix(d.Name(), tempPrefix) {
+		if strings.HasPrefix(d.Name(), TempPrefix) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -314,7 +314,7 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("publish: local list %q: %w", prefix, err)
+		return nil, fmt.Errorf("store: local list %q: %w", prefix, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -322,15 +322,15 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 
 // Delete implements Store. Folders left empty are removed too.
 func (l *Local) Delete(ctx context.Context, key string) error {
-	if err := validKey(key); err != nil {
-		return fmt.Errorf("publish: local delete: %w", err)
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("store: local delete: %w", err)
 	}
 	p := l.path(key)
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 		return nil // a folder is not an object
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
-		return fmt.Errorf("publish: local delete %s: %w", key, err)
+		return fmt.Errorf("store: local delete %s: %w", key, err)
 	}
 	// Prune empty parents up to (not including) the root; os.Remove fails
 	// harmlessly on a non-empty folder.
