@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/store"
 )
 

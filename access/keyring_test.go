@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/reload"
 )
 

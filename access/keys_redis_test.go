@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // TestRedisKeysAreSharedByEveryHost: two `eo keys` hosts and two edges'

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // Usage events are buffered per instance: another instance sees them once

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/store"
 )
 

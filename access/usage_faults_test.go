@@ -23,8 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/store"
 )
 
@@ -596,7 +596,7 @@ func TestUsageMetrics(t *testing.T) {
 		e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
 	}
 	get := func() map[string]float64 {
-		out, err := scrape.Values(Metrics(e, x)...)
+		out, err := proctest.Values(Metrics(e, x)...)
 		if err != nil {
 			t.Fatal(err)
 		}

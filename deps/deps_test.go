@@ -91,8 +91,8 @@ var heavy = []struct {
 }{
 	{"DuckDB", []string{"github.com/marcboeker/go-duckdb", "github.com/duckdb/"}, []string{"pipelines"}},
 	{"Fiber", []string{"github.com/gofiber/", "github.com/valyala/fasthttp"}, []string{"edge", "cmd/eo"}},
-	{"minio-go", []string{"github.com/minio/"}, []string{"store", "store/miniotest"}},
-	{"go-redis", []string{"github.com/redis/go-redis"}, []string{"access", "access/redistest", "live", "cmd/eo"}},
+	{"minio-go", []string{"github.com/minio/"}, []string{"store", "internal/testkit/miniotest"}},
+	{"go-redis", []string{"github.com/redis/go-redis"}, []string{"access", "internal/testkit/redistest", "live", "cmd/eo"}},
 }
 
 func TestHeavyImports(t *testing.T) {
@@ -163,12 +163,30 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// TestHelpersStayInTests: the test helpers (internal/testkit: real MinIO and
+// redis-server processes, a generated world, Chromium, process and fault
+// helpers) are imported by tests, by each other, and by the scripts' tools
+// (scripts/...), never by the code the service runs.
+func TestHelpersStayInTests(t *testing.T) {
+	const kit = module + "internal/testkit/"
+	for _, p := range listModule(t) {
+		if strings.HasPrefix(module+p.ImportPath, kit) || strings.HasPrefix(p.ImportPath, "scripts/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, kit) {
+				t.Errorf("%s imports the test helper %s", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
 // envReaders may read the environment: the command's main.go (which hands
 // os.LookupEnv to loadConfig, cmd/eo/config.go, the one place that reads it,
 // into Config), and the test-support packages that find or start a real
 // MinIO or redis-server for tests (GOPATH, CI). An entry is a package or
 // one file of a package.
-var envReaders = []string{"cmd/eo/main.go", "store/miniotest", "access/redistest"}
+var envReaders = []string{"cmd/eo/main.go", "internal/testkit/miniotest", "internal/testkit/redistest"}
 
 // envFuncs are the functions that read the process environment, by package.
 var envFuncs = map[string][]string{

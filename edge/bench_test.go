@@ -24,7 +24,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 const benchEndpoint = "GET /v1/{game}/matches"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"

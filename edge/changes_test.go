@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/tables"

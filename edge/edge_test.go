@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"

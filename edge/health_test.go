@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // healthOf reads /ready: its status code and the counters check.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // meteredServer is a test edge with real keys and a real counters backend.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/publish"
 )
 

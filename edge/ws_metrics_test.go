@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-
 	"github.com/fasthttp/websocket"
+
+	"github.com/eodata/eo/internal/testkit/proctest"
 )
 
 // waitMetrics reads /metrics until every series has its value (a frame is

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/view"
 )

@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-
 	"github.com/fasthttp/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"

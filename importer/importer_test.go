@@ -13,7 +13,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/store"

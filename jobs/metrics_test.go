@@ -12,16 +12,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"
 )
 
-// gather reads collectors (scrape.Values).
+// gather reads collectors (proctest.Values).
 func gather(t *testing.T, cs []prometheus.Collector) map[string]float64 {
 	t.Helper()
-	m, err := scrape.Values(cs...)
+	m, err := proctest.Values(cs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // since lists what h.Since answers ("-" when it refuses).

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // The same suites run against the in-memory and the Redis implementations.

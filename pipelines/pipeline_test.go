@@ -14,7 +14,7 @@ import (
 
 	_ "github.com/marcboeker/go-duckdb/v2"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/testkit/miniotest"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/store/miniotest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eodata/eo/internal/testkit/miniotest"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/store/miniotest"
 )
 
 // TestS3FrozenOrKilledServerFailsFast: with the MinIO process frozen

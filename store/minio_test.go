@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/store/miniotest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
 )
 
 func TestMain(m *testing.M) {

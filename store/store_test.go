@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/store/miniotest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
 )
 
 // failingReader returns data, then err.

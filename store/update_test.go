@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/store/miniotest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
 )
 
 // TestUpdateIsACompareAndSwap: writers that each hold their own client of

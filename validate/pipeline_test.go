@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/importer"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/model"
 	"github.com/eodata/eo/pipelines"

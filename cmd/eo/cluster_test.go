@@ -23,12 +23,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/store/miniotest"
 )
 
 // clusterPlans are the plan limits of the cluster test: a trial allowance

@@ -18,12 +18,12 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/store/miniotest"
 )
 
 // TestMain lets a test run this binary as the eo command in a child process

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/store/miniotest"
 )
 
 // TestTwoJobsHostsNeverMoveThePointerBack runs two `eo jobs` processes,

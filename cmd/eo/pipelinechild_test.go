@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/store"
@@ -277,10 +276,10 @@ func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 	}
 }
 
-// gatherMetrics reads r's metrics (scrape.Values).
+// gatherMetrics reads r's metrics (proctest.Values).
 func gatherMetrics(t *testing.T, r *jobs.Runner) map[string]float64 {
 	t.Helper()
-	m, err := scrape.Values(r.Collectors()...)
+	m, err := proctest.Values(r.Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"

@@ -2,7 +2,8 @@
 // server helpers (MinIO, redis-server) need of the processes they control,
 // a buffer for the output of a process or logger, goroutines that keep
 // the code under test busy (Hammer), a TCP proxy for network faults
-// (Proxy: a slow link, a silent one), and a wait for a condition (Within).
+// (Proxy: a slow link, a silent one), a wait for a condition (Within), and
+// the values of Prometheus metrics (MetricValue, Values).
 package proctest
 
 import (

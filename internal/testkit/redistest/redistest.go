@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/eodata/eo/internal/testkit/proctest"
 )
 
 // Server is a running redis-server that a fault test can freeze (SIGSTOP),
