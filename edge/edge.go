@@ -29,9 +29,9 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/internal/gcpace"
+	"github.com/eodata/eo/internal/tick"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/reload"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
@@ -631,7 +631,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	go s.watch(ctx)
 	if kc, ok := s.o.Auth.(KeyChecker); ok {
-		go reload.Every(ctx, time.Second, func(context.Context) error {
+		go tick.Every(ctx, time.Second, func(context.Context) error {
 			s.live.closeInactive(kc)
 			return nil
 		}, func(error) {})
@@ -640,7 +640,7 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // keepLive keeps the live path subscribed to the feed of Options.Feed
-// until ctx ends (on the service's one reload loop, reload.Every): each
+// until ctx ends (on tick.Every): each
 // second after the subscription failed (Redis down at start: the snapshot
 // serves without the feed meanwhile) or ended (a connection found dead:
 // live.RedisFeed.Idle), and records it for /ready's live_feed. Before, a subscription that
@@ -649,7 +649,7 @@ func (s *Server) Start(ctx context.Context) error {
 // positions: a client resuming across it gets a resync.
 func (s *Server) keepLive(ctx context.Context, subscribed bool) {
 	failing := !subscribed
-	reload.Every(ctx, time.Second, func(context.Context) error {
+	tick.Every(ctx, time.Second, func(context.Context) error {
 		if s.live.tracker.Running() {
 			return nil
 		}
@@ -688,7 +688,7 @@ func (s *Server) loadWithTimeout(ctx context.Context) error {
 // (The snapshot's atomic swap is the view's: swap rebases the live changes
 // onto the new snapshot in the same change.)
 func (s *Server) watch(ctx context.Context) {
-	reload.Every(ctx, s.o.PollInterval, s.loadWithTimeout, func(err error) {
+	tick.Every(ctx, s.o.PollInterval, s.loadWithTimeout, func(err error) {
 		s.metrics.reloadFailed()
 		if !errors.Is(err, tables.ErrCorrupt) { // reject logged it
 			s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
