@@ -92,7 +92,7 @@ var heavy = []struct {
 	{"DuckDB", []string{"github.com/marcboeker/go-duckdb", "github.com/duckdb/"}, []string{"pipelines"}},
 	{"Fiber", []string{"github.com/gofiber/", "github.com/valyala/fasthttp"}, []string{"edge", "cmd/eo"}},
 	{"minio-go", []string{"github.com/minio/"}, []string{"store", "internal/testkit/miniotest"}},
-	{"go-redis", []string{"github.com/redis/go-redis"}, []string{"access", "internal/testkit/redistest", "live", "cmd/eo"}},
+	{"go-redis", []string{"github.com/redis/go-redis"}, []string{"access", "internal/testkit/redistest", "live", "push", "cmd/eo"}},
 }
 
 func TestHeavyImports(t *testing.T) {

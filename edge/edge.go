@@ -30,8 +30,8 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/internal/gcpace"
 	"github.com/eodata/eo/internal/tick"
-	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
@@ -240,7 +240,7 @@ func New(o Options) (*Server, error) {
 		}
 		return 0
 	})
-	s.metrics.registerWS(func() *wsStats { return &s.live.ws }, func() live.HistoryStats { return s.live.hist.Stats() })
+	s.metrics.registerWS(func() *wsStats { return &s.live.ws }, func() push.HistoryStats { return s.live.hist.Stats() })
 	s.metrics.registerChanges(func() int64 { return s.live.changes.size.Load() })
 	if o.Meter != nil {
 		s.metrics.reg.MustRegister(o.Meter.Collectors()...)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -29,10 +30,10 @@ type LiveOptions struct {
 	Feed live.Feed
 	// Tickets stores WebSocket tickets; share one (Redis) between instances
 	// so a ticket minted on one is redeemable on another. Default in-memory.
-	Tickets live.TicketStore
+	Tickets push.TicketStore
 	// Limiter caps concurrent connections per key; share one (Redis) between
 	// instances so the cap holds across them. Default in-memory.
-	Limiter live.ConnLimiter
+	Limiter push.ConnLimiter
 	// ConnLimits is the per-key connection cap per plan (default standard 5,
 	// trial 5, internal 100); a plan not listed gets the standard cap.
 	ConnLimits map[string]int
@@ -58,10 +59,10 @@ type LiveOptions struct {
 
 func (o *LiveOptions) defaults(now func() time.Time) {
 	if o.Tickets == nil {
-		o.Tickets = live.NewMemoryTickets(now)
+		o.Tickets = push.NewMemoryTickets(now)
 	}
 	if o.Limiter == nil {
-		o.Limiter = live.NewMemoryLimiter()
+		o.Limiter = push.NewMemoryLimiter()
 	}
 	if o.ConnLimits == nil {
 		o.ConnLimits = map[string]int{"standard": 5, "trial": 5, "internal": 100}
@@ -95,11 +96,11 @@ func (o *LiveOptions) defaults(now func() time.Time) {
 type liveState struct {
 	s       *Server
 	o       LiveOptions
-	hub     *live.Hub
+	hub     *push.Hub
 	tracker *live.Tracker
 	// hist holds every target's latest updates for resuming clients; used
 	// under the view's writers' lock only (Stats excepted).
-	hist *live.History
+	hist *push.History
 	// changes are the live changes the changes feed serves
 	// (edge/changes_live.go).
 	changes *liveChanges
@@ -113,7 +114,7 @@ type liveState struct {
 
 func newLiveState(s *Server, o LiveOptions) *liveState {
 	o.defaults(s.o.Now)
-	l := &liveState{s: s, o: o, hub: live.NewHub(), hist: live.NewHistory(o.ResumeBuffer), changes: newLiveChanges()}
+	l := &liveState{s: s, o: o, hub: push.NewHub(), hist: push.NewHistory(o.ResumeBuffer), changes: newLiveChanges()}
 	l.tracker = live.NewTracker(&s.view, l.applied)
 	return l
 }

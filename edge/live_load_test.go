@@ -15,6 +15,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 )
 
 // TestLiveLoad measures the live path on loopback: N WebSocket clients
@@ -84,7 +85,7 @@ func liveLoad(t *testing.T, n int) {
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		tok := fmt.Sprintf("%064x", i+1)
-		if err := ls.live.o.Tickets.Put(ctx, tok, live.Ticket{KeyID: "k1", AccountID: "a1", Plan: "standard",
+		if err := ls.live.o.Tickets.Put(ctx, tok, push.Ticket{KeyID: "k1", AccountID: "a1", Plan: "standard",
 			ExpiresAt: ls.now.Add(time.Minute)}, time.Minute); err != nil {
 			t.Fatal(err)
 		}

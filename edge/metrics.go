@@ -16,6 +16,7 @@ import (
 	"github.com/eodata/eo/internal/scrape"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/view"
 )
 
@@ -164,7 +165,7 @@ func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
 
 // registerWS exports the WebSocket channel's counters (edge/ws.go), read
 // through ws when scraped (tests replace the live state after New).
-func (m *metrics) registerWS(ws func() *wsStats, hist func() live.HistoryStats) {
+func (m *metrics) registerWS(ws func() *wsStats, hist func() push.HistoryStats) {
 	m.reg.MustRegister(
 		scrape.Counter("eo_ws_resume_updates_total", "Held updates sent to clients that resumed a subscription with since_seq.", func() float64 { return float64(ws().replayed.Load()) }),
 		scrape.Gauge("eo_ws_resume_buffer_targets", "Targets with updates held on this instance for clients that resume.", func() float64 { return float64(hist().Targets) }),

@@ -20,7 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -39,7 +39,7 @@ func (s *Server) mintWSTicket(c *fiber.Ctx) error {
 	exp := s.o.Now().Add(l.o.TicketTTL).UTC()
 	// The store's TTL only reclaims space; expiry is checked on redemption
 	// against the server clock.
-	if err := l.o.Tickets.Put(c.UserContext(), token, live.Ticket{KeyID: p.KeyID, AccountID: p.AccountID,
+	if err := l.o.Tickets.Put(c.UserContext(), token, push.Ticket{KeyID: p.KeyID, AccountID: p.AccountID,
 		Plan: p.Plan, ExpiresAt: exp}, l.o.TicketTTL+5*time.Second); err != nil {
 		return &APIError{Status: fiber.StatusServiceUnavailable, Code: "unavailable", Message: "tickets are temporarily unavailable; retry with backoff", Cause: err}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"
 )
@@ -593,8 +594,8 @@ func abs(x float64) float64 {
 // redisLive is the live path of an instance sharing rc's Redis with the
 // others: feed, tickets and connection leases.
 func redisLive(rc *redis.Client) LiveOptions {
-	return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-		Limiter: &live.RedisLimiter{Client: rc}}
+	return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+		Limiter: &push.RedisLimiter{Client: rc}}
 }
 
 func TestWSRedisFanOut(t *testing.T) {

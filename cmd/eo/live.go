@@ -11,6 +11,7 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/store"
 )
 
@@ -34,8 +35,8 @@ func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOp
 		// 503) and the edge subscribes to the feed once Redis answers.
 		log.Warn("redis unreachable at start: no WebSocket connections or live updates until it answers", "err", err)
 	}
-	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-		Limiter: &live.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
+	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+		Limiter: &push.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
 }
 
 // localLive configures the embedded default's live source (eo up).

@@ -140,3 +140,17 @@ func Client(t testing.TB) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// Pairs makes each backend's pair of instances for a suite that runs
+// against the in-memory and the Redis implementation: both the one memory
+// value (one process), or two values over one Redis (two instances
+// sharing it).
+func Pairs[T any](memory func() T, overRedis func(*redis.Client) T) map[string]func(*testing.T) (T, T) {
+	return map[string]func(*testing.T) (T, T){
+		"memory": func(*testing.T) (T, T) { v := memory(); return v, v },
+		"redis": func(t *testing.T) (T, T) {
+			c := Client(t)
+			return overRedis(c), overRedis(c)
+		},
+	}
+}

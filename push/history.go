@@ -1,6 +1,10 @@
-package live
+package push
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/eodata/eo/live"
+)
 
 // History holds the latest update frames of every target, numbered by feed
 // position (Event.Seq), so that a WebSocket client that reconnects can be
@@ -46,7 +50,7 @@ func NewHistory(n int) *History {
 func (h *History) Max() int { return h.max }
 
 // sync forgets everything when the feed's numbering restarted.
-func (h *History) sync(at Position) {
+func (h *History) sync(at live.Position) {
 	if at.Epoch == h.epoch {
 		return
 	}
@@ -57,7 +61,7 @@ func (h *History) sync(at Position) {
 // Record holds frame, the update of target numbered seq (at.Seq, the
 // position of the newest event applied); swap marks an update pushed by a
 // snapshot swap. frame is kept: the caller must not modify it.
-func (h *History) Record(target string, frame []byte, swap bool, at Position) {
+func (h *History) Record(target string, frame []byte, swap bool, at live.Position) {
 	h.sync(at)
 	r := h.targets[target]
 	if r == nil {
@@ -85,7 +89,7 @@ func (h *History) Record(target string, frame []byte, swap bool, at Position) {
 
 // Swapped records a snapshot swap at position at.Seq, after the updates it
 // pushed were recorded.
-func (h *History) Swapped(at Position) {
+func (h *History) Swapped(at live.Position) {
 	h.sync(at)
 	h.lastSwap = at.Seq
 }
@@ -98,7 +102,7 @@ func (h *History) Swapped(at Position) {
 // a swap's update (the client may or may not have had it), or, for a target
 // with no frame held, not after the last swap (it may have changed the
 // target unseen).
-func (h *History) Since(target string, n uint64, at Position, each func(frame []byte)) bool {
+func (h *History) Since(target string, n uint64, at live.Position, each func(frame []byte)) bool {
 	h.sync(at)
 	if n > at.Seq || n < at.Horizon {
 		return false
