@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/tables"
 )
@@ -15,7 +16,7 @@ import (
 // The changes feed: GET /v1/{game}/changes?since=<cursor> lists what
 // changed since the cursor, oldest first: first the served snapshot's
 // change log (the pipeline's, SNAPSHOT.md "changes": entries after the
-// cursor's position), then this edge's live changes (liveChanges: the
+// cursor's position), then this edge's live changes (push.Changes: the
 // matches and odds the live path changed, after the cursor's feed
 // position). An entry says which entity to fetch again (or drop, when
 // deleted); a mirror that applies the entries in order holds what a full
@@ -35,23 +36,20 @@ var errCursorExpired = apiErr(fiber.StatusGone, "cursor_expired",
 type changesCursor struct {
 	Pos int64
 	Seq uint64
-	Key changeKey
+	Key push.ChangeKey
 }
 
 // cursorChanges starts a changes cursor's body; list cursors start with
 // cursorV2 or '{', so neither decodes as the other.
 const cursorChanges = 'C'
 
-// keyAll, as a live key's type, is past every change of its seq.
-const keyAll = 0xff
-
 func (cc cursorCodec) encodeChanges(dst []byte, c changesCursor) []byte {
 	cb := cc.bufs.Get().(*cursorBuf)
 	b := append(cb.body[:0], cursorChanges)
 	b = binary.AppendVarint(b, c.Pos)
 	b = binary.AppendUvarint(b, c.Seq)
-	b = append(b, c.Key.typ)
-	b = append(b, c.Key.id[:]...)
+	b = append(b, c.Key.Type)
+	b = append(b, c.Key.ID[:]...)
 	cb.body = b
 	dst = base64.RawURLEncoding.AppendEncode(dst, b)
 	dst = append(dst, '.')
@@ -72,12 +70,12 @@ func (cc cursorCodec) decodeChanges(s string) (c changesCursor, ok bool) {
 		}
 		c.Pos, b = n, b[k:]
 		u, k := binary.Uvarint(b)
-		if k <= 0 || len(b)-k != 1+len(c.Key.id) {
+		if k <= 0 || len(b)-k != 1+len(c.Key.ID) {
 			return false
 		}
 		c.Seq, b = u, b[k:]
-		c.Key.typ = b[0]
-		copy(c.Key.id[:], b[1:])
+		c.Key.Type = b[0]
+		copy(c.Key.ID[:], b[1:])
 		return true
 	})
 	return c, ok
@@ -93,11 +91,11 @@ type changeEntry struct {
 // listChanges serves GET /v1/{game}/changes.
 func (s *Server) listChanges(c *fiber.Ctx) error {
 	log := viewOf(c).Snapshot().Changes()
-	lc := s.live.changes
+	lc := s.push.Changes()
 	since := c.Query("since")
 	if since == "" {
-		seq, _ := lc.head()
-		return s.sendChanges(c, nil, changesCursor{Pos: log.Head(), Seq: seq, Key: changeKey{typ: keyAll}}, false)
+		seq, _ := lc.Head()
+		return s.sendChanges(c, nil, changesCursor{Pos: log.Head(), Seq: seq, Key: push.ChangeKey{Type: push.KeyAll}}, false)
 	}
 	cur, ok := s.cursors.decodeChanges(since)
 	if !ok {
@@ -122,10 +120,10 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 	if !more {
 		// The live changes after the cursor's (after the snapshot's: the
 		// page has room left).
-		var live []liveChange
-		live, more, next.Seq, next.Key = lc.after(cur.Seq, cur.Key, limit-len(out))
+		var live []push.Change
+		live, more, next.Seq, next.Key = lc.After(cur.Seq, cur.Key, limit-len(out))
 		for _, e := range live {
-			out = append(out, changeEntry{typ: changeTypeNames[e.key.typ], kind: "updated", source: "live", id: e.key.id, at: e.at})
+			out = append(out, changeEntry{typ: changeTypeNames[e.Key.Type], kind: "updated", source: "live", id: e.Key.ID, at: e.At})
 		}
 	}
 	s.metrics.changesServed(out)
@@ -133,7 +131,7 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 }
 
 // changeTypeNames name the live changes' entity types.
-var changeTypeNames = map[uint8]string{keyMatch: "match", keyOdds: "odds"}
+var changeTypeNames = map[uint8]string{push.KeyMatch: "match", push.KeyOdds: "odds"}
 
 // sendChanges writes a /changes page: its entries, the cursor after them
 // (always: the feed goes on) and whether more follow at once.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"
 )
@@ -272,7 +273,7 @@ func jsonLine(t *testing.T, m map[string]any) string {
 // match added, the second with that match removed again): after each swap
 // and at the end the mirror equals a fresh full download.
 func TestChangesFeedKeepsAMirrorInSync(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	ts := ls.testServer
 	ctx := context.Background()
 	m, up := liveMatchOf(t, ls)
@@ -326,7 +327,7 @@ func TestChangesFeedKeepsAMirrorInSync(t *testing.T) {
 	var added string
 	swapped := false
 	for i, b := range batches {
-		ls.live.tracker.Apply(b)
+		ls.Push().Tracker().Apply(b)
 		landed = append(landed, b...)
 		mir.sync(t)
 		// The live match, as the mirror holds it, is what REST serves.

@@ -4,7 +4,7 @@
 // request runs SQL, touches the store or takes a lock on the data: a request
 // loads the current view once and reads it. Snapshots are fetched, verified,
 // loaded and swapped in the background; live events change the view
-// through the live path (edge/live.go).
+// through the live path (package push).
 package edge
 
 import (
@@ -92,9 +92,10 @@ type Options struct {
 	// Meter applies plan limits and records usage; nil serves unmetered
 	// (benchmarks only).
 	Meter *access.Meter
-	// Live configures the live path: WebSocket tickets and connections and
-	// the live feed (edge/live.go, edge/ws.go).
-	Live LiveOptions
+	// Live configures the live path: the live feed, WebSocket tickets and
+	// connections (package push). Its Now and Logger default to the
+	// edge's, and its Active to Auth's when Auth is a KeyChecker.
+	Live push.Options
 	// CursorGrace is how long a replaced snapshot keeps serving the pages of
 	// cursors minted on it, so a client paging through sees every row of
 	// one snapshot exactly once even when a new one is swapped in between
@@ -141,9 +142,9 @@ type Server struct {
 	fromCache atomic.Bool
 	// state is what /ready reports of the store and the snapshots.
 	state loadState
-	feed  feedState // the live feed subscription, for /ready
-	// live is the live path (edge/live.go).
-	live *liveState
+	// push is the live path's push side: the feed's tracker, the
+	// WebSocket connections and the live changes of /changes.
+	push *push.Push
 	// pinned are the last views of replaced snapshots still within their
 	// CursorGrace, newest first (an immutable slice, replaced whole);
 	// swaps counts the swaps that pinned one.
@@ -232,16 +233,9 @@ func New(o Options) (*Server, error) {
 		WriteBufferSize: WriteBufferSize,
 	})
 	s.app.Server().Handler = s.knownMethodsOnly(s.app.Server().Handler)
-	s.live = newLiveState(s, o.Live)
+	s.push = push.New(&s.view, s.liveOptions())
 	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)
-	s.metrics.registerLive(s.LiveStats, func() float64 {
-		if v := s.view.Load(); v != nil {
-			return float64(v.Version())
-		}
-		return 0
-	})
-	s.metrics.registerWS(func() *wsStats { return &s.live.ws }, func() push.HistoryStats { return s.live.hist.Stats() })
-	s.metrics.registerChanges(func() int64 { return s.live.changes.size.Load() })
+	s.metrics.reg.MustRegister(s.push.Collectors()...)
 	if o.Meter != nil {
 		s.metrics.reg.MustRegister(o.Meter.Collectors()...)
 	}
@@ -249,6 +243,26 @@ func New(o Options) (*Server, error) {
 	s.routes()
 	return s, nil
 }
+
+// liveOptions are Options.Live with the edge's clock, logger and key
+// checks where it has none of its own.
+func (s *Server) liveOptions() push.Options {
+	lo := s.o.Live
+	if lo.Now == nil {
+		lo.Now = s.o.Now
+	}
+	if lo.Logger == nil {
+		lo.Logger = s.log
+	}
+	if kc, ok := s.o.Auth.(KeyChecker); ok && lo.Active == nil {
+		lo.Active = kc.Active
+	}
+	return lo
+}
+
+// Push is the live path's push side (its tracker, the WebSocket
+// connections).
+func (s *Server) Push() *push.Push { return s.push }
 
 // App exposes the Fiber app (for tests using app.Test).
 func (s *Server) App() *fiber.App { return s.app }
@@ -346,7 +360,7 @@ func (s *Server) swap(next *view.Snapshot) {
 		}
 		// Subscribers get the frames the new snapshot changed once it is
 		// served (Current.Update).
-		return nv, func() { s.live.swapped(cur, nv) }
+		return nv, func() { s.push.Swapped(cur, nv) }
 	})
 	s.metrics.snapshotLoaded(next)
 	s.state.served(next.ID)
@@ -617,62 +631,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("%w (and %v)", err, cerr)
 		}
 	}
-	if s.live.o.Feed != nil {
-		err := s.RunLive(ctx)
-		if err != nil {
-			// The snapshot serves without the feed (Redis down at start):
-			// the live path subscribes once the feed answers.
-			s.log.Warn("live feed unavailable at start: no live updates until it answers; retrying every second", "err", err)
-			s.feed.set("live feed unavailable: " + err.Error())
-		} else {
-			s.feed.set("")
-		}
-		go s.keepLive(ctx, err == nil)
-	}
+	s.push.Start(ctx)
 	go s.watch(ctx)
-	if kc, ok := s.o.Auth.(KeyChecker); ok {
-		go tick.Every(ctx, time.Second, func(context.Context) error {
-			s.live.closeInactive(kc)
-			return nil
-		}, func(error) {})
-	}
 	return nil
-}
-
-// keepLive keeps the live path subscribed to the feed of Options.Feed
-// until ctx ends (on tick.Every): each
-// second after the subscription failed (Redis down at start: the snapshot
-// serves without the feed meanwhile) or ended (a connection found dead:
-// live.RedisFeed.Idle), and records it for /ready's live_feed. Before, a subscription that
-// ended was never made again, and the edge showed no live change until it
-// restarted. Events published in between are a gap in the feed's
-// positions: a client resuming across it gets a resync.
-func (s *Server) keepLive(ctx context.Context, subscribed bool) {
-	failing := !subscribed
-	tick.Every(ctx, time.Second, func(context.Context) error {
-		if s.live.tracker.Running() {
-			return nil
-		}
-		if subscribed {
-			s.log.Warn("live feed subscription ended (its connection closed or went silent); subscribing again")
-			s.feed.set("the live feed subscription ended (its connection closed or went silent); subscribing again")
-			subscribed = false
-		}
-		if err := s.RunLive(ctx); err != nil {
-			if !failing {
-				s.log.Warn("live feed unavailable: no live updates until it answers; retrying every second", "err", err)
-				failing = true
-			}
-			s.feed.set("live feed unavailable: " + err.Error())
-			return nil
-		}
-		if failing {
-			s.log.Info("live feed subscribed")
-		}
-		s.feed.set("")
-		subscribed, failing = true, false
-		return nil
-	}, func(error) {})
 }
 
 // loadWithTimeout is Load bounded by Options.ReloadTimeout, so a store that

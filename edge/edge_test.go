@@ -22,6 +22,7 @@ import (
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
@@ -97,22 +98,36 @@ type testServer struct {
 
 func newTestServer(t testing.TB) *testServer {
 	t.Helper()
-	return loadedTestServer(t, fixtureStore(t), &testAuth{keys: map[string]access.Principal{
+	return liveTestServer(t, fixtureStore(t), push.Options{})
+}
+
+// liveTestServer is newTestServer on st with the live path configured by
+// o.
+func liveTestServer(t testing.TB, st *store.Local, o push.Options) *testServer {
+	t.Helper()
+	return startTestServer(t, st, &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
 		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
-	}}, nil)
+	}}, nil, o)
 }
 
 // loadedTestServer builds an unmetered edge on st with auth and loads its
 // snapshot; now is the clock (nil: the testServer's settable now).
 func loadedTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time) *testServer {
 	t.Helper()
+	return startTestServer(t, st, auth, now, push.Options{})
+}
+
+// startTestServer is loadedTestServer with the live path configured by
+// live.
+func startTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time, live push.Options) *testServer {
+	t.Helper()
 	ts := &testServer{store: st, now: fixtureNow}
 	if now == nil {
 		now = func() time.Time { return ts.now }
 	}
 	srv, err := New(Options{Store: st, Auth: auth, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"),
-		Now: now, Logger: quietLog})
+		Now: now, Logger: quietLog, Live: live})
 	if err != nil {
 		t.Fatal(err)
 	}

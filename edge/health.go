@@ -39,6 +39,16 @@ func CheckOf(h access.Health) Check {
 	return c
 }
 
+// stateCheck is the Check of a dependency whose problem ("" when it has
+// none) is as of since.
+func stateCheck(required bool, problem string, since time.Time) Check {
+	c := Check{OK: problem == "", Required: required, Since: since.UTC().Format(time.RFC3339)}
+	if problem != "" {
+		c.Error = &problem
+	}
+	return c
+}
+
 // healthChecks are /ready's checks: Options.Health, the edge's own "snapshot" (required: a
 // snapshot is served) and "store" (not required: the store answers and the
 // served snapshot is its newest good one), with a feed configured
@@ -48,8 +58,11 @@ func (s *Server) healthChecks() map[string]HealthCheck {
 	checks := make(map[string]HealthCheck, len(s.o.Health)+3)
 	checks["snapshot"] = s.state.snapshotCheck
 	checks["store"] = func() Check { return s.state.storeCheck(s.fromCache.Load()) }
-	if s.live != nil && s.live.o.Feed != nil {
-		checks["live_feed"] = s.feed.check
+	if s.push.HasFeed() {
+		checks["live_feed"] = func() Check {
+			problem, since := s.push.FeedState()
+			return stateCheck(false, problem, since)
+		}
 	}
 	for name, f := range s.o.Health {
 		checks[name] = f

@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,9 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/eodata/eo/internal/scrape"
-	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/view"
 )
 
@@ -127,13 +124,6 @@ func (m *metrics) registerConns(open func() float64, max int) {
 	)
 }
 
-// registerChanges exports the size of the live changes /changes serves
-// (edge/changes_live.go), read through held when scraped.
-func (m *metrics) registerChanges(held func() int64) {
-	m.reg.MustRegister(scrape.Gauge("eo_changes_live_entries", "Live changes (matches and odds, the latest of each) held on this instance for /changes.",
-		func() float64 { return float64(held()) }))
-}
-
 // changesServed counts the entries of a /changes page.
 func (m *metrics) changesServed(es []changeEntry) {
 	for i := range es {
@@ -142,58 +132,6 @@ func (m *metrics) changesServed(es []changeEntry) {
 		} else {
 			m.changesSnapshot.Add(1)
 		}
-	}
-}
-
-// registerLive exports the live path's counters (read when scraped).
-func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
-	m.reg.MustRegister(
-		scrape.Counter("eo_live_events_total", "Live feed events applied to the served view.", func() float64 { return float64(stats().Events) }),
-		scrape.Counter("eo_live_events_dropped_total", "Live feed events for matches the snapshot does not know.", func() float64 { return float64(stats().DroppedEvents) }),
-		scrape.Counter("eo_live_lines_withheld_total", "Live eo_market lines not served because they count fewer books than the snapshot's line of their series (the edge has not seen every book price since it started, or an instant's prices arrived in two batches and this was the first); the snapshot's line is served meanwhile.", func() float64 { return float64(stats().WithheldLines) }),
-		scrape.Gauge("eo_live_matches", "Matches with live state or odds lines newer than the served snapshot.", func() float64 { return float64(stats().OverlayMatches) }),
-		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
-		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),
-	)
-	for _, why := range slices.Concat(live.RejectReasons, live.PriceRejectReasons) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_live_events_rejected_total", Help: "Live score and price events (reason \"map: …\": a finished map of a score event) refused because the next pipeline run would quarantine what they land as, by the pipeline's reason.",
-			ConstLabels: prometheus.Labels{"reason": why},
-		}, func() float64 { return float64(stats().RejectedEvents[why]) }))
-	}
-}
-
-// registerWS exports the WebSocket channel's counters (edge/ws.go), read
-// through ws when scraped (tests replace the live state after New).
-func (m *metrics) registerWS(ws func() *wsStats, hist func() push.HistoryStats) {
-	m.reg.MustRegister(
-		scrape.Counter("eo_ws_resume_updates_total", "Held updates sent to clients that resumed a subscription with since_seq.", func() float64 { return float64(ws().replayed.Load()) }),
-		scrape.Gauge("eo_ws_resume_buffer_targets", "Targets with updates held on this instance for clients that resume.", func() float64 { return float64(hist().Targets) }),
-		scrape.Gauge("eo_ws_resume_buffer_frames", "Update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Frames) }),
-		scrape.Gauge("eo_ws_resume_buffer_bytes", "Bytes of the update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Bytes) }),
-		scrape.Counter("eo_ws_connections_total", "WebSocket connections admitted on this instance (past the per-key cap).", func() float64 { return float64(ws().accepted.Load()) }),
-		scrape.Counter("eo_ws_frames_dropped_total", "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).", func() float64 { return float64(ws().dropped.Load()) }),
-		scrape.Counter("eo_ws_slow_consumer_closes_total", "WebSocket connections cut off as slow consumers.", func() float64 { return float64(ws().slowCloses.Load()) }),
-		scrape.Counter("eo_ws_revoked_key_closes_total", "WebSocket connections closed because their key was revoked or expired.", func() float64 { return float64(ws().revokedCloses.Load()) }),
-		scrape.Gauge("eo_ws_subscriptions", "Subscriptions (connection, target) held by the open WebSocket connections.", func() float64 { return float64(ws().subs.Load()) }),
-	)
-	for k := range numFrameKinds {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_frames_sent_total", Help: "Frames written to WebSocket clients, by type.",
-			ConstLabels: prometheus.Labels{"type": frameKindNames[k]},
-		}, func() float64 { return float64(ws().sent[k].Load()) }))
-	}
-	for i, outcome := range resumeOutcomes {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_resumes_total", Help: "Subscribes with since_seq, by outcome: replayed (every update after since_seq was held and sent), resync (a snapshot frame with resync true).",
-			ConstLabels: prometheus.Labels{"outcome": outcome},
-		}, func() float64 { return float64(ws().resumes[i].Load()) }))
-	}
-	for i, reason := range refuseReasons {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_connections_refused_total", Help: "WebSocket handshakes refused after the upgrade, by reason: connection_limit (the key's cap), unavailable (the connection leases could not be reached).",
-			ConstLabels: prometheus.Labels{"reason": reason},
-		}, func() float64 { return float64(ws().refused[i].Load()) }))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/zeebo/xxh3"
 )
 
@@ -18,7 +19,7 @@ import (
 // query is a miss; a live change makes a new view whose pages are assembled afresh,
 // so the next request after the WebSocket update shows the change.
 func TestPageCache(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	hits := func() uint64 { return ls.metrics.pageCacheHits.Load() }
 	misses := func() uint64 { return ls.metrics.pageCacheMisses.Load() }
@@ -171,7 +172,7 @@ func TestPageCacheFollowsTheClock(t *testing.T) {
 // kept or not, reads the same as one built on the new view without the
 // cache.
 func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	var other *Match
 	for i := range ls.snap().Matches() {

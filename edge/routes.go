@@ -84,7 +84,7 @@ func (s *Server) routes() {
 	app.Get("/docs", staticHandler(fiber.MIMETextHTMLCharsetUTF8, docsStatic))
 	app.Get("/", staticHandler(fiber.MIMETextHTMLCharsetUTF8, consoleStatic, "Content-Security-Policy", consoleCSP))
 	app.Get("/favicon.ico", staticHandler("image/x-icon", faviconStatic))
-	// Live path (edge/ws.go, edge/live.go): the WebSocket handshake sits
+	// Live path (edge/ws.go, package push): the WebSocket handshake sits
 	// outside /v1/:game; the ticket mint inside it.
 	app.Get("/v1/ws", s.wsHandshake())
 	for _, p := range []string{"/health", "/ready", "/metrics", "/openapi.yaml", "/docs", "/", "/favicon.ico", "/v1/ws"} {

@@ -95,39 +95,3 @@ func (l *loadState) storeCheck(fromCache bool) Check {
 	}
 	return c
 }
-
-// feedState is the live feed subscription's state for /ready's
-// "live_feed" (keepLive writes it).
-type feedState struct {
-	mu    sync.Mutex
-	err   string // "" while subscribed
-	since time.Time
-}
-
-// set records the subscription's state: subscribed (err "") or not, why.
-func (f *feedState) set(err string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if (err == "") != (f.err == "") || f.since.IsZero() {
-		f.since = time.Now()
-	}
-	f.err = err
-}
-
-// check is /ready's "live_feed": not required (REST serves the snapshot
-// without it); failing while the live path is not subscribed to its feed,
-// so live scores and odds stand still.
-func (f *feedState) check() Check {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	since := f.since
-	if since.IsZero() {
-		since = time.Now()
-	}
-	c := Check{OK: f.err == "", Since: since.UTC().Format(time.RFC3339)}
-	if f.err != "" {
-		e := f.err
-		c.Error = &e
-	}
-	return c
-}

@@ -36,16 +36,15 @@ type liveServer struct {
 	feed live.Feed
 }
 
-func newLiveServer(t testing.TB, o LiveOptions) *liveServer {
+func newLiveServer(t testing.TB, o push.Options) *liveServer {
 	t.Helper()
-	ts := newTestServer(t)
 	if o.Feed == nil {
 		o.Feed = live.NewMemoryFeed()
 	}
-	ts.Server.live = newLiveState(ts.Server, o)
+	ts := liveTestServer(t, fixtureStore(t), o)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := ts.RunLive(ctx); err != nil {
+	if err := ts.Push().RunLive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -223,7 +222,7 @@ func sentinelOf(ls *liveServer, m *Match) string {
 }
 
 func TestWSTicketSingleUseAndExpiry(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	tok := ls.mint(t, goodKey)
 	c, _, err := ls.dial(t, "token="+tok)
 	if err != nil {
@@ -273,12 +272,12 @@ func TestWSTicketSingleUseAndExpiry(t *testing.T) {
 }
 
 func TestWSConnectionCap(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	var conns []*wsClient
 	for i := 0; i < 5; i++ {
 		conns = append(conns, ls.open(t))
 	}
-	waitFor(t, "5 connections", func() bool { return ls.LiveStats().Connections == 5 })
+	waitFor(t, "5 connections", func() bool { return ls.Push().Stats().Connections == 5 })
 	sixth := ls.open(t)
 	f, err := sixth.read()
 	if err != nil || f.Type != "error" || f.Code != "connection_limit" {
@@ -292,7 +291,7 @@ func TestWSConnectionCap(t *testing.T) {
 	// The refused connection holds no slot; closing one frees a slot at once.
 	conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	conns[0].c.Close()
-	waitFor(t, "the slot to be freed", func() bool { return ls.LiveStats().Connections == 4 })
+	waitFor(t, "the slot to be freed", func() bool { return ls.Push().Stats().Connections == 4 })
 	again := ls.open(t)
 	again.send(map[string]string{"type": "subscribe", "target": "match:" + ls.snap().Matches()[0].ID.String()})
 	again.expect("subscribed", "match:"+ls.snap().Matches()[0].ID.String())
@@ -315,10 +314,10 @@ const (
 )
 
 func TestWSPingTimeout(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{PingInterval: 40 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
+	ls := newLiveServer(t, push.Options{PingInterval: 40 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
 	answering := ls.open(t)
 	silent := ls.open(t) // never reads, so never answers a ping
-	waitFor(t, "2 connections", func() bool { return ls.LiveStats().Connections == 2 })
+	waitFor(t, "2 connections", func() bool { return ls.Push().Stats().Connections == 2 })
 	// The answering client reads (its library answers pings while reading).
 	go func() {
 		for {
@@ -327,9 +326,9 @@ func TestWSPingTimeout(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "the silent client to be closed", func() bool { return ls.LiveStats().Connections == 1 })
+	waitFor(t, "the silent client to be closed", func() bool { return ls.Push().Stats().Connections == 1 })
 	time.Sleep(600 * time.Millisecond) // two time-outs later the answering client is still there
-	if n := ls.LiveStats().Connections; n != 1 {
+	if n := ls.Push().Stats().Connections; n != 1 {
 		t.Fatalf("connections %d, want the answering one", n)
 	}
 	if !silent.closed(2 * time.Second) {
@@ -338,7 +337,7 @@ func TestWSPingTimeout(t *testing.T) {
 }
 
 func TestWSSlowConsumer(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{WriteTimeout: 500 * time.Millisecond})
+	ls := newLiveServer(t, push.Options{WriteTimeout: 500 * time.Millisecond})
 	m, up := liveMatchOf(t, ls)
 	target := "match:" + m.ID.String()
 	fast := ls.open(t)
@@ -421,7 +420,7 @@ func TestWSSlowConsumer(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the fast client stalled")
 	}
-	waitFor(t, "the slow client to be cut off", func() bool { return ls.LiveStats().Connections == 1 })
+	waitFor(t, "the slow client to be cut off", func() bool { return ls.Push().Stats().Connections == 1 })
 	// The slow_consumer error frame is best effort: it queues behind
 	// megabytes the client never read, so it is not asserted here.
 }
@@ -429,7 +428,7 @@ func TestWSSlowConsumer(t *testing.T) {
 func intp(v int) *int { return &v }
 
 func TestWSEndToEnd(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
 	c := ls.open(t)
@@ -593,8 +592,8 @@ func abs(x float64) float64 {
 
 // redisLive is the live path of an instance sharing rc's Redis with the
 // others: feed, tickets and connection leases.
-func redisLive(rc *redis.Client) LiveOptions {
-	return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+func redisLive(rc *redis.Client) push.Options {
+	return push.Options{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
 		Limiter: &push.RedisLimiter{Client: rc}}
 }
 
@@ -649,7 +648,7 @@ func TestWSRedisFanOut(t *testing.T) {
 // The metering rules of the ticket mint (the lead's middleware): sandbox keys
 // get 403 sandbox_scope, and a mint draws a bucket token but no quota.
 func TestWSTicketMetering(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	counters, err := access.OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -698,7 +697,7 @@ func (noAccounts) GetAccount(id string) (access.Account, error) {
 // then a close frame (1008, reason slow_consumer), not a dropped
 // connection: the frames queued before it still arrive in order.
 func TestSlowConsumerGetsACloseFrame(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{SendQueue: 8})
+	ls := newLiveServer(t, push.Options{SendQueue: 8})
 	m, _ := liveMatchOf(t, ls)
 	target := "match:" + m.ID.String()
 	c := ls.open(t)
@@ -710,8 +709,8 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 	// faster than the writer drains it overflow it within a few (each
 	// write takes a system call).
 	frame := []byte(`{"type":"update","target":"` + target + `","data":{}}`)
-	for i := 0; i < 1_000_000 && ls.Server.live.hub.Broadcast(target, frame) > 0; i++ {
-		if !ls.Server.live.hub.Has(target) {
+	for i := 0; i < 1_000_000 && ls.Push().Hub().Broadcast(target, frame) > 0; i++ {
+		if !ls.Push().Hub().Has(target) {
 			break
 		}
 	}
@@ -750,7 +749,7 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 // for its own requests, whatever the queue size).
 func TestUnpacedSubscribesPastTheCap(t *testing.T) {
 	const limit, frames = 5, 2000
-	ls := newLiveServer(t, LiveOptions{MaxSubscriptions: limit, SendQueue: 8})
+	ls := newLiveServer(t, push.Options{MaxSubscriptions: limit, SendQueue: 8})
 	var targets []string
 	for _, m := range ls.snap().Matches()[:10] {
 		targets = append(targets, "match:"+m.ID.String(), "odds:"+m.ID.String())
@@ -810,10 +809,10 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 		300*time.Millisecond, 300*time.Millisecond
 	proxied := redis.NewClient(opt)
 	defer proxied.Close()
-	ls := newLiveServer(t, LiveOptions{Feed: &live.RedisFeed{Client: proxied, Idle: 200 * time.Millisecond}})
+	ls := newLiveServer(t, push.Options{Feed: &live.RedisFeed{Client: proxied, Idle: 200 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go ls.Server.keepLive(ctx, true)
+	ls.Push().Start(ctx)
 	m, up := liveMatchOf(t, ls)
 	pub := &live.RedisFeed{Client: direct}
 	scoreShows := func(a int, at time.Time) {
@@ -831,11 +830,11 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	}
 	scoreShows(0, fixtureNow.Add(time.Hour))
 	link.Blackhole()
-	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.live.tracker.Running() }) {
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Push().Tracker().Running() }) {
 		t.Fatal("the subscription over the silent link never ended")
 	}
 	// /ready's live_feed fails while the live path is not subscribed.
-	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Server.feed.check().OK }) {
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !liveFeedCheck(t, ls.testServer).OK }) {
 		t.Fatal("live_feed stayed ok while the subscription was down")
 	}
 	time.Sleep(2 * time.Second) // attempts through the silent link fail
@@ -852,7 +851,21 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	}) {
 		t.Fatal("the live path never subscribed again: REST never showed the score published after the link came back")
 	}
-	if c := ls.Server.feed.check(); !c.OK || c.Required {
+	if c := liveFeedCheck(t, ls.testServer); !c.OK || c.Required {
 		t.Fatalf("live_feed after the link came back: %+v", c)
 	}
+}
+
+// liveFeedCheck is /ready's live_feed check.
+func liveFeedCheck(t *testing.T, ts *testServer) Check {
+	t.Helper()
+	var h readyBody
+	if r := ts.get(t, "/ready", "-"); json.Unmarshal(r.body, &h) != nil {
+		t.Fatalf("/ready: %d %s", r.status, r.body)
+	}
+	c, ok := h.Checks["live_feed"]
+	if !ok {
+		t.Fatalf("/ready has no live_feed check: %+v", h)
+	}
+	return c
 }

@@ -1,7 +1,3 @@
-// Package push is the WebSocket side of the live path: the per-target
-// fan-out of frames to subscribers (Hub), the latest updates of every
-// target held for clients that resume (History), the WebSocket tickets
-// and the per-key connection caps, in memory or shared through Redis.
 package push
 
 import "sync"

@@ -21,13 +21,13 @@ import (
 // redeemed on another, the per-key cap holds across them); without it the
 // in-memory defaults apply (one instance). The returned func closes the
 // Redis client.
-func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOptions, func(), error) {
+func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (push.Options, func(), error) {
 	if cfg.RedisURL == "" {
-		return edge.LiveOptions{}, func() {}, nil
+		return push.Options{}, func() {}, nil
 	}
 	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
-		return edge.LiveOptions{}, nil, err
+		return push.Options{}, nil, err
 	}
 	rc := redis.NewClient(ro)
 	if err := rc.Ping(ctx).Err(); err != nil {
@@ -35,7 +35,7 @@ func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOp
 		// 503) and the edge subscribes to the feed once Redis answers.
 		log.Warn("redis unreachable at start: no WebSocket connections or live updates until it answers", "err", err)
 	}
-	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+	return push.Options{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
 		Limiter: &push.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
 }
 
@@ -60,7 +60,7 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st store.Store, work 
 		return nil
 	}
 	feed := live.NewMemoryFeed()
-	if err := srv.AttachFeed(ctx, feed); err != nil {
+	if err := srv.Push().AttachFeed(ctx, feed); err != nil {
 		return err
 	}
 	landing := "off"
@@ -77,7 +77,7 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st store.Store, work 
 		ll.speed = 1
 	}
 	refill := &fixtureRefill{st: st, work: work, log: log}
-	rp := &live.Replay{Feed: feed, Next: srv.ReplaySource(), Slots: ll.slots,
+	rp := &live.Replay{Feed: feed, Next: srv.Push().ReplaySource(), Slots: ll.slots,
 		RoundEvery: time.Duration(float64(3*time.Second) / ll.speed), Seed: uint64(time.Now().UnixNano()),
 		Started: func(m live.ReplayMatch) {
 			log.Info("live replay: match starts", "upstream_id", m.UpstreamID, "status", m.Status, "best_of", m.BestOf)

@@ -1,4 +1,4 @@
-package edge
+package push
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/eodata/eo/view"
 )
 
-// liveChanges are the live path's changes on this edge, for the changes
+// Changes are the live path's changes on this edge, for the changes
 // feed: the matches and odds each applied batch changed, at the batch's
 // feed position (Event.Seq, shared by every instance of one feed). Only an
 // entity's latest change is kept (an earlier one is superseded: the client
@@ -25,71 +25,74 @@ import (
 // after it: changes this edge did not apply are not in what it serves
 // either, and reach it by the next snapshot (announced by its change log)
 // or the next event of the match.
-type liveChanges struct {
+type Changes struct {
 	mu      sync.RWMutex
-	entries []liveChange // ascending (seq, key); dead ones superseded
-	index   map[changeKey]int
+	entries []Change // ascending (seq, key); dead ones superseded
+	index   map[ChangeKey]int
 	dead    int
 	last    uint64       // the feed position of the newest change recorded
 	size    atomic.Int64 // live entries, for /metrics
 }
 
-// changeKey is a live change's entity: a match, or a match's odds.
-type changeKey struct {
-	typ uint8
-	id  tables.ID
+// ChangeKey is a live change's entity: a match, or a match's odds.
+type ChangeKey struct {
+	Type uint8 // KeyMatch, KeyOdds; KeyAll in a position: past every change of its seq
+	ID   tables.ID
 }
 
+// The entity types of a ChangeKey.
 const (
-	keyMatch uint8 = 1
-	keyOdds  uint8 = 2
+	KeyMatch uint8 = 1
+	KeyOdds  uint8 = 2
+	// KeyAll, in a position, is past every change of its seq.
+	KeyAll uint8 = 0xff
 )
 
-func (k changeKey) less(o changeKey) bool {
-	if k.typ != o.typ {
-		return k.typ < o.typ
+func (k ChangeKey) less(o ChangeKey) bool {
+	if k.Type != o.Type {
+		return k.Type < o.Type
 	}
-	return bytes.Compare(k.id[:], o.id[:]) < 0
+	return bytes.Compare(k.ID[:], o.ID[:]) < 0
 }
 
-type liveChange struct {
-	seq  uint64
-	key  changeKey
-	at   time.Time
+type Change struct {
+	Seq  uint64
+	Key  ChangeKey
+	At   time.Time
 	dead bool
 }
 
 // after reports whether e comes after position (seq, key).
-func (e *liveChange) after(seq uint64, key changeKey) bool {
-	return e.seq > seq || e.seq == seq && key.less(e.key)
+func (e *Change) after(seq uint64, key ChangeKey) bool {
+	return e.Seq > seq || e.Seq == seq && key.less(e.Key)
 }
 
-func newLiveChanges() *liveChanges { return &liveChanges{index: map[changeKey]int{}} }
+func newChanges() *Changes { return &Changes{index: map[ChangeKey]int{}} }
 
 // record holds a batch's changes (each at the feed position of the event
 // that made it, all after the previous batch's) and the batch's position
 // seq (called under the view's writers' lock, after the batch's view is
 // served: a client that reads the change fetches that view or a newer one).
-func (l *liveChanges) record(seq uint64, at time.Time, changes []liveChange) {
+func (l *Changes) record(seq uint64, at time.Time, changes []Change) {
 	if len(changes) == 0 {
 		return
 	}
 	changes = slices.Clone(changes)
-	slices.SortFunc(changes, func(a, b liveChange) int {
+	slices.SortFunc(changes, func(a, b Change) int {
 		switch {
-		case a.key.less(b.key):
+		case a.Key.less(b.Key):
 			return -1
-		case b.key.less(a.key):
+		case b.Key.less(a.Key):
 			return 1
 		}
-		return cmpU64(b.seq, a.seq) // a key's latest first
+		return cmpU64(b.Seq, a.Seq) // a key's latest first
 	})
-	changes = slices.CompactFunc(changes, func(a, b liveChange) bool { return a.key == b.key })
-	slices.SortFunc(changes, func(a, b liveChange) int {
-		if a.seq != b.seq {
-			return cmpU64(a.seq, b.seq)
+	changes = slices.CompactFunc(changes, func(a, b Change) bool { return a.Key == b.Key })
+	slices.SortFunc(changes, func(a, b Change) int {
+		if a.Seq != b.Seq {
+			return cmpU64(a.Seq, b.Seq)
 		}
-		if a.key.less(b.key) {
+		if a.Key.less(b.Key) {
 			return -1
 		}
 		return 1
@@ -100,24 +103,24 @@ func (l *liveChanges) record(seq uint64, at time.Time, changes []liveChange) {
 		// The feed's numbering restarted: positions before it mean
 		// nothing now (a client's cursor ahead of them reads the changes
 		// once the numbering passes it; snapshots heal the rest).
-		l.entries, l.index, l.dead = nil, map[changeKey]int{}, 0
+		l.entries, l.index, l.dead = nil, map[ChangeKey]int{}, 0
 		l.size.Store(0)
 	}
 	l.last = seq
 	start := len(l.entries)
 	for _, c := range changes {
-		if i, ok := l.index[c.key]; ok {
+		if i, ok := l.index[c.Key]; ok {
 			l.entries[i].dead = true
 			l.dead++
 			l.size.Add(-1)
 		}
-		l.index[c.key] = len(l.entries)
-		l.entries = append(l.entries, liveChange{seq: c.seq, key: c.key, at: at})
+		l.index[c.Key] = len(l.entries)
+		l.entries = append(l.entries, Change{Seq: c.Seq, Key: c.Key, At: at})
 		l.size.Add(1)
 	}
 	// Entries recorded at the same position before (none from the
 	// tracker: every batch moves the position) stay in key order.
-	if start > 0 && !l.entries[start].after(l.entries[start-1].seq, l.entries[start-1].key) {
+	if start > 0 && !l.entries[start].after(l.entries[start-1].Seq, l.entries[start-1].Key) {
 		l.compact(true)
 	} else if l.dead > 1024 && l.dead > len(l.entries)/2 {
 		l.compact(false)
@@ -126,7 +129,7 @@ func (l *liveChanges) record(seq uint64, at time.Time, changes []liveChange) {
 
 // compact drops the dead entries (and, with sortAll, puts the entries back
 // in (seq, key) order); under the writers' lock.
-func (l *liveChanges) compact(sortAll bool) {
+func (l *Changes) compact(sortAll bool) {
 	out := l.entries[:0]
 	for _, e := range l.entries {
 		if !e.dead {
@@ -136,20 +139,20 @@ func (l *liveChanges) compact(sortAll bool) {
 	clear(l.entries[len(out):])
 	l.entries, l.dead = out, 0
 	if sortAll {
-		slices.SortStableFunc(l.entries, func(a, b liveChange) int {
+		slices.SortStableFunc(l.entries, func(a, b Change) int {
 			switch {
-			case a.seq != b.seq:
-				return cmpU64(a.seq, b.seq)
-			case a.key.less(b.key):
+			case a.Seq != b.Seq:
+				return cmpU64(a.Seq, b.Seq)
+			case a.Key.less(b.Key):
 				return -1
-			case b.key.less(a.key):
+			case b.Key.less(a.Key):
 				return 1
 			}
 			return 0
 		})
 	}
 	for i, e := range l.entries {
-		l.index[e.key] = i
+		l.index[e.Key] = i
 	}
 }
 
@@ -165,14 +168,14 @@ func cmpU64(a, b uint64) int {
 
 // drop forgets the changes of matches keep rejects (at a snapshot swap:
 // the matches the new snapshot does not have).
-func (l *liveChanges) drop(keep func(id tables.ID) bool) {
+func (l *Changes) drop(keep func(id tables.ID) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
 	for i := range l.entries {
-		if e := &l.entries[i]; !e.dead && !keep(e.key.id) {
+		if e := &l.entries[i]; !e.dead && !keep(e.Key.ID) {
 			e.dead = true
-			delete(l.index, e.key)
+			delete(l.index, e.Key)
 			n++
 		}
 	}
@@ -183,21 +186,21 @@ func (l *liveChanges) drop(keep func(id tables.ID) bool) {
 	}
 }
 
-// head is the feed position of the newest change recorded, and the number
+// Head is the feed position of the newest change recorded, and the number
 // of changes held.
-func (l *liveChanges) head() (uint64, int) {
+func (l *Changes) Head() (uint64, int) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.last, len(l.entries) - l.dead
 }
 
-// after returns up to limit changes after position (seq, key), oldest
+// After returns up to limit changes after position (seq, key), oldest
 // first, whether more follow, and the position after the last returned
 // (past every change held when none follow; never behind the one given).
-func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveChange, more bool, nseq uint64, nkey changeKey) {
+func (l *Changes) After(seq uint64, key ChangeKey, limit int) (out []Change, more bool, nseq uint64, nkey ChangeKey) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	i, _ := slices.BinarySearchFunc(l.entries, struct{}{}, func(e liveChange, _ struct{}) int {
+	i, _ := slices.BinarySearchFunc(l.entries, struct{}{}, func(e Change, _ struct{}) int {
 		if e.after(seq, key) {
 			return 1
 		}
@@ -213,12 +216,12 @@ func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveCha
 			return out, true, nseq, nkey
 		}
 		out = append(out, e)
-		nseq, nkey = e.seq, e.key
+		nseq, nkey = e.Seq, e.Key
 	}
 	// Every change held is returned: the next page starts after them all,
 	// unless the cursor was ahead (another instance further in the feed).
-	if end := (liveChange{seq: l.last, key: changeKey{typ: keyAll}}); end.after(nseq, nkey) {
-		nseq, nkey = l.last, end.key
+	if end := (Change{Seq: l.last, Key: ChangeKey{Type: KeyAll}}); end.after(nseq, nkey) {
+		nseq, nkey = l.last, end.Key
 	}
 	return out, false, nseq, nkey
 }
@@ -230,21 +233,21 @@ func (l *liveChanges) after(seq uint64, key changeKey, limit int) (out []liveCha
 // last score event, its odds' last price event; EventSeq), not at the
 // batch's: instances of one feed batch it differently, and a cursor
 // started on one continues on another.
-func (l *liveState) recordChanges(seq uint64, ap view.Applied) {
-	changes := make([]liveChange, 0, len(ap.Matches)+len(ap.Odds))
+func (p *Push) recordChanges(seq uint64, ap view.Applied) {
+	changes := make([]Change, 0, len(ap.Matches)+len(ap.Odds))
 	at := func(id tables.ID, kinds ...string) uint64 {
 		for _, k := range kinds {
-			if s := l.tracker.EventSeq(id, k); s > 0 {
+			if s := p.tracker.EventSeq(id, k); s > 0 {
 				return s
 			}
 		}
 		return seq
 	}
 	for _, id := range ap.Matches {
-		changes = append(changes, liveChange{seq: at(id, live.KindScore, live.KindPrice), key: changeKey{keyMatch, id}})
+		changes = append(changes, Change{Seq: at(id, live.KindScore, live.KindPrice), Key: ChangeKey{KeyMatch, id}})
 	}
 	for _, u := range ap.Odds {
-		changes = append(changes, liveChange{seq: at(u.Match, live.KindPrice), key: changeKey{keyOdds, u.Match}})
+		changes = append(changes, Change{Seq: at(u.Match, live.KindPrice), Key: ChangeKey{KeyOdds, u.Match}})
 	}
-	l.changes.record(seq, l.s.o.Now(), changes)
+	p.changes.record(seq, p.o.Now(), changes)
 }
