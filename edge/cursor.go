@@ -19,9 +19,10 @@ import (
 // cursor is the position after the last row of a page: the row's sort value
 // and id, the sort spec and the filters it was minted under, the resource it
 // pages and the snapshot it was read from. Because it holds values, not
-// offsets, paging continues correctly across a snapshot swap (keyset
-// pagination). A cursor only continues the list it came from: another
-// resource, sort or filter set is a 400 invalid_cursor (a cursor of
+// offsets, paging continues across a snapshot swap on the new snapshot,
+// strictly after the last row's value and id (keyset pagination): no row
+// is repeated or skipped unless its sort value changed in between. A
+// cursor only continues the list it came from: another resource, sort or filter set is a 400 invalid_cursor (a cursor of
 // status=completed reused with status=scheduled would otherwise skip every
 // scheduled match before its position).
 //
@@ -43,8 +44,8 @@ type cursor struct {
 	ID   tables.ID    `json:"-"`
 	IDS  string       `json:"i"` // JSON cursors only
 	Kind string       `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
-	// Snap is the snapshot the page was served from: the next page comes
-	// from the same one while the edge still holds it (Options.CursorGrace).
+	// Snap is the snapshot the page was served from: a next page served
+	// from another says so (HeaderCursorContinued).
 	Snap string `json:"s,omitempty"`
 	// Filters is the filterHash of the request the cursor was minted for.
 	Filters uint64 `json:"-"`

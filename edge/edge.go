@@ -51,15 +51,6 @@ type KeyChecker interface {
 	Active(keyID string) bool
 }
 
-// Values of Options.CursorGrace.
-const (
-	DefaultCursorGrace = 15 * time.Minute
-	NoCursorGrace      = -1 * time.Nanosecond
-	// DefaultCursorGraceSnapshots keeps the grace whole at a swap every 2
-	// minutes (eo up's schedule; eo jobs' default is every 15).
-	DefaultCursorGraceSnapshots = 8
-)
-
 // Options configures the edge. Zero values take the documented defaults.
 type Options struct {
 	// Store is where snapshots are published. Required.
@@ -96,19 +87,6 @@ type Options struct {
 	// connections (package push). Its Now and Logger default to the
 	// edge's, and its Active to Auth's when Auth is a KeyChecker.
 	Live push.Options
-	// CursorGrace is how long a replaced snapshot keeps serving the pages of
-	// cursors minted on it, so a client paging through sees every row of
-	// one snapshot exactly once even when a new one is swapped in between
-	// its pages (default DefaultCursorGrace; NoCursorGrace or any negative
-	// value: never, cursors then continue on the new snapshot by key). The replaced snapshot stays in memory for
-	// that long.
-	CursorGrace time.Duration
-	// CursorGraceSnapshots bounds how many replaced snapshots are kept for
-	// their cursors at once (default DefaultCursorGraceSnapshots): with
-	// swaps more often than CursorGrace / this, the oldest is dropped
-	// before its grace ends and its walks continue on the newest snapshot
-	// (X-Cursor-Continued says so).
-	CursorGraceSnapshots int
 	// MaxConns is how many connections are served at once; one more is
 	// answered 503 and closed (default: the open-file limit less a
 	// reserve, see connLimit).
@@ -145,23 +123,10 @@ type Server struct {
 	// push is the live path's push side: the feed's tracker, the
 	// WebSocket connections and the live changes of /changes.
 	push *push.Push
-	// pinned are the last views of replaced snapshots still within their
-	// CursorGrace, newest first (an immutable slice, replaced whole);
-	// swaps counts the swaps that pinned one.
-	pinned atomic.Pointer[[]*pinnedView]
-	swaps  atomic.Uint64
 	// pages is the page cache of the served view (edge/pagecache.go);
 	// noPageCache turns it off (tests of the assembly path).
 	pages       atomic.Pointer[pageCache]
 	noPageCache bool
-}
-
-// pinnedView is the last view of a replaced snapshot: it still serves the
-// pages of cursors minted on that snapshot.
-type pinnedView struct {
-	v     *view.View
-	until time.Time
-	gen   uint64 // which swap pinned it
 }
 
 // ReadBufferSize is a connection's read buffer: room for /players?ids= with
@@ -188,12 +153,6 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.CursorGrace == 0 {
-		o.CursorGrace = DefaultCursorGrace
-	}
-	if o.CursorGraceSnapshots <= 0 {
-		o.CursorGraceSnapshots = DefaultCursorGraceSnapshots
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = connLimit()
@@ -278,85 +237,13 @@ func (s *Server) Current() *view.Snapshot {
 	return nil
 }
 
-// viewFor returns the view a request with a cursor reads: for a cursor
-// minted on a replaced snapshot still within its grace, that snapshot's
-// last view (the walk keeps the rows it started on); else the current view.
-// continued is true when the cursor names a snapshot that is neither (its
-// walk goes on in the current view by key).
-func (s *Server) viewFor(cursor string) (v *view.View, continued bool) {
-	cur := s.view.Load()
-	if cur == nil {
-		return nil, false
-	}
-	v = cur
-	pp := s.pinned.Load()
-	s.cursors.withSnapshot(cursor, func(snap []byte) {
-		if string(snap) == cur.ID() {
-			return
-		}
-		if pp != nil {
-			now := s.o.Now()
-			for _, p := range *pp {
-				if string(snap) == p.v.ID() && now.Before(p.until) {
-					v = p.v
-					return
-				}
-			}
-		}
-		continued = true
-	})
-	return v, continued
-}
-
-// pin keeps cur, just replaced, for its cursors: newest first, with the
-// views whose grace has not ended, at most CursorGraceSnapshots.
-func (s *Server) pin(cur *view.View, gen uint64) {
-	now := s.o.Now()
-	list := []*pinnedView{{v: cur, until: now.Add(s.o.CursorGrace), gen: gen}}
-	if pp := s.pinned.Load(); pp != nil {
-		for _, p := range *pp {
-			if len(list) < s.o.CursorGraceSnapshots && now.Before(p.until) && p.v.ID() != cur.ID() {
-				list = append(list, p)
-			}
-		}
-	}
-	s.pinned.Store(&list)
-}
-
-// unpin drops the view that swap gen pinned (its grace is over).
-func (s *Server) unpin(gen uint64) {
-	for {
-		pp := s.pinned.Load()
-		if pp == nil {
-			return
-		}
-		list := make([]*pinnedView, 0, len(*pp))
-		for _, p := range *pp {
-			if p.gen != gen {
-				list = append(list, p)
-			}
-		}
-		if len(list) == len(*pp) || s.pinned.CompareAndSwap(pp, &list) {
-			return
-		}
-	}
-}
-
 // swap serves a newly loaded snapshot: the live changes it does not hold yet
 // are carried over (rebased), in one change of the view.
 func (s *Server) swap(next *view.Snapshot) {
-	var gen uint64
 	s.view.Update(func(cur *view.View) (*view.View, func()) {
 		nv := view.New(next)
 		if cur != nil {
 			nv = cur.Rebase(next)
-		}
-		if cur != nil && cur.ID() != next.ID && s.o.CursorGrace > 0 {
-			// Pages of cursors minted on the old snapshot keep coming from
-			// its last view for the grace period (pinned before the new view
-			// is served, so no cursor falls in between).
-			gen = s.swaps.Add(1)
-			s.pin(cur, gen)
 		}
 		// Subscribers get the frames the new snapshot changed once it is
 		// served (Current.Update).
@@ -369,15 +256,6 @@ func (s *Server) swap(next *view.Snapshot) {
 		// empty, until a newer run publishes them.
 		s.log.Warn("snapshot lacks tables this build serves; their resources are empty until a newer pipeline run publishes them",
 			"snapshot", next.ID, "pipeline_version", next.Meta.PipelineVersion, "missing_tables", miss)
-	}
-	if gen != 0 {
-		// The timer holds the generation, not the view (the list holds
-		// at most CursorGraceSnapshots). It only frees memory: whether a
-		// cursor is still within the grace is decided on the edge's clock
-		// (Options.Now) in viewFor. Dropping it leaves its memory to the
-		// collector and the background scavenger: a forced collection
-		// here would stall requests as it does after a swap (Load).
-		time.AfterFunc(s.o.CursorGrace, func() { s.unpin(gen) })
 	}
 }
 
@@ -448,9 +326,8 @@ func (s *Server) Load(ctx context.Context) error {
 			"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
 		return nil
 	}
-	// A swap collects the load's garbage (and the snapshot it replaced,
-	// unless a cursor grace keeps it) while it still has the extra
-	// processor and the relaxed collector. Setting the collector back
+	// A swap collects the load's garbage (and the snapshot it replaced)
+	// while it still has the extra processor and the relaxed collector. Setting the collector back
 	// with that garbage in the heap would start a cycle at once anyway;
 	// left to the relaxed setting, the garbage stayed in the heap into
 	// the next swap (5,000 matches: 0.6-1.2 GB of heap after a few swaps

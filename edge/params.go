@@ -79,8 +79,9 @@ const maxQueryParams = 32
 const HeaderLimitClamped = "X-Limit-Clamped"
 
 // HeaderCursorContinued is set (to "true") on a page whose cursor was
-// minted on a snapshot the edge no longer keeps: the walk continues on the
-// newest snapshot by key, so rows may have been skipped or repeated.
+// minted on a snapshot swapped out since: the walk continues on the newest
+// snapshot by key, so a row whose sort value changed in between may have
+// been skipped or repeated.
 const HeaderCursorContinued = "X-Cursor-Continued"
 
 // checkParams is the strict-parameter check of the route at path (a key of

@@ -217,14 +217,15 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 		s.finished(c, st, "unmatched", start)
 		return err
 	}
-	var v *view.View
-	if cv := c.Query("cursor"); cv != "" {
-		var continued bool
-		if v, continued = s.viewFor(cv); continued {
-			c.Set(HeaderCursorContinued, "true")
-		}
-	} else {
-		v = s.view.Load()
+	v := s.view.Load()
+	if cv := c.Query("cursor"); cv != "" && v != nil {
+		// A cursor minted on a snapshot swapped out since continues on
+		// this one by key; the page says so.
+		s.cursors.withSnapshot(cv, func(snap []byte) {
+			if string(snap) != v.ID() {
+				c.Set(HeaderCursorContinued, "true")
+			}
+		})
 	}
 	st.view = v
 	err := s.nextRecovering(c)

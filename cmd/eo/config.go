@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/store"
 )
 
@@ -54,8 +53,6 @@ type Config struct {
 	JobsMetricsAddr     string        // EO_JOBS_METRICS_ADDR: eo jobs' metrics listener; empty: none
 	CORSOrigins         []string      // EO_CORS_ORIGINS, comma-separated
 	CursorSecret        string        // EO_CURSOR_SECRET; empty: WORK/cursor.secret
-	CursorGrace         time.Duration // EO_CURSOR_GRACE (edge.NoCursorGrace for "0" or negative)
-	CursorGraceSnaps    int           // EO_CURSOR_GRACE_SNAPSHOTS
 	PollInterval        time.Duration // EO_POLL_INTERVAL
 	MaxConns            int           // EO_MAX_CONNS; 0: the open-file limit less a reserve
 	// GoMemLimit is set when GOMEMLIMIT is: the runtime then has the
@@ -106,8 +103,6 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		DebugAddr:           e.str("EO_DEBUG_ADDR", ""),
 		JobsMetricsAddr:     e.str("EO_JOBS_METRICS_ADDR", ""),
 		CursorSecret:        e.str("EO_CURSOR_SECRET", ""),
-		CursorGrace:         e.duration("EO_CURSOR_GRACE", edge.DefaultCursorGrace, "a duration such as 15m (0 or negative: off)"),
-		CursorGraceSnaps:    e.count("EO_CURSOR_GRACE_SNAPSHOTS", edge.DefaultCursorGraceSnapshots, 1, "a count of at least 1"),
 		PollInterval:        e.positive("EO_POLL_INTERVAL", 10*time.Second),
 		MaxConns:            e.count("EO_MAX_CONNS", 0, 0, "a count (0: the open-file limit less a reserve)"),
 		GoMemLimit:          e.str("GOMEMLIMIT", "") != "",
@@ -122,9 +117,6 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.UsageMaxEvents == 0 {
 		c.UsageMaxEvents = access.NoCap
-	}
-	if c.CursorGrace <= 0 {
-		c.CursorGrace = edge.NoCursorGrace
 	}
 	return c, errors.Join(e.errs...)
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/store"
 )
 
@@ -47,7 +46,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("Redis defaults: %+v", c.Redis)
 	}
 	if c.UsageMaxEvents != access.DefaultMaxRetainedEvents || c.UsageExportInterval != 5*time.Minute ||
-		c.KeyReload != time.Second || c.CursorGrace != edge.DefaultCursorGrace || c.PollInterval != 10*time.Second ||
+		c.KeyReload != time.Second || c.PollInterval != 10*time.Second ||
 		c.MaxConns != 0 || c.CORSOrigins != nil || c.GoMemLimit || c.JobsMetricsAddr != "" {
 		t.Errorf("edge defaults: %+v", c)
 	}
@@ -57,13 +56,13 @@ func TestConfigDefaults(t *testing.T) {
 // (the libraries read 0 as "default").
 func TestConfigZeroMeansNone(t *testing.T) {
 	c, err := loadConfig(envOf(map[string]string{"EO_REDIS_RETRIES": "0", "EO_USAGE_MAX_EVENTS": "0",
-		"EO_CURSOR_GRACE": "0", "EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
+		"EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
 		"GOMEMLIMIT": "4GiB", "EO_ACCESS_LOG": "true"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap || c.CursorGrace != edge.NoCursorGrace {
-		t.Errorf("zero settings: retries %d, max events %d, grace %v", c.Redis.MaxRetries, c.UsageMaxEvents, c.CursorGrace)
+	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap {
+		t.Errorf("zero settings: retries %d, max events %d", c.Redis.MaxRetries, c.UsageMaxEvents)
 	}
 	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) || !c.S3.UseSSL || !c.GoMemLimit ||
 		!c.AccessLog {
@@ -76,7 +75,7 @@ func TestConfigRejectsMalformedValues(t *testing.T) {
 	bad := map[string]string{
 		"EO_S3_USE_SSL": "maybe", "EO_S3_IO_TIMEOUT": "0s", "EO_S3_MAX_RETRIES": "0", "EO_REDIS_TIMEOUT": "fast",
 		"EO_REDIS_RETRIES": "-1", "EO_USAGE_MAX_EVENTS": "lots", "EO_USAGE_EXPORT_INTERVAL": "-5m",
-		"EO_KEY_RELOAD": "1", "EO_CURSOR_GRACE": "15", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
+		"EO_KEY_RELOAD": "1", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
 		"EO_ACCESS_LOG": "sometimes",
 	}
 	_, err := loadConfig(envOf(bad, nil))

@@ -216,7 +216,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	}
 	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
 		CursorSecret: secret, Logger: log, AccessLog: accessLog, CORSOrigins: c.cfg.CORSOrigins, Live: lo,
-		CursorGrace: c.cfg.CursorGrace, CursorGraceSnapshots: c.cfg.CursorGraceSnaps, Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns,
+		Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns,
 		Health: health, Metrics: metrics})
 	if err != nil {
 		return err
