@@ -122,8 +122,10 @@ func TestHeavyImports(t *testing.T) {
 // files and rules with); tables, the snapshot's file format both the
 // pipeline and the view use, is a leaf; the pipeline never reaches the
 // view that reads what it writes; the edge never reaches DuckDB or the
-// pipeline; the model imports no web framework; nothing imports cmd,
-// tests included.
+// pipeline; the push side and the snapshot keeper the edge mounts reach
+// neither each other nor the web framework; live never reaches the push
+// side; the object store is a leaf; the model imports no web framework;
+// nothing imports cmd, tests included.
 func TestLayering(t *testing.T) {
 	deps := func(p string) []string {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+p).Output()
@@ -153,6 +155,15 @@ func TestLayering(t *testing.T) {
 	}
 	check("pipelines", module+"view")
 	check("edge", "github.com/marcboeker/go-duckdb", "github.com/duckdb/", module+"pipelines")
+	// The edge mounts the push side and the snapshot keeper and wires one
+	// to the other: neither reaches the other, the web framework or the
+	// pipeline; the live feed and tracker never reach what pushes to
+	// clients; the object store is a leaf.
+	check("push", "github.com/gofiber/", module+"snapshot", module+"edge", module+"pipelines")
+	check("snapshot", "github.com/gofiber/", "github.com/valyala/fasthttp", module+"push", module+"live", module+"edge",
+		module+"pipelines")
+	check("live", module+"push", module+"edge")
+	check("store", module)
 	check("model", "github.com/gofiber/", "github.com/valyala/fasthttp")
 	for _, p := range listModule(t) {
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // match the corrupt bytes, as when a writer produced them corrupt).
 func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (string, []publish.TableFile) {
 	t.Helper()
-	src := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	src := ts.Current().Meta.Dir
 	dst := t.TempDir()
 	var files []publish.TableFile
 	meta := ts.Current().Meta
@@ -88,7 +89,9 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 // fetched again), removed from the local cache, and a restart with the store
 // unreachable serves the last good cached snapshot instead of panicking.
 func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
-	ts := newTestServer(t)
+	st := fixtureStore(t)
+	counting := &countingStore{Store: st}
+	ts := testServerOf(t, st, func(o *Options) { o.Store = counting })
 	good := ts.Current().ID
 	// Find a corruption that fails the load (most do).
 	var files []publish.TableFile
@@ -112,7 +115,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	if r := ts.get(t, "/v1/cs2/matches?limit=1"); r.status != 200 {
 		t.Fatalf("after the rejection: %d %s", r.status, r.body)
 	}
-	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(ts.cachedDir(bad.SnapshotID)); !os.IsNotExist(err) {
 		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
 	}
 	// /ready: still serving (200), degraded, the store check names it.
@@ -122,13 +125,12 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 		t.Fatalf("/ready after the rejection: %d %s", r.status, r.body)
 	}
 	// Not fetched again while the pointer names it.
-	counting := &countingStore{Store: ts.store}
-	ts.o.Store = counting
+	counting.gets.Store(0)
 	if err := ts.Load(context.Background()); err != nil {
 		t.Fatalf("second Load: %v", err)
 	}
-	if counting.gets > 2 { // the pointer and the manifest
-		t.Fatalf("the rejected snapshot was fetched again (%d gets)", counting.gets)
+	if n := counting.gets.Load(); n > 2 { // the pointer and the manifest
+		t.Fatalf("the rejected snapshot was fetched again (%d gets)", n)
 	}
 	if body := operatorMetrics(t, ts); !strings.Contains(body, "\neo_snapshot_rejected_total 1\n") {
 		t.Fatalf("metrics do not count the rejection:\n%s", body)
@@ -153,11 +155,11 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 // countingStore counts Gets.
 type countingStore struct {
 	store.Store
-	gets int
+	gets atomic.Int64
 }
 
 func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.gets++
+	c.gets.Add(1)
 	return c.Store.Get(ctx, key)
 }
 
@@ -198,7 +200,7 @@ func operatorMetrics(t *testing.T, ts *testServer) string {
 // and keeps a fresh one.
 func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
 	ts := newTestServer(t)
-	dir := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	dir := ts.Current().Meta.Dir
 	old, fresh := filepath.Join(dir, ".tmp-odds_lines.parquet-1"), filepath.Join(dir, ".tmp-teams.parquet-2")
 	for _, p := range []string{old, fresh} {
 		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {

@@ -1,26 +1,20 @@
-// Package edge is the REST and WebSocket front of the service: a Fiber app
-// that routes, authenticates, meters, pages (cursors) and writes errors, and
-// asks the served view (package view) for the bytes of each response. No
-// request runs SQL, touches the store or takes a lock on the data: a request
-// loads the current view once and reads it. Snapshots are fetched, verified,
-// loaded and swapped in the background; live events change the view
-// through the live path (package push).
+// Package edge is the HTTP front of the service: a Fiber app that routes,
+// authenticates, meters, pages (cursors) and writes errors, and asks the
+// served view (package view) for the bytes of each response. No request
+// runs SQL, touches the store or takes a lock on the data: a request loads
+// the current view once and reads it. The edge mounts the snapshot keeper
+// (package snapshot: fetch, verify, load, swap), whose view source it
+// serves, and the push side (package push: the live feed's tracker and the
+// WebSocket connections), to which it hands each upgraded connection.
 package edge
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,12 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/gcpace"
-	"github.com/eodata/eo/internal/tick"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/push"
+	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
-	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
 
@@ -56,7 +47,8 @@ type Options struct {
 	// Store is where snapshots are published. Required.
 	Store store.Store
 	// CacheDir keeps fetched snapshots on local disk; when the store is
-	// unreachable at start, the newest cached snapshot is served.
+	// unreachable at start, the newest good cached snapshot is served
+	// (default a folder in the system's temp folder).
 	CacheDir string
 	// Auth resolves API keys. Required.
 	Auth Authenticator
@@ -109,17 +101,14 @@ type Server struct {
 	app     *fiber.App
 	methods routeMethods // the methods each route answers (405 Allow)
 	log     *slog.Logger
-	view    view.Current
+	// view is the served view source (snaps' Views): the snapshot and the
+	// live changes made since.
+	view    *view.Current
+	snaps   *snapshot.Keeper
 	cursors cursorCodec
 	metrics *metrics
 	// exportPlans are the plans whose keys may use the bulk exports.
 	exportPlans map[string]bool
-	loadMu      sync.Mutex
-	// fromCache is set when the current snapshot came from the local cache
-	// because the store was unreachable.
-	fromCache atomic.Bool
-	// state is what /ready reports of the store and the snapshots.
-	state loadState
 	// push is the live path's push side: the feed's tracker, the
 	// WebSocket connections and the live changes of /changes.
 	push *push.Push
@@ -157,15 +146,6 @@ func New(o Options) (*Server, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = connLimit()
 	}
-	if o.ReloadTimeout <= 0 {
-		o.ReloadTimeout = 5 * time.Minute
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = 10 * time.Second
-	}
-	if o.CacheDir == "" {
-		o.CacheDir = filepath.Join(os.TempDir(), "eo-edge-cache")
-	}
 	if len(o.CursorSecret) == 0 {
 		o.CursorSecret = make([]byte, 32)
 		if _, err := rand.Read(o.CursorSecret); err != nil {
@@ -192,9 +172,17 @@ func New(o Options) (*Server, error) {
 		WriteBufferSize: WriteBufferSize,
 	})
 	s.app.Server().Handler = s.knownMethodsOnly(s.app.Server().Handler)
-	s.push = push.New(&s.view, s.liveOptions())
+	var err error
+	s.snaps, err = snapshot.New(snapshot.Options{Store: o.Store, CacheDir: o.CacheDir, PollInterval: o.PollInterval,
+		ReloadTimeout: o.ReloadTimeout, Logger: o.Logger, Swapped: func(old, cur *view.View) { s.push.Swapped(old, cur) }})
+	if err != nil {
+		return nil, err
+	}
+	s.view = s.snaps.Views()
+	s.push = push.New(s.view, s.liveOptions())
 	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)
 	s.metrics.reg.MustRegister(s.push.Collectors()...)
+	s.metrics.reg.MustRegister(s.snaps.Collectors()...)
 	if o.Meter != nil {
 		s.metrics.reg.MustRegister(o.Meter.Collectors()...)
 	}
@@ -237,301 +225,18 @@ func (s *Server) Current() *view.Snapshot {
 	return nil
 }
 
-// swap serves a newly loaded snapshot: the live changes it does not hold yet
-// are carried over (rebased), in one change of the view.
-func (s *Server) swap(next *view.Snapshot) {
-	s.view.Update(func(cur *view.View) (*view.View, func()) {
-		nv := view.New(next)
-		if cur != nil {
-			nv = cur.Rebase(next)
-		}
-		// Subscribers get the frames the new snapshot changed once it is
-		// served (Current.Update).
-		return nv, func() { s.push.Swapped(cur, nv) }
-	})
-	s.metrics.snapshotLoaded(next)
-	s.state.served(next.ID)
-	if miss := next.MissingTables(); len(miss) > 0 {
-		// Published by an older pipeline: served, with these resources
-		// empty, until a newer run publishes them.
-		s.log.Warn("snapshot lacks tables this build serves; their resources are empty until a newer pipeline run publishes them",
-			"snapshot", next.ID, "pipeline_version", next.Meta.PipelineVersion, "missing_tables", miss)
-	}
-}
+// Load serves the newest published snapshot unless it is served already
+// (snapshot.Keeper.Load).
+func (s *Server) Load(ctx context.Context) error { return s.snaps.Load(ctx) }
 
-// Load fetches, verifies and loads the newest published snapshot, unless it
-// is the one already served. On a failure the current snapshot stays.
-//
-// A snapshot that fails to load although its checksums match (corrupt
-// bytes written as such, rows this build cannot index) is rejected: it is
-// removed from the local cache (so a restart does not meet it again), the
-// error wraps tables.ErrCorrupt, and it is not fetched again while the pointer
-// names it. Any other error is the store's (unreachable, timed out, a
-// transfer that failed its checksum) and the next poll retries.
-func (s *Server) Load(ctx context.Context) error {
-	s.loadMu.Lock()
-	defer s.loadMu.Unlock()
-	_, m, err := publish.LoadLatest(ctx, s.o.Store)
-	if err != nil {
-		s.state.storeFailed(err)
-		return fmt.Errorf("edge: read pointer: %w", err)
-	}
-	if cur := s.Current(); cur != nil && cur.ID == m.SnapshotID && !s.fromCache.Load() {
-		s.state.storeOK()
-		return nil
-	}
-	if id, _ := s.state.rejected(); id == m.SnapshotID {
-		s.state.storeOK()
-		return nil // rejected earlier (logged then); waiting for a new one
-	}
-	t0 := time.Now()
-	dir, fetched, err := publish.FetchCounted(ctx, s.o.Store, m, s.cacheRoot())
-	s.metrics.snapshotFetched(fetched)
-	if err != nil {
-		s.state.storeFailed(err)
-		return fmt.Errorf("edge: fetch snapshot %s: %w", m.SnapshotID, err)
-	}
-	s.state.storeOK()
-	// While a view is served, the next loads on one core: requests keep
-	// the other (scripts/bench-swap.sh measures the p99 during a swap).
-	var lo view.LoadOptions
-	if s.view.Load() != nil {
-		lo.Workers = 1
-		// And the collector runs less often while it loads: each cycle
-		// takes a quarter of the CPU (half a core here) from the requests,
-		// and the load's garbage would start one every few hundred
-		// milliseconds. The soft memory limit still bounds the heap.
-		defer gcpace.Relax()()
-		// The load's goroutine holds a processor (a P) as long as it
-		// runs, which left the requests one fewer for the load's length.
-		// One P more while it loads leaves them all of theirs, and the
-		// kernel shares the cores between the load's thread and theirs.
-		defer oneMoreProc()()
-	}
-	next, err := view.LoadWith(ctx, dir, viewMeta(m), lo)
-	if err != nil {
-		if errors.Is(err, tables.ErrCorrupt) {
-			s.reject(m.SnapshotID, dir, err)
-		}
-		return fmt.Errorf("edge: load snapshot %s: %w", m.SnapshotID, err)
-	}
-	s.swap(next)
-	s.fromCache.Store(false)
-	s.pruneCache(m.SnapshotID)
-	s.warmPresign(ctx, m)
-	elapsed := time.Since(t0)
-	if lo.Workers == 0 {
-		s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-			"elapsed", elapsed.Round(time.Millisecond), "heap_bytes", collectLoadGarbage(), "match_parts", next.MatchPartsSource(),
-			"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
-		return nil
-	}
-	// A swap collects the load's garbage (and the snapshot it replaced)
-	// while it still has the extra processor and the relaxed collector. Setting the collector back
-	// with that garbage in the heap would start a cycle at once anyway;
-	// left to the relaxed setting, the garbage stayed in the heap into
-	// the next swap (5,000 matches: 0.6-1.2 GB of heap after a few swaps
-	// against 0.2-0.45 GB, scripts/bench-swap.sh). The pages are not
-	// handed back at once as after the first load (debug.FreeOSMemory
-	// holds the heap lock for tens of milliseconds while requests are
-	// served): the background scavenger, under the soft memory limit
-	// eo serve sets, returns what stays unused.
-	collect := time.Now()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s.log.Info("snapshot loaded", "snapshot", m.SnapshotID, "matches", len(next.Matches()),
-		"elapsed", time.Since(t0).Round(time.Millisecond), "collect", time.Since(collect).Round(time.Millisecond),
-		"heap_alloc_bytes", ms.HeapAlloc, "match_parts", next.MatchPartsSource(),
-		"downloaded_bytes", fetched.Downloaded, "reused_bytes", fetched.Reused, "kept_bytes", fetched.Kept)
-	return nil
-}
-
-// oneMoreProc raises GOMAXPROCS by one until restore is called, which
-// sets it back: to the runtime's default (which then follows the CPU
-// limit again) when that is what it was, else to the value it had.
-func oneMoreProc() (restore func()) {
-	n := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(n + 1)
-	if swapProcsHook != nil {
-		swapProcsHook()
-	}
-	return func() {
-		runtime.SetDefaultGOMAXPROCS()
-		if runtime.GOMAXPROCS(0) != n {
-			runtime.GOMAXPROCS(n)
-		}
-	}
-}
-
-// swapProcsHook, when set (by tests), runs while a swap's load has its
-// extra processor.
-var swapProcsHook func()
-
-// reject records a snapshot that cannot be served and removes its cached
-// copy.
-func (s *Server) reject(id, dir string, err error) {
-	s.state.reject(id, err)
-	s.state.storeOK() // the store answered; the snapshot is bad
-	s.metrics.snapshotRejected()
-	if rerr := os.RemoveAll(dir); rerr != nil {
-		s.log.Warn("remove rejected snapshot from the cache", "snapshot", id, "err", rerr)
-	}
-	s.log.Error("snapshot rejected: it cannot be loaded although its checksums match; still serving the last good snapshot",
-		"snapshot", id, "err", err)
-}
-
-// viewMeta is what the view needs of a manifest.
-func viewMeta(m publish.Manifest) view.Meta {
-	meta := view.Meta{ID: m.SnapshotID, CreatedAt: m.CreatedAt, PipelineVersion: m.PipelineVersion,
-		SchemaVersion: m.SchemaVersion}
-	for _, t := range m.Tables {
-		meta.Tables = append(meta.Tables, t.Name)
-		if !t.Internal {
-			meta.Exports = append(meta.Exports, view.ExportTable{Name: t.Name, File: t.File, Rows: t.Rows,
-				Bytes: t.Bytes, SHA256: t.SHA256})
-		}
-		if t.File != t.Name+".parquet" {
-			if meta.Files == nil {
-				meta.Files = map[string]string{}
-			}
-			meta.Files[t.Name] = t.File
-		}
-	}
-	return meta
-}
-
-// collectLoadGarbage collects the garbage of the first snapshot load
-// (Parquet readers, row structs, render buffers: several times the
-// snapshot's own size) before anything is served, and reports the live
-// heap. The freed pages are not handed back to the OS at once
-// (debug.FreeOSMemory did): the next swap allocates as much again, and
-// faulting that memory back in, under full load, made the first swap the
-// slowest (its p99 5-7x the steady one against 2.5-3x for the later ones,
-// scripts/bench-swap.sh). The background scavenger returns what stays
-// unused, and the soft memory limit bounds it.
-func collectLoadGarbage() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// loadCached serves the newest snapshot in the local cache whose files match
-// their manifest checksums and load; why is the failure that led here.
-func (s *Server) loadCached(ctx context.Context, why error) error {
-	local, err := store.NewLocal(s.o.CacheDir)
-	if err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(s.cacheRoot())
-	if err != nil {
-		return err
-	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() > ents[j].Name() })
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(s.cacheRoot(), e.Name(), "manifest.json"))
-		if err != nil {
-			continue
-		}
-		var m publish.Manifest
-		if err := json.Unmarshal(b, &m); err != nil || m.SnapshotID != e.Name() {
-			continue
-		}
-		// The cache is laid out like a store (snapshots/<id>/...), so
-		// fetching from it onto itself verifies every checksum.
-		dir, err := publish.Fetch(ctx, local, m, s.cacheRoot())
-		if err != nil {
-			s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
-			continue
-		}
-		next, err := view.Load(ctx, dir, viewMeta(m))
-		if err != nil {
-			if errors.Is(err, tables.ErrCorrupt) {
-				s.reject(m.SnapshotID, dir, err)
-			} else {
-				s.log.Warn("cached snapshot unusable", "snapshot", m.SnapshotID, "err", err)
-			}
-			continue
-		}
-		s.swap(next)
-		s.fromCache.Store(true)
-		s.log.Warn("serving the newest good snapshot cached on local disk", "snapshot", m.SnapshotID, "because", why)
-		return nil
-	}
-	return errors.New("edge: no usable cached snapshot")
-}
-
-// cacheRoot is where fetched snapshots live: CacheDir/snapshots/<id>/, the
-// same layout as a Local store rooted at CacheDir.
-func (s *Server) cacheRoot() string { return filepath.Join(s.o.CacheDir, "snapshots") }
-
-// pruneCache keeps only the served snapshot and one previous in the cache,
-// and removes the temp files of fetches cut short an hour or more ago (an
-// edge killed mid-download).
-func (s *Server) pruneCache(keep string) {
-	ents, err := os.ReadDir(s.cacheRoot())
-	if err != nil {
-		return
-	}
-	if n, err := store.SweepTemp(s.cacheRoot(), time.Now().Add(-time.Hour)); err != nil || n > 0 {
-		s.log.Info("snapshot cache: temp files of cut fetches removed", "files", n, "err", err)
-	}
-	var dirs []string
-	for _, e := range ents {
-		if e.IsDir() && e.Name() != keep {
-			dirs = append(dirs, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	for i, d := range dirs {
-		if i >= 1 {
-			os.RemoveAll(filepath.Join(s.cacheRoot(), d))
-		}
-	}
-}
-
-// Start loads the first snapshot (falling back to the local cache when the
-// store is unreachable; a failure of both is fatal) and then watches the
-// pointer until ctx ends.
+// Start serves the newest good snapshot (no snapshot anywhere is fatal),
+// then keeps it new and the live path subscribed until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.loadWithTimeout(ctx); err != nil {
-		if errors.Is(err, tables.ErrCorrupt) {
-			s.log.Error("the published snapshot is corrupt; looking for a good one in the local cache", "err", err)
-		} else {
-			s.log.Warn("store unreachable at start; looking for a snapshot in the local cache", "err", err)
-		}
-		if cerr := s.loadCached(ctx, err); cerr != nil {
-			return fmt.Errorf("%w (and %v)", err, cerr)
-		}
+	if err := s.snaps.Start(ctx); err != nil {
+		return err
 	}
 	s.push.Start(ctx)
-	go s.watch(ctx)
 	return nil
-}
-
-// loadWithTimeout is Load bounded by Options.ReloadTimeout, so a store that
-// hangs (accepts connections, never answers) cannot stall the reload loop:
-// the attempt fails, is logged and counted, and the next poll tries again.
-func (s *Server) loadWithTimeout(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.o.ReloadTimeout)
-	defer cancel()
-	return s.Load(ctx)
-}
-
-// watch reloads every PollInterval; a failure keeps the served snapshot.
-// (The snapshot's atomic swap is the view's: swap rebases the live changes
-// onto the new snapshot in the same change.)
-func (s *Server) watch(ctx context.Context) {
-	tick.Every(ctx, s.o.PollInterval, s.loadWithTimeout, func(err error) {
-		s.metrics.reloadFailed()
-		if !errors.Is(err, tables.ErrCorrupt) { // reject logged it
-			s.log.Warn("snapshot reload failed; still serving the last good snapshot", "err", err)
-		}
-	})
 }
 
 // Serve listens on ln until ctx ends, then shuts down gracefully.

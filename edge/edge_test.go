@@ -22,7 +22,6 @@ import (
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
@@ -98,36 +97,35 @@ type testServer struct {
 
 func newTestServer(t testing.TB) *testServer {
 	t.Helper()
-	return liveTestServer(t, fixtureStore(t), push.Options{})
-}
-
-// liveTestServer is newTestServer on st with the live path configured by
-// o.
-func liveTestServer(t testing.TB, st *store.Local, o push.Options) *testServer {
-	t.Helper()
-	return startTestServer(t, st, &testAuth{keys: map[string]access.Principal{
-		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
-		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
-	}}, nil, o)
+	return testServerOf(t, fixtureStore(t), nil)
 }
 
 // loadedTestServer builds an unmetered edge on st with auth and loads its
 // snapshot; now is the clock (nil: the testServer's settable now).
 func loadedTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time) *testServer {
 	t.Helper()
-	return startTestServer(t, st, auth, now, push.Options{})
+	return testServerOf(t, st, func(o *Options) {
+		o.Auth = auth
+		if now != nil {
+			o.Now = now
+		}
+	})
 }
 
-// startTestServer is loadedTestServer with the live path configured by
-// live.
-func startTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time, live push.Options) *testServer {
+// testServerOf builds an unmetered edge on st (where the test publishes)
+// with the test keys and the testServer's settable clock, options changes
+// what else it needs, and loads its snapshot.
+func testServerOf(t testing.TB, st *store.Local, options func(*Options)) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: fixtureNow}
-	if now == nil {
-		now = func() time.Time { return ts.now }
+	o := Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
+		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
+	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog}
+	if options != nil {
+		options(&o)
 	}
-	srv, err := New(Options{Store: st, Auth: auth, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"),
-		Now: now, Logger: quietLog, Live: live})
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +214,42 @@ func (ts *testServer) snap() *Snapshot { return ts.Current() }
 // publishNext publishes files to the server's store as a snapshot created a
 // minute from now, of the serving snapshot's schema and pipeline versions,
 // and returns its manifest.
+// readyCheck is /ready's check of that name.
+func readyCheck(t *testing.T, srv *Server, name string) Check {
+	t.Helper()
+	resp, err := srv.App().Test(httptest.NewRequest(http.MethodGet, "/ready", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h readyBody
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatalf("/ready: %d %v", resp.StatusCode, err)
+	}
+	c, ok := h.Checks[name]
+	if !ok {
+		t.Fatalf("/ready has no %s check: %+v", name, h)
+	}
+	return c
+}
+
+// servedFiles are the table files of the snapshot being served, to
+// publish again under a new id.
+func servedFiles(t *testing.T, ts *testServer) []publish.TableFile {
+	t.Helper()
+	m := ts.Current().Meta
+	var files []publish.TableFile
+	for _, name := range m.Tables {
+		files = append(files, publish.TableFile{Name: name, Path: filepath.Join(m.Dir, m.File(name)), Internal: m.Internal(name)})
+	}
+	return files
+}
+
+// cachedDir is the folder of snapshot id in the edge's cache.
+func (ts *testServer) cachedDir(id string) string {
+	return filepath.Join(ts.o.CacheDir, "snapshots", id)
+}
+
 func (ts *testServer) publishNext(t testing.TB, files []publish.TableFile) publish.Manifest {
 	t.Helper()
 	m := ts.Current().Meta
@@ -920,7 +954,7 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 	// The new snapshot's tables are the bytes of the one served, which the
 	// edge would link from its cache; without the cache, matches.parquet is
 	// downloaded, and what the store holds must not pass.
-	if err := os.RemoveAll(filepath.Join(ts.cacheRoot(), good)); err != nil {
+	if err := os.RemoveAll(ts.cachedDir(good)); err != nil {
 		t.Fatal(err)
 	}
 	err = ts.Load(ctx)
@@ -954,8 +988,9 @@ func TestStoreUnreachableServesCache(t *testing.T) {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Current() == nil || srv.Current().ID != id || !srv.fromCache.Load() {
-		t.Fatalf("not serving the cached snapshot")
+	if c := readyCheck(t, srv, "store"); srv.Current() == nil || srv.Current().ID != id || c.Error == nil ||
+		!strings.HasSuffix(*c.Error, "serving "+id+" from the local cache") {
+		t.Fatalf("not serving the cached snapshot: /ready says %+v", c)
 	}
 	// With neither store nor cache, start fails.
 	srv2, _ := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})

@@ -39,14 +39,17 @@ func CheckOf(h access.Health) Check {
 	return c
 }
 
-// stateCheck is the Check of a dependency whose problem ("" when it has
-// none) is as of since.
-func stateCheck(required bool, problem string, since time.Time) Check {
-	c := Check{OK: problem == "", Required: required, Since: since.UTC().Format(time.RFC3339)}
-	if problem != "" {
-		c.Error = &problem
+// stateCheck is the check of a dependency whose state reports its problem
+// ("" when it has none) and since when.
+func stateCheck(required bool, state func() (problem string, since time.Time)) HealthCheck {
+	return func() Check {
+		problem, since := state()
+		c := Check{OK: problem == "", Required: required, Since: since.UTC().Format(time.RFC3339)}
+		if problem != "" {
+			c.Error = &problem
+		}
+		return c
 	}
-	return c
 }
 
 // healthChecks are /ready's checks: Options.Health, the edge's own "snapshot" (required: a
@@ -56,13 +59,10 @@ func stateCheck(required bool, problem string, since time.Time) Check {
 // metering is on, "counters": the counters backend's cached health.
 func (s *Server) healthChecks() map[string]HealthCheck {
 	checks := make(map[string]HealthCheck, len(s.o.Health)+3)
-	checks["snapshot"] = s.state.snapshotCheck
-	checks["store"] = func() Check { return s.state.storeCheck(s.fromCache.Load()) }
+	checks["snapshot"] = stateCheck(true, s.snaps.SnapshotState)
+	checks["store"] = stateCheck(false, s.snaps.StoreState)
 	if s.push.HasFeed() {
-		checks["live_feed"] = func() Check {
-			problem, since := s.push.FeedState()
-			return stateCheck(false, problem, since)
-		}
+		checks["live_feed"] = stateCheck(false, s.push.FeedState)
 	}
 	for name, f := range s.o.Health {
 		checks[name] = f

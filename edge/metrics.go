@@ -13,25 +13,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/eodata/eo/internal/scrape"
-	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/view"
 )
 
 // metrics are the operator metrics served at /metrics in Prometheus text
 // format (client_golang: a well-kept exposition implementation).
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	snapInfo  *prometheus.GaugeVec
-	snapAge   prometheus.GaugeFunc
-	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
-	reloads   prometheus.Counter
-	rejected  prometheus.Counter
-	// fetched counts the bytes of fetched snapshots' tables by where they
-	// came from (publish.FetchStats): the store, or a snapshot already in
-	// the local cache.
-	fetched *prometheus.CounterVec
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
 	// exports counts the files handed over by /exports/{table}, by table
 	// and how (edge/exports.go); exportBytes the bytes streamed.
 	exports     *prometheus.CounterVec
@@ -71,22 +60,6 @@ func newMetrics() *metrics {
 		Name: "eo_http_request_duration_seconds", Help: "HTTP request latency by route, of one request in 8 chosen at random (eo_http_requests_total counts every request).",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"route"})
-	m.snapInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "eo_snapshot_info", Help: "The snapshot being served (value 1), by id and pipeline version.",
-	}, []string{"snapshot_id", "pipeline_version", "schema_version"})
-	m.snapAge = scrape.Gauge("eo_snapshot_age_seconds", "Seconds since the served snapshot was created.", func() float64 {
-		ns := m.createdAt.Load()
-		if ns == 0 {
-			return 0
-		}
-		return time.Since(time.Unix(0, ns)).Seconds()
-	})
-	m.reloads = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "eo_snapshot_reload_failures_total", Help: "Snapshot reloads that failed (the last good snapshot kept serving).",
-	})
-	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "eo_snapshot_rejected_total", Help: "Snapshots rejected as corrupt although their checksums matched (not served, removed from the local cache).",
-	})
 	m.reg.MustRegister(
 		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
 		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
@@ -107,10 +80,7 @@ func newMetrics() *metrics {
 	m.exportBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_export_streamed_bytes_total", Help: "Bytes of export files streamed by this instance (not the presigned ones).",
 	})
-	m.fetched = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "eo_snapshot_fetch_bytes_total", Help: "Bytes of the fetched snapshots' tables, by source: store (downloaded), cache (the same bytes linked from a snapshot already cached: an incremental run changes a few tables).",
-	}, []string{"source"})
-	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected, m.fetched, m.exports, m.exportBytes,
+	m.reg.MustRegister(m.requests, m.latency, m.exports, m.exportBytes,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -133,22 +103,6 @@ func (m *metrics) changesServed(es []changeEntry) {
 			m.changesSnapshot.Add(1)
 		}
 	}
-}
-
-func (m *metrics) snapshotLoaded(s *view.Snapshot) {
-	m.snapInfo.Reset()
-	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)
-	m.createdAt.Store(s.CreatedAt.UnixNano())
-}
-
-func (m *metrics) reloadFailed() { m.reloads.Inc() }
-
-func (m *metrics) snapshotRejected() { m.rejected.Inc() }
-
-// snapshotFetched counts a fetch's bytes by where they came from.
-func (m *metrics) snapshotFetched(st publish.FetchStats) {
-	m.fetched.WithLabelValues("store").Add(float64(st.Downloaded))
-	m.fetched.WithLabelValues("cache").Add(float64(st.Reused))
 }
 
 // latencySample: one request in latencySample has its latency observed.

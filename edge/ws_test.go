@@ -41,7 +41,7 @@ func newLiveServer(t testing.TB, o push.Options) *liveServer {
 	if o.Feed == nil {
 		o.Feed = live.NewMemoryFeed()
 	}
-	ts := liveTestServer(t, fixtureStore(t), o)
+	ts := testServerOf(t, fixtureStore(t), func(lo *Options) { lo.Live = o })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := ts.Push().RunLive(ctx); err != nil {
@@ -834,7 +834,7 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 		t.Fatal("the subscription over the silent link never ended")
 	}
 	// /ready's live_feed fails while the live path is not subscribed.
-	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !liveFeedCheck(t, ls.testServer).OK }) {
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !readyCheck(t, ls.Server, "live_feed").OK }) {
 		t.Fatal("live_feed stayed ok while the subscription was down")
 	}
 	time.Sleep(2 * time.Second) // attempts through the silent link fail
@@ -851,21 +851,7 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	}) {
 		t.Fatal("the live path never subscribed again: REST never showed the score published after the link came back")
 	}
-	if c := liveFeedCheck(t, ls.testServer); !c.OK || c.Required {
+	if c := readyCheck(t, ls.Server, "live_feed"); !c.OK || c.Required {
 		t.Fatalf("live_feed after the link came back: %+v", c)
 	}
-}
-
-// liveFeedCheck is /ready's live_feed check.
-func liveFeedCheck(t *testing.T, ts *testServer) Check {
-	t.Helper()
-	var h readyBody
-	if r := ts.get(t, "/ready", "-"); json.Unmarshal(r.body, &h) != nil {
-		t.Fatalf("/ready: %d %s", r.status, r.body)
-	}
-	c, ok := h.Checks["live_feed"]
-	if !ok {
-		t.Fatalf("/ready has no live_feed check: %+v", h)
-	}
-	return c
 }

@@ -5,7 +5,8 @@
 // had and nothing is swapped; a new value is swapped in atomically, so a
 // reader sees the old value or the new one and never half of either. Watch
 // reloads it on an interval (package tick). The keyring (access.Keyring) is
-// a Value.
+// a Value, and so is the edge's served snapshot (package snapshot, which
+// swaps each new one into the view the edge serves).
 package reload
 
 import (
@@ -31,10 +32,14 @@ type Value[T any] struct {
 	mu   sync.Mutex
 }
 
+// New returns a value that load loads, with none loaded yet (Get is nil
+// until a Reload succeeds).
+func New[T any](load Loader[T]) *Value[T] { return &Value[T]{load: load} }
+
 // Start loads the first value; its error is returned (fatal at start), as
 // is a loader that gives no value.
 func Start[T any](ctx context.Context, load Loader[T]) (*Value[T], error) {
-	v := &Value[T]{load: load}
+	v := New(load)
 	if _, err := v.Reload(ctx); err != nil {
 		return nil, err
 	}

@@ -1,42 +1,26 @@
-package edge
+package snapshot
 
 import (
 	"context"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"testing"
-
-	"github.com/eodata/eo/publish"
 )
-
-// servedFiles are the table files of the snapshot being served, to
-// publish again under a new id.
-func servedFiles(t *testing.T, ts *testServer) []publish.TableFile {
-	t.Helper()
-	m := ts.Current().Meta
-	src := filepath.Join(ts.cacheRoot(), m.ID)
-	var files []publish.TableFile
-	for _, name := range m.Tables {
-		files = append(files, publish.TableFile{Name: name, Path: filepath.Join(src, m.File(name)), Internal: m.Internal(name)})
-	}
-	return files
-}
 
 // A swap loads with the collector set to run less often (swapGCPercent)
 // and gives the setting back afterwards, whatever it was.
 func TestSwapRestoresTheGCSetting(t *testing.T) {
-	ts := newTestServer(t)
+	k := newTestKeeper(t)
 	prev := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(prev)
-	old := ts.Current().ID
-	next := ts.publishNext(t, servedFiles(t, ts))
-	if err := ts.Load(context.Background()); err != nil {
+	old := k.current().ID
+	next := k.publishNext(t, k.servedFiles(t))
+	if err := k.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ts.Current().ID != next.SnapshotID || next.SnapshotID == old {
-		t.Fatalf("serving %s, want the new snapshot %s", ts.Current().ID, next.SnapshotID)
+	if k.current().ID != next.SnapshotID || next.SnapshotID == old {
+		t.Fatalf("serving %s, want the new snapshot %s", k.current().ID, next.SnapshotID)
 	}
 	if got := debug.SetGCPercent(150); got != 150 {
 		t.Errorf("GOGC after a swap: %d, want the 150 it was before", got)
@@ -46,17 +30,17 @@ func TestSwapRestoresTheGCSetting(t *testing.T) {
 // A swap loads with one processor more than the requests have (the load's
 // goroutine holds one while it runs), and gives the setting back after.
 func TestSwapLoadsOnAnExtraProcessor(t *testing.T) {
-	ts := newTestServer(t)
+	k := newTestKeeper(t)
 	n := runtime.GOMAXPROCS(0)
 	during := 0
 	swapProcsHook = func() { during = runtime.GOMAXPROCS(0) }
 	defer func() { swapProcsHook = nil }()
-	next := ts.publishNext(t, servedFiles(t, ts))
-	if err := ts.Load(context.Background()); err != nil {
+	next := k.publishNext(t, k.servedFiles(t))
+	if err := k.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ts.Current().ID != next.SnapshotID {
-		t.Fatalf("serving %s, want the new snapshot %s", ts.Current().ID, next.SnapshotID)
+	if k.current().ID != next.SnapshotID {
+		t.Fatalf("serving %s, want the new snapshot %s", k.current().ID, next.SnapshotID)
 	}
 	if during != n+1 {
 		t.Errorf("GOMAXPROCS while the swap loaded: %d, want %d", during, n+1)
@@ -68,13 +52,13 @@ func TestSwapLoadsOnAnExtraProcessor(t *testing.T) {
 
 // A custom GOMAXPROCS (not the runtime's default) is what a swap gives back.
 func TestSwapKeepsACustomProcessorCount(t *testing.T) {
-	ts := newTestServer(t)
+	k := newTestKeeper(t)
 	def := runtime.GOMAXPROCS(0)
 	custom := def + 3
 	runtime.GOMAXPROCS(custom)
 	defer runtime.SetDefaultGOMAXPROCS()
-	ts.publishNext(t, servedFiles(t, ts))
-	if err := ts.Load(context.Background()); err != nil {
+	k.publishNext(t, k.servedFiles(t))
+	if err := k.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := runtime.GOMAXPROCS(0); got != custom {
@@ -98,13 +82,13 @@ func forcedCycles(t *testing.T) uint64 {
 // processor and the relaxed collector setting: the old snapshot's and the
 // load's garbage are not left in the heap into the next swap.
 func TestSwapCollectsTheLoadsGarbage(t *testing.T) {
-	ts := newTestServer(t)
+	k := newTestKeeper(t)
 	var before, during uint64
 	swapProcsHook = func() { during = forcedCycles(t) }
 	defer func() { swapProcsHook = nil }()
 	before = forcedCycles(t)
-	ts.publishNext(t, servedFiles(t, ts))
-	if err := ts.Load(context.Background()); err != nil {
+	k.publishNext(t, k.servedFiles(t))
+	if err := k.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if after := forcedCycles(t); after <= during || during != before {
