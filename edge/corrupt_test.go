@@ -2,11 +2,16 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -221,5 +226,85 @@ func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a fresh temp file was removed: %v", err)
+	}
+}
+
+// corruptUnread publishes, after ts's snapshot, a copy whose rounds table
+// (which no resource reads: the match parts come from match_parts) is
+// corrupt with checksums that match it, as when a writer produced it
+// corrupt, and returns the new snapshot's manifest.
+func corruptUnread(t *testing.T, ts *testServer) publish.Manifest {
+	t.Helper()
+	for i := 1; i < 40; i++ {
+		dir, files := corruptCopy(t, ts, "rounds", float64(i)/41)
+		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
+			return ts.publishNext(t, files)
+		}
+	}
+	t.Fatal("no corruption of rounds fails the load: the table is not verified")
+	return publish.Manifest{}
+}
+
+// exportSum downloads /exports/{table} through srv and returns its
+// SHA-256.
+func exportSum(t *testing.T, srv *Server, table string) string {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/v1/cs2/exports/"+table, nil)
+	req.Header.Set("Authorization", "Bearer "+opsKey)
+	resp, err := srv.App().Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/exports/%s: %d %v %.200s", table, resp.StatusCode, err, b)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestCorruptUnreadTableIsRejected: a snapshot whose corrupt table is one
+// the edge does not read (its checksums forged to match) is rejected like
+// any corrupt snapshot: the last good one keeps serving, and exporting the
+// corrupt table's good bytes. An edge started with an empty cache on that
+// store serves the newest good snapshot instead of failing.
+func TestCorruptUnreadTableIsRejected(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	good := ts.Current()
+	i := slices.IndexFunc(good.Meta.Exports, func(e view.ExportTable) bool { return e.Name == "rounds" })
+	if i < 0 {
+		t.Fatal("the fixture exports no rounds table")
+	}
+	goodSum := good.Meta.Exports[i].SHA256
+	bad := corruptUnread(t, ts)
+	if err := ts.Load(ctx); !errors.Is(err, tables.ErrCorrupt) {
+		t.Fatalf("Load of the snapshot with a corrupt unread table: %v, want tables.ErrCorrupt", err)
+	}
+	if ts.Current().ID != good.ID {
+		t.Fatalf("serving %s, want the last good %s", ts.Current().ID, good.ID)
+	}
+	if sum := exportSum(t, ts.Server, "rounds"); sum != goodSum {
+		t.Fatalf("/exports/rounds streams %s, want the good snapshot's %s", sum, goodSum)
+	}
+
+	restarted, err := New(Options{Store: ts.store, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := restarted.Start(cctx); err != nil {
+		t.Fatalf("an edge with an empty cache on a store whose newest snapshot is corrupt: %v", err)
+	}
+	if restarted.Current().ID != good.ID {
+		t.Fatalf("the restarted edge serves %s, want the newest good %s", restarted.Current().ID, good.ID)
+	}
+	if c := readyCheck(t, restarted, "store"); c.OK || c.Error == nil || !strings.Contains(*c.Error, bad.SnapshotID+" is rejected") {
+		t.Fatalf("/ready's store check on the restarted edge: %+v", c)
+	}
+	if sum := exportSum(t, restarted, "rounds"); sum != goodSum {
+		t.Fatalf("the restarted edge's /exports/rounds streams %s, want the good snapshot's %s", sum, goodSum)
 	}
 }

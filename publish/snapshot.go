@@ -480,14 +480,16 @@ func cachedTables(destDir, except string) map[string]string {
 		}
 		for _, t := range m.Tables {
 			if validTableFile(t.File) == nil {
-				out[contentKey(t)] = filepath.Join(destDir, e.Name(), filepath.FromSlash(t.File))
+				out[ContentKey(t)] = filepath.Join(destDir, e.Name(), filepath.FromSlash(t.File))
 			}
 		}
 	}
 	return out
 }
 
-func contentKey(t TableEntry) string { return fmt.Sprintf("%d:%s", t.Bytes, strings.ToLower(t.SHA256)) }
+// ContentKey names a table's bytes: two tables with the same key hold the
+// same file.
+func ContentKey(t TableEntry) string { return fmt.Sprintf("%d:%s", t.Bytes, strings.ToLower(t.SHA256)) }
 
 func fetchTable(ctx context.Context, s store.Store, id string, t TableEntry, dir string, cached map[string]string, st *FetchStats) error {
 	if err := validTableFile(t.File); err != nil {
@@ -500,7 +502,7 @@ func fetchTable(ctx context.Context, s store.Store, id string, t TableEntry, dir
 		st.Kept += t.Bytes
 		return nil
 	}
-	if src, ok := cached[contentKey(t)]; ok {
+	if src, ok := cached[ContentKey(t)]; ok {
 		if linked, err := linkVerified(src, dst, t); err == nil && linked {
 			st.Reused += t.Bytes
 			return nil

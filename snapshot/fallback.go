@@ -114,8 +114,9 @@ func (k *Keeper) pruneCache(keep string) {
 
 // reject records a snapshot that cannot be served and removes its cached
 // copy.
-func (k *Keeper) reject(id, dir string, err error) {
-	k.state.reject(id, err)
+func (k *Keeper) reject(m publish.Manifest, dir string, err error) {
+	id := m.SnapshotID
+	k.state.reject(id, m.CreatedAt, err)
 	k.metrics.rejected.Inc()
 	if rerr := os.RemoveAll(dir); rerr != nil {
 		k.log.Warn("remove rejected snapshot from the cache", "snapshot", id, "err", rerr)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,10 @@ type Keeper struct {
 	// collected the garbage; fetched is what the last fetch moved. Under mu.
 	release []func()
 	fetched publish.FetchStats
+	// verified are the tables of the snapshot loaded last, by content
+	// (publish.ContentKey): a table of the next one with the same bytes
+	// is not verified again. Under mu.
+	verified map[string]bool
 }
 
 // New returns a keeper with nothing loaded yet: call Load or Start.
@@ -175,7 +180,7 @@ func (k *Keeper) swap(next *view.Snapshot) {
 		return nv, func() { k.o.Swapped(cur, nv) }
 	})
 	k.metrics.loaded(next)
-	k.state.served(next.ID)
+	k.state.served(next.ID, next.CreatedAt)
 	if miss := next.MissingTables(); len(miss) > 0 {
 		// Published by an older pipeline: served, with these resources
 		// empty, until a newer run publishes them.
@@ -255,7 +260,10 @@ func (k *Keeper) fetchLoad(ctx context.Context, st store.Store, m publish.Manife
 		}
 		return nil, fmt.Errorf("snapshot: fetch %s: %w", m.SnapshotID, err)
 	}
-	var lo view.LoadOptions
+	lo := view.LoadOptions{Verified: func(name string) bool {
+		i := slices.IndexFunc(m.Tables, func(t publish.TableEntry) bool { return t.Name == name })
+		return i >= 0 && k.verified[publish.ContentKey(m.Tables[i])]
+	}}
 	if serving {
 		lo.Workers = 1
 		k.holdForLoad()
@@ -263,12 +271,16 @@ func (k *Keeper) fetchLoad(ctx context.Context, st store.Store, m publish.Manife
 	next, err := view.LoadWith(ctx, dir, viewMeta(m), lo)
 	if err != nil {
 		if errors.Is(err, tables.ErrCorrupt) {
-			k.reject(m.SnapshotID, dir, err)
+			k.reject(m, dir, err)
 		}
 		return nil, fmt.Errorf("snapshot: load %s: %w", m.SnapshotID, err)
 	}
 	k.fromCache.Store(st != k.o.Store)
 	k.fetched = fetched
+	k.verified = map[string]bool{}
+	for _, t := range m.Tables {
+		k.verified[publish.ContentKey(t)] = true
+	}
 	return next, nil
 }
 

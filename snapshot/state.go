@@ -9,23 +9,26 @@ import (
 // could not serve, for /ready and the logs. The reloads write it; /ready
 // reads it (never calling the store itself).
 type state struct {
-	mu          sync.Mutex
-	storeErr    error     // the last store failure, nil once a call succeeds again
-	storeSince  time.Time // when the store started or stopped failing
-	rejected    map[string]error
-	rejectedID  string // the newest snapshot rejected
-	servedID    string // the snapshot served, and since when
-	servedSince time.Time
+	mu         sync.Mutex
+	storeErr   error            // the last store failure, nil once a call succeeds again
+	storeSince time.Time        // when the store started or stopped failing
+	rejected   map[string]error // the snapshots rejected (at most maxRejected)
+	// The newest snapshot rejected and when it was created; the snapshot
+	// served, when it was created and since when it is served.
+	rejectedID            string
+	rejectedAt            time.Time
+	servedID              string
+	servedAt, servedSince time.Time
 }
 
 // maxRejected bounds the rejected snapshots remembered (each is one id).
 const maxRejected = 64
 
-func (l *state) served(id string) {
+func (l *state) served(id string, created time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id != l.servedID {
-		l.servedID, l.servedSince = id, time.Now()
+		l.servedID, l.servedAt, l.servedSince = id, created, time.Now()
 	}
 }
 
@@ -47,15 +50,15 @@ func (l *state) storeOK() {
 	l.storeErr = nil
 }
 
-func (l *state) reject(id string, err error) {
+func (l *state) reject(id string, created time.Time, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.rejected == nil || len(l.rejected) >= maxRejected {
 		l.rejected = map[string]error{}
 	}
 	l.rejected[id] = err
-	if id > l.rejectedID {
-		l.rejectedID = id
+	if l.rejectedID == "" || created.After(l.rejectedAt) {
+		l.rejectedID, l.rejectedAt = id, created
 	}
 }
 
@@ -94,7 +97,7 @@ func (k *Keeper) StoreState() (problem string, since time.Time) {
 		return "store unreachable: " + l.storeErr.Error() + "; serving " + l.servedID + " from the local cache", since
 	case l.storeErr != nil:
 		return "store unreachable: " + l.storeErr.Error(), since
-	case l.rejectedID != "" && l.rejectedID > l.servedID:
+	case l.rejectedID != "" && l.rejectedAt.After(l.servedAt):
 		return "the newest snapshot " + l.rejectedID + " is rejected (" + l.rejected[l.rejectedID].Error() + "); serving " + l.servedID, since
 	case k.fromCache.Load():
 		return "serving " + l.servedID + " from the local cache", since
