@@ -153,11 +153,11 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{o: o, log: o.Logger, cursors: newCursorCodec(o.CursorSecret), metrics: newMetrics()}
+	plans := access.DefaultPlans()
 	if o.Meter != nil {
-		s.exportPlans = exportPlansOf(o.Meter.Plans)
-	} else {
-		s.exportPlans = exportPlansOf(access.DefaultPlans())
+		plans = o.Meter.Plans
 	}
+	s.exportPlans = exportPlansOf(plans)
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
@@ -179,7 +179,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.view = s.snaps.Views()
-	s.push = push.New(s.view, s.liveOptions())
+	s.push = push.New(s.view, s.liveOptions(plans))
 	s.metrics.registerConns(func() float64 { return float64(s.app.Server().GetOpenConnectionsCount()) }, o.MaxConns)
 	s.metrics.reg.MustRegister(s.push.Collectors()...)
 	s.metrics.reg.MustRegister(s.snaps.Collectors()...)
@@ -191,10 +191,16 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// liveOptions are Options.Live with the edge's clock, logger and key
-// checks where it has none of its own.
-func (s *Server) liveOptions() push.Options {
+// liveOptions are Options.Live with the edge's clock, logger, key checks
+// and the plans' connection caps where it has none of its own.
+func (s *Server) liveOptions(plans map[string]access.PlanLimits) push.Options {
 	lo := s.o.Live
+	if lo.ConnLimits == nil {
+		lo.ConnLimits = map[string]int{}
+		for name, pl := range plans {
+			lo.ConnLimits[name] = pl.WSConnections
+		}
+	}
 	if lo.Now == nil {
 		lo.Now = s.o.Now
 	}

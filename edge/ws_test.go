@@ -47,13 +47,20 @@ func newLiveServer(t testing.TB, o push.Options) *liveServer {
 	if err := ts.Push().RunLive(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return &liveServer{testServer: ts, addr: listen(t, ts), feed: o.Feed}
+}
+
+// listen serves ts's app on a loopback port until the test ends and
+// returns its address.
+func listen(t testing.TB, ts *testServer) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go ts.App().Listener(ln)
 	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
-	return &liveServer{testServer: ts, addr: ln.Addr().String(), feed: o.Feed}
+	return ln.Addr().String()
 }
 
 // mint mints a ticket through the app (auth, contract check) and returns it.
@@ -268,6 +275,39 @@ func TestWSTicketSingleUseAndExpiry(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/cs2/ws-token", nil)
 	if r := ls.do(t, req); r.status != 401 {
 		t.Fatalf("unauthenticated mint: %d", r.status)
+	}
+}
+
+// The per-key cap is the key's plan's ws_connections (which EO_PLANS
+// overrides), not a number of the edge's own.
+func TestWSConnectionCapIsThePlans(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctr.Close() })
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	std := plans[access.PlanStandard]
+	std.WSConnections = 2
+	plans[access.PlanStandard] = std
+	ms := newMeteredServer(t, ctr, keys, plans, clk)
+	ls := &liveServer{testServer: ms.testServer, addr: listen(t, ms.testServer)}
+	key := newTestKey(t, keys, access.PlanStandard)
+	var third *wsClient
+	for i := range 3 {
+		c, resp, err := ls.dial(t, "token="+ls.mint(t, key))
+		if err != nil {
+			t.Fatalf("dial %d: %v (%v)", i+1, err, resp)
+		}
+		if i < 2 {
+			waitFor(t, "the connection to be admitted", func() bool { return ls.Push().Stats().Connections == int64(i+1) })
+		}
+		third = c
+	}
+	if f, err := third.read(); err != nil || f.Type != "error" || f.Code != "connection_limit" {
+		t.Fatalf("a 3rd connection on a plan capped at 2: %+v %v", f, err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,7 +232,10 @@ type Key struct {
 // error frame and close code 1008.
 func (p *Push) Serve(c *websocket.Conn, k Key) {
 	limit, ok := p.o.ConnLimits[k.Plan]
-	if !ok {
+	switch {
+	case p.o.ConnLimits == nil:
+		limit = math.MaxInt
+	case !ok:
 		limit = p.o.ConnLimits["standard"]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -44,8 +44,9 @@ type Options struct {
 	// Limiter caps concurrent connections per key; share one (Redis) between
 	// instances so the cap holds across them. Default in-memory.
 	Limiter ConnLimiter
-	// ConnLimits is the per-key connection cap per plan (default standard 5,
-	// trial 5, internal 100); a plan not listed gets the standard cap.
+	// ConnLimits is the per-key connection cap per plan (the edge passes
+	// the plans' ws_connections); a plan not listed gets the standard cap.
+	// Nil: connections are not capped.
 	ConnLimits map[string]int
 	// TicketTTL is a ticket's lifetime (default 60s).
 	TicketTTL time.Duration
@@ -88,9 +89,6 @@ func (o *Options) defaults() {
 	}
 	if o.Limiter == nil {
 		o.Limiter = NewMemoryLimiter()
-	}
-	if o.ConnLimits == nil {
-		o.ConnLimits = map[string]int{"standard": 5, "trial": 5, "internal": 100}
 	}
 	if o.TicketTTL <= 0 {
 		o.TicketTTL = 60 * time.Second
