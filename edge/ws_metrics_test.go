@@ -55,7 +55,7 @@ func TestWSMetrics(t *testing.T) {
 	}
 	c.send(map[string]string{"type": "subscribe", "target": "match:nope"})
 	c.expect("error", "match:nope")
-	ls.Push().Hub().Broadcast(mt, []byte(`{"type":"update","target":"`+mt+`","seq":1,"data":{}}`))
+	ls.Push().Hub().Broadcast(mt, push.Frame([]byte(`{"type":"update","target":"`+mt+`","seq":1,"data":{}}`)))
 	c.expect("update", mt)
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_connections": 1, "eo_ws_connections_total": 1,
 		"eo_ws_subscriptions": 2, sent("subscribed"): 2, sent("snapshot"): 2, sent("error"): 1, sent("update"): 1,

@@ -748,7 +748,7 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 	// overflow on "subscribed" and "snapshot" alone). Frames pushed
 	// faster than the writer drains it overflow it within a few (each
 	// write takes a system call).
-	frame := []byte(`{"type":"update","target":"` + target + `","data":{}}`)
+	frame := push.Frame([]byte(`{"type":"update","target":"` + target + `","data":{}}`))
 	for i := 0; i < 1_000_000 && ls.Push().Hub().Broadcast(target, frame) > 0; i++ {
 		if !ls.Push().Hub().Has(target) {
 			break

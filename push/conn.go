@@ -14,7 +14,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +68,10 @@ const (
 	frameUnsubscribed
 	frameError
 	numFrameKinds
+	// frameControl is a ping or pong and frameClose the close frame (which
+	// ends the connection once written): not counted.
+	frameControl = numFrameKinds
+	frameClose   = numFrameKinds + 1
 )
 
 var frameKindNames = [numFrameKinds]string{frameUpdate: "update", frameSnapshot: "snapshot",
@@ -104,112 +107,7 @@ const (
 
 var refuseReasons = [...]string{refuseLimit: "connection_limit", refuseUnavailable: "unavailable"}
 
-// outFrame is a queued frame and its kind.
-type outFrame struct {
-	b    []byte
-	kind frameKind
-}
-
-// conn is one WebSocket connection: a reader (the handler goroutine) and a
-// writer draining a bounded queue.
-type conn struct {
-	p    *Push
-	c    *websocket.Conn
-	send chan outFrame
-	slow chan struct{}
-	done chan struct{}
-	once sync.Once
-	subs map[string]bool // reader goroutine only
-	dead atomic.Bool
-	key  string // the key it was opened with (its id)
-	// revoked is closed when the key was revoked or expired (revoke).
-	revoked    chan struct{}
-	revokeOnce sync.Once
-}
-
-// kill makes the reader return, which frees the slot and ends the
-// connection. (Close on a hijacked fasthttp connection is a no-op until the
-// handler returns, so the reader is woken through its deadline.)
-func (w *conn) kill() {
-	w.dead.Store(true)
-	if nc := w.c.NetConn(); nc != nil {
-		_ = nc.SetReadDeadline(time.Now())
-	}
-}
-
-// Send queues an update frame (the hub's broadcast); see queue.
-func (w *conn) Send(frame []byte) bool { return w.queue(frameUpdate, frame) }
-
-// queue queues a frame without blocking; a full queue drops it and marks
-// the client as a slow consumer, which cuts it off.
-func (w *conn) queue(kind frameKind, frame []byte) bool {
-	select {
-	case w.send <- outFrame{b: frame, kind: kind}:
-		return true
-	default:
-		w.p.ws.dropped.Add(1)
-		w.markSlow()
-		return false
-	}
-}
-
-// markSlow cuts the client off as a slow consumer (once).
-func (w *conn) markSlow() {
-	w.once.Do(func() {
-		w.p.ws.slowCloses.Add(1)
-		close(w.slow)
-		// Unblock a write stuck on a client that does not read.
-		if nc := w.c.NetConn(); nc != nil {
-			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-		}
-	})
-}
-
-// waitRoom holds the reader until the send queue is at most half full, so
-// the frames answering the client's own frame (an acknowledgement, a
-// snapshot, an error: at most two) never overflow it. A client sending
-// frames faster than it reads the answers is paced by its own reading
-// (the reader stops, TCP pushes back) instead of being cut off as a slow
-// consumer; one that does not read at all for WriteTimeout still is. The
-// wait is outside the view's lock: live updates go on meanwhile.
-func (w *conn) waitRoom() bool {
-	if len(w.send) <= cap(w.send)/2 {
-		return true
-	}
-	deadline := time.Now().Add(w.p.o.WriteTimeout)
-	for len(w.send) > cap(w.send)/2 {
-		if w.dead.Load() || time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-w.slow:
-			return false
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return true
-}
-
-// closeInactive ends the connections whose key is revoked or expired: an
-// error frame (invalid_api_key) and close code 1008, as a refused connection
-// gets.
-func (p *Push) closeInactive() {
-	p.open.Range(func(k, _ any) bool {
-		w := k.(*conn)
-		if !w.dead.Load() && !p.o.Active(w.key) {
-			p.ws.revokedCloses.Add(1)
-			w.revoke()
-		}
-		return true
-	})
-}
-
-// revoke makes the writer tell the client its key no longer opens the
-// channel and end the connection (once).
-func (w *conn) revoke() {
-	w.revokeOnce.Do(func() { close(w.revoked) })
-}
-
+// errorFrame is an error frame's payload.
 func errorFrame(code, target, msg string) []byte {
 	m := map[string]string{"type": "error", "code": code, "message": msg}
 	if target != "" {
@@ -227,7 +125,8 @@ type Key struct {
 }
 
 // Serve runs one WebSocket connection, upgraded by the edge for key, until
-// it ends: a reader (this goroutine) and a writer draining a bounded queue.
+// it ends: a reader (this goroutine) and a bounded queue of frames the
+// push side's flushers write (writer.go).
 // A key at its connection cap, or whose cap cannot be checked, gets an
 // error frame and close code 1008.
 func (p *Push) Serve(c *websocket.Conn, k Key) {
@@ -263,77 +162,24 @@ func (p *Push) Serve(c *websocket.Conn, k Key) {
 	}
 	p.conns.Add(1)
 	p.ws.accepted.Add(1)
-	w := &conn{p: p, c: c, send: make(chan outFrame, p.o.SendQueue), slow: make(chan struct{}), done: make(chan struct{}),
-		subs: map[string]bool{}, key: k.ID, revoked: make(chan struct{})}
-	p.open.Store(w, struct{}{})
-	defer p.open.Delete(w)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		w.writeLoop()
-	}()
+	w := p.newConn(c, k.ID)
+	p.register(w)
 	w.readLoop()
-	// Free the slot and the subscriptions at once, then let the writer go.
+	// Free the slot and the subscriptions at once; give the closing
+	// frames, if any, a second to go out; then close.
+	w.dead.Store(true)
 	targets := make([]string, 0, len(w.subs))
 	for t := range w.subs {
 		targets = append(targets, t)
 	}
 	p.hub.RemoveAll(w, targets)
 	p.ws.subs.Add(-int64(len(targets)))
+	p.unregister(w)
 	release()
 	p.conns.Add(-1)
-	close(w.done)
+	w.waitClosed(time.Second)
 	_ = c.Close()
-	<-writerDone
-}
-
-// closeWith tells the client why in an error frame and closes the
-// WebSocket (1008 policy violation, the code as reason) before cutting the
-// connection, best effort: a client that reads again sees a clean close,
-// not a dropped connection (1006).
-func (w *conn) closeWith(code, msg string) {
-	deadline := time.Now().Add(time.Second)
-	_ = w.c.SetWriteDeadline(deadline)
-	if w.c.WriteMessage(websocket.TextMessage, errorFrame(code, "", msg)) == nil {
-		w.p.ws.sent[frameError].Add(1)
-		_ = w.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, code), deadline)
-	}
-	w.kill()
-}
-
-func (w *conn) writeLoop() {
-	p := w.p
-	ping := time.NewTicker(p.o.PingInterval)
-	defer ping.Stop()
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-w.slow:
-			w.closeWith("slow_consumer", "the client did not read its frames fast enough; reconnect and subscribe again")
-			return
-		case <-w.revoked:
-			w.closeWith("invalid_api_key", "the API key of this connection was revoked or has expired")
-			return
-		case f := <-w.send:
-			select {
-			case <-w.slow:
-				continue // handled on the next turn
-			default:
-			}
-			_ = w.c.SetWriteDeadline(time.Now().Add(p.o.WriteTimeout))
-			if err := w.c.WriteMessage(websocket.TextMessage, f.b); err != nil {
-				w.kill()
-				return
-			}
-			p.ws.sent[f.kind].Add(1)
-		case <-ping.C:
-			if err := w.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(p.o.WriteTimeout)); err != nil {
-				w.kill()
-				return
-			}
-		}
-	}
+	w.writing.Wait()
 }
 
 type clientFrame struct {
@@ -355,6 +201,9 @@ func (w *conn) readLoop() {
 	}
 	alive()
 	c.SetPongHandler(func(string) error { alive(); return nil })
+	// The client's pings are answered through the queue, as every frame:
+	// one writer at a time on the socket.
+	c.SetPingHandler(func(data string) error { w.queue(frameControl, controlFrame(opPong, []byte(data))); return nil })
 	for {
 		mt, msg, err := c.ReadMessage()
 		if err != nil || w.dead.Load() {
@@ -367,7 +216,7 @@ func (w *conn) readLoop() {
 		}
 		var f clientFrame
 		if mt != websocket.TextMessage || json.Unmarshal(msg, &f) != nil {
-			w.queue(frameError, errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
+			w.answer(frameError, errorFrame("bad_frame", "", "frames are JSON text: {\"type\":\"subscribe\",\"target\":\"match:<uuid>\"}"))
 			continue
 		}
 		switch f.Type {
@@ -380,9 +229,9 @@ func (w *conn) readLoop() {
 				delete(w.subs, f.Target)
 				p.ws.subs.Add(-1)
 			}
-			w.queue(frameUnsubscribed, ackFrame("unsubscribed", f.Target))
+			w.answer(frameUnsubscribed, ackFrame("unsubscribed", f.Target))
 		default:
-			w.queue(frameError, errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
+			w.answer(frameError, errorFrame("bad_frame", "", "unknown frame type; expected subscribe, unsubscribe or pong"))
 		}
 	}
 }
@@ -396,18 +245,18 @@ func (w *conn) subscribe(target string, since *uint64) {
 	kind, rest, _ := strings.Cut(target, ":")
 	id, ok := tables.ParseID(rest)
 	if !ok || (kind != "match" && kind != "odds") {
-		w.queue(frameError, errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
+		w.answer(frameError, errorFrame("invalid_target", target, "a target is match:<uuid> or odds:<uuid> (a match id)"))
 		return
 	}
 	if !w.subs[target] && len(w.subs) >= p.o.MaxSubscriptions {
-		w.queue(frameError, errorFrame("subscription_limit", target, fmt.Sprintf(
+		w.answer(frameError, errorFrame("subscription_limit", target, fmt.Sprintf(
 			"this connection holds its maximum of %d subscriptions; unsubscribe from one first, or open another connection",
 			p.o.MaxSubscriptions)))
 		return
 	}
 	p.views.Hold(func(v *view.View) {
 		if v == nil {
-			w.queue(frameError, errorFrame("unknown_target", target, "no data loaded yet"))
+			w.answer(frameError, errorFrame("unknown_target", target, "no data loaded yet"))
 			return
 		}
 		at := p.tracker.Position()
@@ -425,16 +274,16 @@ func (w *conn) subscribe(target string, since *uint64) {
 			b, ok = v.AppendOddsFrame(b, id)
 		}
 		if !ok {
-			w.queue(frameError, errorFrame("unknown_target", target, "no such match"))
+			w.answer(frameError, errorFrame("unknown_target", target, "no such match"))
 			return
 		}
 		if p.hub.Add(target, w) {
 			p.ws.subs.Add(1)
 		}
 		w.subs[target] = true
-		w.queue(frameSubscribed, ackFrame("subscribed", target))
+		w.answer(frameSubscribed, ackFrame("subscribed", target))
 		if since == nil {
-			w.queue(frameSnapshot, append(b, '}'))
+			w.answer(frameSnapshot, append(b, '}'))
 			return
 		}
 		n := 0
@@ -444,7 +293,7 @@ func (w *conn) subscribe(target string, since *uint64) {
 			return
 		}
 		p.ws.resumes[resumeResync].Add(1)
-		w.queue(frameSnapshot, append(b, '}'))
+		w.answer(frameSnapshot, append(b, '}'))
 	})
 }
 

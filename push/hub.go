@@ -83,8 +83,9 @@ func (h *Hub) Has(target string) bool {
 	return len(h.targets[target]) > 0
 }
 
-// Broadcast queues frame on every subscriber of target and returns how many
-// accepted it. The frame is shared: subscribers must not modify it.
+// Broadcast queues frame (a whole WebSocket frame: Frame) on every
+// subscriber of target and returns how many accepted it. The frame is
+// shared: subscribers must not modify it.
 func (h *Hub) Broadcast(target string, frame []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

@@ -131,9 +131,15 @@ type Push struct {
 	// changes are the live changes the changes feed serves (changes.go).
 	changes *Changes
 	conns   atomic.Int64
-	// open holds the open connections (*conn -> struct{}), for the key
-	// checks.
-	open sync.Map
+	// flushers write the connections' frames (writer.go); next picks the
+	// flusher of the next connection.
+	flushers []*flusher
+	next     atomic.Uint64
+	// openConns are the open connections and byKey the same by key (the
+	// pings, the key checks).
+	openMu    sync.Mutex
+	openConns map[*conn]struct{}
+	byKey     map[string]map[*conn]struct{}
 	// ws counts the WebSocket channel for /metrics (metrics.go).
 	ws wsStats
 	// feed is the feed subscription's state, for /ready.
@@ -143,8 +149,10 @@ type Push struct {
 // New returns the push side of views.
 func New(views *view.Current, o Options) *Push {
 	o.defaults()
-	p := &Push{o: o, log: o.Logger, views: views, hub: NewHub(), hist: NewHistory(o.ResumeBuffer), changes: newChanges()}
+	p := &Push{o: o, log: o.Logger, views: views, hub: NewHub(), hist: NewHistory(o.ResumeBuffer), changes: newChanges(),
+		flushers: newFlushers(), openConns: map[*conn]struct{}{}, byKey: map[string]map[*conn]struct{}{}}
 	p.tracker = live.NewTracker(views, p.applied)
+	go p.pingLoop()
 	return p
 }
 
@@ -285,13 +293,13 @@ func (p *Push) applied(v *view.View, ap view.Applied) {
 		target := "match:" + id.String()
 		b := updateFrame(target, at.Seq, 2048)
 		if b, ok := v.AppendMatchFrame(b, id); ok {
-			p.pushUpdate(target, append(b, '}'), false, at)
+			p.pushUpdate(target, sealFrame(append(b, '}')), false, at)
 		}
 	}
 	for _, u := range ap.Odds {
 		target := "odds:" + u.Match.String()
 		b := updateFrame(target, at.Seq, len(u.Lines))
-		p.pushUpdate(target, append(append(b, u.Lines...), '}'), false, at)
+		p.pushUpdate(target, sealFrame(append(append(b, u.Lines...), '}')), false, at)
 	}
 }
 
@@ -344,15 +352,16 @@ func (p *Push) pushSwapped(old, cur *view.View, at live.Position) {
 		}
 		if okB && (!okA || !bytes.Equal(a, b)) {
 			f := append(updateFrame(target, at.Seq, len(b)), b...)
-			p.pushUpdate(target, append(f, '}'), true, at)
+			p.pushUpdate(target, sealFrame(append(f, '}')), true, at)
 		}
 	}
 }
 
-// updateFrame starts an update frame of target numbered seq, to be
-// completed with the data and '}'.
+// updateFrame starts an update frame of target numbered seq (room for its
+// header, then its payload), to be completed with the data and '}' and
+// sealed (sealFrame).
 func updateFrame(target string, seq uint64, data int) []byte {
-	b := make([]byte, 0, data+len(target)+64)
+	b := make([]byte, headerRoom, headerRoom+data+len(target)+64)
 	b = append(b, `{"type":"update","target":"`...)
 	b = append(b, target...)
 	b = append(b, `","seq":`...)
@@ -360,8 +369,8 @@ func updateFrame(target string, seq uint64, data int) []byte {
 	return append(b, `,"data":`...)
 }
 
-// pushUpdate holds an update frame for resuming clients and pushes it to
-// the target's subscribers.
+// pushUpdate holds an update frame (sealed) for resuming clients and
+// pushes it to the target's subscribers.
 func (p *Push) pushUpdate(target string, frame []byte, swap bool, at live.Position) {
 	p.hist.Record(target, frame, swap, at)
 	p.hub.Broadcast(target, frame)
