@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/cursor"
 	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
@@ -119,13 +120,13 @@ func TestChangesCursorErrors(t *testing.T) {
 	if !log.Present || log.Horizon <= 0 {
 		t.Fatalf("the fixture snapshot's change log: %+v", log)
 	}
-	old := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon - 1, Key: push.ChangeKey{Type: push.KeyAll}})
+	old := ts.cursors.AppendChanges(nil, cursor.Changes{Pos: log.Horizon - 1, Key: cursor.ChangeKey{Type: push.KeyAll}})
 	r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(string(old)))
 	if r.status != 410 || r.code(t) != "cursor_expired" {
 		t.Fatalf("an expired cursor: %d %s", r.status, r.body)
 	}
 	listCursor := ts.get(t, "/v1/cs2/matches?limit=1").json(t)["meta"].(map[string]any)["next_cursor"].(string)
-	forged := newCursorCodec([]byte("another secret")).encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	forged := cursor.NewCodec([]byte("another secret")).AppendChanges(nil, cursor.Changes{Pos: log.Horizon})
 	for _, since := range []string{"nope", listCursor, string(forged)} {
 		if r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(since)); r.status != 400 || r.code(t) != "invalid_cursor" {
 			t.Errorf("since=%s: %d %s", since, r.status, r.body)
@@ -134,13 +135,13 @@ func TestChangesCursorErrors(t *testing.T) {
 	// A cursor at the horizon reads the log's entries (none in the
 	// fixture's first snapshot) and a cursor ahead of the log (another
 	// instance's, on a newer snapshot) keeps its position.
-	at := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	at := ts.cursors.AppendChanges(nil, cursor.Changes{Pos: log.Horizon})
 	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(at))); len(p.Data) != len(log.Entries) {
 		t.Fatalf("from the horizon: %+v", p)
 	}
-	ahead := changesCursor{Pos: log.Head() + 10, Seq: 99, Key: push.ChangeKey{Type: push.KeyAll}}
-	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(ts.cursors.encodeChanges(nil, ahead))))
-	if next, ok := ts.cursors.decodeChanges(p.Meta.NextCursor); len(p.Data) != 0 || !ok || next != ahead {
+	ahead := cursor.Changes{Pos: log.Head() + 10, Seq: 99, Key: cursor.ChangeKey{Type: push.KeyAll}}
+	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(ts.cursors.AppendChanges(nil, ahead))))
+	if next, ok := ts.cursors.DecodeChanges(p.Meta.NextCursor); len(p.Data) != 0 || !ok || next != ahead {
 		t.Fatalf("a cursor ahead: %+v, next %+v", p, next)
 	}
 	waitMetrics(t, ts, map[string]float64{"eo_changes_expired_total": 1})

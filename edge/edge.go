@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/cursor"
 	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
@@ -105,7 +106,7 @@ type Server struct {
 	// live changes made since.
 	view    *view.Current
 	snaps   *snapshot.Keeper
-	cursors cursorCodec
+	cursors cursor.Codec
 	metrics *metrics
 	// exportPlans are the plans whose keys may use the bulk exports.
 	exportPlans map[string]bool
@@ -152,7 +153,7 @@ func New(o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{o: o, log: o.Logger, cursors: newCursorCodec(o.CursorSecret), metrics: newMetrics()}
+	s := &Server{o: o, log: o.Logger, cursors: cursor.NewCodec(o.CursorSecret), metrics: newMetrics()}
 	plans := access.DefaultPlans()
 	if o.Meter != nil {
 		plans = o.Meter.Plans

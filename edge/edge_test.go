@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/cursor"
 	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
@@ -594,7 +595,7 @@ func TestCursorRejections(t *testing.T) {
 		t.Errorf("valid cursor refused: %s", r.body)
 	}
 	// A cursor minted without a sort (before sort support) pages the default order.
-	legacy := ts.cursors.encode(cursor{Kind: "teams", Val: view.SortVal{}, ID: ID{}})
+	legacy := ts.cursors.Encode(cursor.List{Kind: "teams", Val: view.SortVal{}, ID: ID{}})
 	if r := ts.get(t, "/v1/cs2/teams?limit=2&cursor="+legacy); r.status != 200 {
 		t.Errorf("legacy cursor: %d %s", r.status, r.body)
 	}

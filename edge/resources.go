@@ -30,7 +30,7 @@ func (s *Server) decodeCursor(c *fiber.Ctx, kind, spec, def string) (*view.Key, 
 	if v == "" {
 		return nil, nil
 	}
-	cur, ok := s.cursors.decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
+	cur, ok := s.cursors.Decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
 	if !ok {
 		return nil, errBadCursor
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/eodata/eo/cursor"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -221,7 +222,7 @@ func (s *Server) requestMiddleware(c *fiber.Ctx) error {
 	if cv := c.Query("cursor"); cv != "" && v != nil {
 		// A cursor minted on a snapshot swapped out since continues on
 		// this one by key; the page says so.
-		s.cursors.withSnapshot(cv, func(snap []byte) {
+		s.cursors.WithSnapshot(cv, func(snap []byte) {
 			if string(snap) != v.ID() {
 				c.Set(HeaderCursorContinued, "true")
 			}
@@ -405,7 +406,7 @@ func (s *Server) sendPage(c *fiber.Ctx, kind string, p view.Page) error {
 		return sendList(c, p.Rows, nil)
 	}
 	bp := bufs.Get().(*[]byte)
-	next := s.cursors.appendEncoded((*bp)[:0], &cursor{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID(),
+	next := s.cursors.AppendEncoded((*bp)[:0], &cursor.List{Kind: kind, Sort: p.Spec, Val: p.Last.Val, ID: p.Last.ID, Snap: viewOf(c).ID(),
 		Filters: filterHash(c.Context().QueryArgs())})
 	err := sendList(c, p.Rows, next)
 	*bp = next[:0]

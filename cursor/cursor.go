@@ -1,4 +1,9 @@
-package edge
+// Package cursor mints and opens the API's cursors, signed with the edge's
+// secret (HMAC-SHA256) so an edited one is refused: a list cursor (List:
+// the position after the last row of a page) and a changes cursor
+// (Changes: a position in the snapshot's change log and in the live
+// changes).
+package cursor
 
 import (
 	"bytes"
@@ -16,15 +21,16 @@ import (
 	"github.com/eodata/eo/view"
 )
 
-// cursor is the position after the last row of a page: the row's sort value
+// List is the position after the last row of a page: the row's sort value
 // and id, the sort spec and the filters it was minted under, the resource it
 // pages and the snapshot it was read from. Because it holds values, not
 // offsets, paging continues across a snapshot swap on the new snapshot,
 // strictly after the last row's value and id (keyset pagination): no row
 // is repeated or skipped unless its sort value changed in between. A
-// cursor only continues the list it came from: another resource, sort or filter set is a 400 invalid_cursor (a cursor of
-// status=completed reused with status=scheduled would otherwise skip every
-// scheduled match before its position).
+// cursor only continues the list it came from: Decode refuses it for
+// another resource, sort or filter set (a cursor of status=completed
+// reused with status=scheduled would otherwise skip every scheduled match
+// before its position).
 //
 // On the wire it is base64url(body) "." base64url(HMAC-SHA256(body)
 // truncated to 16 bytes), so an edited cursor is detected. The body is
@@ -32,22 +38,23 @@ import (
 //
 //	0x03 | kind | sort | snap | filters (8 bytes) | flags | [str] | [num] | id (16 bytes)
 //
-// strings as a uvarint length and the bytes, filters the request's
-// filterHash (big-endian), flags bit 0 null, bit 1 a string value follows,
+// strings as a uvarint length and the bytes, filters a hash of the
+// request's filters (the edge's filterHash, big-endian), flags bit 0 null, bit 1 a string value follows,
 // bit 2 a number (zig-zag varint) follows. Cursors minted before filters
 // were bound still decode, bound to no filter set: cursorV2 bodies (0x02,
 // the same without filters) and the JSON of earlier versions, bodies that
 // start with '{' (the spec: cursors issued before sort support keep working).
-type cursor struct {
+type List struct {
 	Sort string       `json:"o,omitempty"` // empty: minted before sort support, means the default order
 	Val  view.SortVal `json:"v"`
 	ID   tables.ID    `json:"-"`
 	IDS  string       `json:"i"` // JSON cursors only
 	Kind string       `json:"k"` // the resource it pages, so a cursor cannot cross endpoints
 	// Snap is the snapshot the page was served from: a next page served
-	// from another says so (HeaderCursorContinued).
+	// from another says so (the edge's X-Cursor-Continued).
 	Snap string `json:"s,omitempty"`
-	// Filters is the filterHash of the request the cursor was minted for.
+	// Filters is the hash of the filters of the request the cursor was
+	// minted for.
 	Filters uint64 `json:"-"`
 }
 
@@ -57,11 +64,11 @@ const (
 	cursorNull    = 1 << 0
 	cursorHasStr  = 1 << 1
 	cursorHasNum  = 1 << 2
-	maxCursorBody = 1024 // decoded; longer is not a cursor this edge minted
+	maxCursorBody = 1024 // decoded; longer is not a cursor minted here
 )
 
 // appendBinary appends the cursorV3 body.
-func (c *cursor) appendBinary(b []byte) []byte {
+func (c *List) appendBinary(b []byte) []byte {
 	b = append(b, cursorV3)
 	b = appendStr(b, c.Kind)
 	b = appendStr(b, c.Sort)
@@ -154,34 +161,35 @@ func readStr(b []byte) (s, rest []byte, ok bool) {
 	return b[k : k+int(n)], b[k+int(n):], true
 }
 
-// cursorCodec mints and verifies cursors under the edge's secret.
-type cursorCodec struct {
-	bufs *sync.Pool // of *cursorBuf: a keyed HMAC state (keying costs two block hashes) and scratch space
+// Codec mints and verifies cursors under the edge's secret.
+type Codec struct {
+	bufs *sync.Pool // of *scratch: a keyed HMAC state (keying costs two block hashes) and scratch space
 }
 
-// cursorBuf is the scratch space of one encode or decode.
-type cursorBuf struct {
+// scratch is the scratch space of one encode or decode.
+type scratch struct {
 	mac  hash.Hash
 	body []byte
 	sig  []byte
 	sum  [sha256.Size]byte
 }
 
-func newCursorCodec(key []byte) cursorCodec {
-	return cursorCodec{bufs: &sync.Pool{New: func() any {
-		return &cursorBuf{mac: hmac.New(sha256.New, key), body: make([]byte, 0, 256), sig: make([]byte, 0, 32)}
+// NewCodec is the codec of cursors signed with key.
+func NewCodec(key []byte) Codec {
+	return Codec{bufs: &sync.Pool{New: func() any {
+		return &scratch{mac: hmac.New(sha256.New, key), body: make([]byte, 0, 256), sig: make([]byte, 0, 32)}
 	}}}
 }
 
-func (cb *cursorBuf) tag(body []byte) []byte {
+func (cb *scratch) tag(body []byte) []byte {
 	cb.mac.Reset()
 	cb.mac.Write(body)
 	return cb.mac.Sum(cb.sum[:0])[:16]
 }
 
-// appendEncoded appends c's wire form to dst.
-func (cc cursorCodec) appendEncoded(dst []byte, c *cursor) []byte {
-	cb := cc.bufs.Get().(*cursorBuf)
+// AppendEncoded appends c's wire form to dst.
+func (cc Codec) AppendEncoded(dst []byte, c *List) []byte {
+	cb := cc.bufs.Get().(*scratch)
 	cb.body = c.appendBinary(cb.body[:0])
 	dst = base64.RawURLEncoding.AppendEncode(dst, cb.body)
 	dst = append(dst, '.')
@@ -190,17 +198,17 @@ func (cc cursorCodec) appendEncoded(dst []byte, c *cursor) []byte {
 	return dst
 }
 
-// encode is appendEncoded as a string (tests).
-func (cc cursorCodec) encode(c cursor) string { return string(cc.appendEncoded(nil, &c)) }
+// Encode is AppendEncoded as a string.
+func (cc Codec) Encode(c List) string { return string(cc.AppendEncoded(nil, &c)) }
 
 // open verifies s and hands its body to fn (the body is scratch space,
 // valid only during fn). It reports false for a malformed or forged cursor.
-func (cc cursorCodec) open(s string, fn func(body []byte) bool) bool {
+func (cc Codec) open(s string, fn func(body []byte) bool) bool {
 	dot := strings.IndexByte(s, '.')
 	if dot < 0 || base64.RawURLEncoding.DecodedLen(dot) > maxCursorBody {
 		return false
 	}
-	cb := cc.bufs.Get().(*cursorBuf)
+	cb := cc.bufs.Get().(*scratch)
 	defer cc.bufs.Put(cb)
 	var err1, err2 error
 	cb.body, err1 = base64.RawURLEncoding.AppendDecode(cb.body[:0], unsafeBytes(s[:dot]))
@@ -211,11 +219,11 @@ func (cc cursorCodec) open(s string, fn func(body []byte) bool) bool {
 	return fn(cb.body)
 }
 
-// withSnapshot calls fn with the snapshot id cursor s was minted on
-// (verified: it chooses which loaded snapshot serves the request; the bytes
-// are valid during the call only, so comparing them allocates nothing). It
-// reports whether s is a valid cursor that names one.
-func (cc cursorCodec) withSnapshot(s string, fn func(snap []byte)) bool {
+// WithSnapshot calls fn with the snapshot id cursor s was minted on
+// (verified; the bytes are valid during the call only, so comparing them
+// allocates nothing). It reports whether s is a valid cursor that names
+// one.
+func (cc Codec) WithSnapshot(s string, fn func(snap []byte)) bool {
 	if s == "" {
 		return false
 	}
@@ -238,17 +246,17 @@ func (cc cursorCodec) withSnapshot(s string, fn func(snap []byte)) bool {
 	})
 }
 
-// snapshot is the snapshot cursor s was minted on (tests, and the rare
-// caller that keeps it).
-func (cc cursorCodec) snapshot(s string) (id string, ok bool) {
-	ok = cc.withSnapshot(s, func(snap []byte) { id = string(snap) })
+// Snapshot is the snapshot cursor s was minted on.
+func (cc Codec) Snapshot(s string) (id string, ok bool) {
+	ok = cc.WithSnapshot(s, func(snap []byte) { id = string(snap) })
 	return id, ok
 }
 
-// decode verifies and parses a cursor for a resource kind, sort spec and
-// filter set (a filterHash). A cursor minted before filters were bound
-// matches any filter set.
-func (cc cursorCodec) decode(s, kind, spec, defSpec string, filters uint64) (c cursor, ok bool) {
+// Decode verifies and parses a cursor for a resource kind, sort spec (the
+// default spec defSpec, for a cursor minted before sorts) and filter set
+// (its hash). A cursor minted before filters were bound matches any filter
+// set.
+func (cc Codec) Decode(s, kind, spec, defSpec string, filters uint64) (c List, ok bool) {
 	ok = cc.open(s, func(body []byte) bool {
 		if bytes.HasPrefix(body, []byte("{")) {
 			return decodeJSON(body, &c)
@@ -273,19 +281,19 @@ func (cc cursorCodec) decode(s, kind, spec, defSpec string, filters uint64) (c c
 		return true
 	})
 	if !ok || c.Kind != kind {
-		return cursor{}, false
+		return List{}, false
 	}
 	if c.Sort == "" {
 		c.Sort = defSpec
 	}
 	if c.Sort != spec {
-		return cursor{}, false
+		return List{}, false
 	}
 	return c, true
 }
 
 // decodeJSON reads a cursor minted before cursorV2.
-func decodeJSON(body []byte, c *cursor) bool {
+func decodeJSON(body []byte, c *List) bool {
 	if json.Unmarshal(body, c) != nil {
 		return false
 	}
