@@ -124,8 +124,8 @@ func TestHeavyImports(t *testing.T) {
 // view that reads what it writes; the edge never reaches DuckDB or the
 // pipeline; the push side and the snapshot keeper the edge mounts reach
 // neither each other nor the web framework; live never reaches the push
-// side; the cursor codec reaches none of the edge's parts; the object
-// store is a leaf; the model imports no web framework;
+// side; the cursor codec and the page cache reach none of the edge's
+// parts; the object store is a leaf; the model imports no web framework;
 // nothing imports cmd, tests included.
 func TestLayering(t *testing.T) {
 	deps := func(p string) []string {
@@ -164,8 +164,10 @@ func TestLayering(t *testing.T) {
 	check("snapshot", "github.com/gofiber/", "github.com/valyala/fasthttp", module+"push", module+"live", module+"edge",
 		module+"pipelines")
 	check("live", module+"push", module+"edge")
-	check("cursor", "github.com/gofiber/", "github.com/valyala/fasthttp", module+"edge", module+"push", module+"snapshot",
-		module+"pipelines")
+	for _, p := range []string{"cursor", "pagecache"} {
+		check(p, "github.com/gofiber/", "github.com/valyala/fasthttp", module+"edge", module+"push", module+"snapshot",
+			module+"pipelines")
+	}
 	check("store", module)
 	check("model", "github.com/gofiber/", "github.com/valyala/fasthttp")
 	for _, p := range listModule(t) {

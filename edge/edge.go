@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/cursor"
+	"github.com/eodata/eo/pagecache"
 	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
@@ -113,9 +113,9 @@ type Server struct {
 	// push is the live path's push side: the feed's tracker, the
 	// WebSocket connections and the live changes of /changes.
 	push *push.Push
-	// pages is the page cache of the served view (edge/pagecache.go);
+	// pages is the page cache of the served view (package pagecache);
 	// noPageCache turns it off (tests of the assembly path).
-	pages       atomic.Pointer[pageCache]
+	pages       pagecache.Holder
 	noPageCache bool
 }
 

@@ -61,7 +61,7 @@ func newMetrics() *metrics {
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"route"})
 	m.reg.MustRegister(
-		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
+		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (package pagecache).", scrape.Float(m.pageCacheHits.Load)),
 		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
 	for _, src := range []struct {
 		name string

@@ -10,7 +10,6 @@ import (
 
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/push"
-	"github.com/zeebo/xxh3"
 )
 
 // TestPageCache: a list page asked a third time on the same view is
@@ -27,7 +26,7 @@ func TestPageCache(t *testing.T) {
 	const list = "/v1/cs2/matches?status=scheduled&limit=200"
 	h0, m0 := hits(), misses()
 	a := ls.get(t, list)
-	if pc := ls.pages.Load(); pc == nil || pc.slots[xxh3.HashString(list)%pageCacheSlots].Load() != nil {
+	if pc := ls.pages.For(ls.View(), ls.View()); pc == nil || pc.Get([]byte(list), 0) != nil {
 		t.Fatal("a page was stored the first time it was asked")
 	}
 	ls.get(t, list)
@@ -221,12 +220,11 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 
 	// The cache is direct-mapped: a URI whose slot a later one took is not
 	// cached, and can't be kept.
+	pc := ls.pages.For(ls.View(), ls.View())
 	stored := map[string]bool{}
-	pc := ls.pages.Load()
-	for i := range pc.slots {
-		if e := pc.slots[i].Load(); e != nil {
-			stored[strings.ReplaceAll(e.uri, "%2C", ",")] = true // as the test client sends it
-		}
+	for _, uri := range kept {
+		// As the test client sends it.
+		stored[uri] = pc.Get([]byte(uri), 0) != nil || pc.Get([]byte(strings.ReplaceAll(uri, ",", "%2C")), 0) != nil
 	}
 	n := 0
 	for _, uri := range kept {

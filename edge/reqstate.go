@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/pagecache"
 	"github.com/eodata/eo/view"
 )
 
@@ -33,7 +34,7 @@ type reqState struct {
 	// page is the page cache's entry the body came from or went to:
 	// finishWire takes its tag (no hashing again) and its compressed
 	// forms (each coding compressed once per page, not per request).
-	page *cachedPage
+	page *pagecache.Page
 	// cache is the page cache's outcome (cacheNone, cacheHit, cacheMiss),
 	// for the access log.
 	cache uint8
