@@ -19,6 +19,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
@@ -96,7 +97,7 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	st := fixtureStore(t)
 	counting := &countingStore{Store: st}
-	ts := testServerOf(t, st, func(o *Options) { o.Store = counting })
+	ts := testServerOf(t, st, func(o *Options) { o.Snapshots.Store = counting })
 	good := ts.Current().ID
 	// Find a corruption that fails the load (most do).
 	var files []publish.TableFile
@@ -142,7 +143,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	}
 
 	// A restart with the store down serves the good cached snapshot.
-	srv, err := New(Options{Store: downStore{}, Auth: &testAuth{}, CacheDir: ts.o.CacheDir, Logger: quietLog,
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: downStore{}, CacheDir: ts.o.Snapshots.CacheDir}, Auth: &testAuth{}, Logger: quietLog,
 		Now: func() time.Time { return fixtureNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +290,7 @@ func TestCorruptUnreadTableIsRejected(t *testing.T) {
 		t.Fatalf("/exports/rounds streams %s, want the good snapshot's %s", sum, goodSum)
 	}
 
-	restarted, err := New(Options{Store: ts.store, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})
+	restarted, err := New(Options{Snapshots: snapshot.Options{Store: ts.store, CacheDir: t.TempDir()}, Auth: ts.o.Auth, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -25,7 +24,6 @@ import (
 	"github.com/eodata/eo/pagecache"
 	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/snapshot"
-	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/view"
 )
 
@@ -45,21 +43,16 @@ type KeyChecker interface {
 
 // Options configures the edge. Zero values take the documented defaults.
 type Options struct {
-	// Store is where snapshots are published. Required.
-	Store store.Store
-	// CacheDir keeps fetched snapshots on local disk; when the store is
-	// unreachable at start, the newest good cached snapshot is served
-	// (default a folder in the system's temp folder).
-	CacheDir string
+	// Snapshots configures the snapshot keeper (package snapshot); its
+	// Store, where snapshots are published, is required. Its Logger
+	// defaults to the edge's.
+	Snapshots snapshot.Options
 	// Auth resolves API keys. Required.
 	Auth Authenticator
 	// CursorSecret signs pagination cursors; every instance behind one load
 	// balancer must share it. Empty: a random secret (cursors then do not
 	// survive a restart).
 	CursorSecret []byte
-	// PollInterval is how often the pointer is checked for a new snapshot
-	// (default 10s).
-	PollInterval time.Duration
 	// Now is the clock (default time.Now); tournament status derives from it.
 	Now func() time.Time
 	// Logger (default slog.Default()).
@@ -84,9 +77,6 @@ type Options struct {
 	// answered 503 and closed (default: the open-file limit less a
 	// reserve, see connLimit).
 	MaxConns int
-	// ReloadTimeout bounds one snapshot reload: reading the pointer,
-	// fetching and loading (default 5 minutes).
-	ReloadTimeout time.Duration
 	// Health are the /ready checks by name, beside "counters", which the
 	// edge adds itself when metering is on (edge/health.go).
 	Health map[string]HealthCheck
@@ -124,18 +114,14 @@ type Server struct {
 const ReadBufferSize = 32 << 10
 
 // WriteBufferSize is a connection's write buffer (fasthttp's default is 4
-// KiB). A response whose header block and body do not fit is written in
-// two system calls instead of one. The edge's header block is about 500
-// bytes, against 100 for a bare handler, so a 3.9 KB match detail took
-// two writes where the bare handler took one, and served 64 % of its
-// rate against 84 % for a 3.6 KB detail. With 16 KiB, every response up
-// to about 15.5 KB is one write. The buffer is held by each connection
-// that has been answered (a 1,000-connection load holds 16 MiB).
+// KiB): a response whose header block and body do not fit is written in
+// two system calls instead of one, and with 16 KiB every response up to
+// about 15.5 KB is one. Each connection answered holds one.
 const WriteBufferSize = 16 << 10
 
 // New builds the edge; call Load (or Start) before serving.
 func New(o Options) (*Server, error) {
-	if o.Store == nil || o.Auth == nil {
+	if o.Snapshots.Store == nil || o.Auth == nil {
 		return nil, errors.New("edge: Store and Auth are required")
 	}
 	if o.Logger == nil {
@@ -174,8 +160,12 @@ func New(o Options) (*Server, error) {
 	})
 	s.app.Server().Handler = s.knownMethodsOnly(s.app.Server().Handler)
 	var err error
-	s.snaps, err = snapshot.New(snapshot.Options{Store: o.Store, CacheDir: o.CacheDir, PollInterval: o.PollInterval,
-		ReloadTimeout: o.ReloadTimeout, Logger: o.Logger, Swapped: func(old, cur *view.View) { s.push.Swapped(old, cur) }})
+	so := o.Snapshots
+	so.Swapped = func(old, cur *view.View) { s.push.Swapped(old, cur) }
+	if so.Logger == nil {
+		so.Logger = o.Logger
+	}
+	s.snaps, err = snapshot.New(so)
 	if err != nil {
 		return nil, err
 	}
@@ -259,16 +249,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		return s.app.ShutdownWithContext(sctx)
 	}
-}
-
-// nextRecovering runs the rest of the request's handlers, turning a panic
-// into the internal_error envelope.
-func (s *Server) nextRecovering(c *fiber.Ctx) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("panic", "request_id", requestID(c), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))
-			err = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error"}
-		}
-	}()
-	return c.Next()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
@@ -119,10 +120,10 @@ func loadedTestServer(t testing.TB, st *store.Local, auth Authenticator, now fun
 func testServerOf(t testing.TB, st *store.Local, options func(*Options)) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: fixtureNow}
-	o := Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+	o := Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
 		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
-	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog}
+	}}, CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog}
 	if options != nil {
 		options(&o)
 	}
@@ -248,7 +249,7 @@ func servedFiles(t *testing.T, ts *testServer) []publish.TableFile {
 
 // cachedDir is the folder of snapshot id in the edge's cache.
 func (ts *testServer) cachedDir(id string) string {
-	return filepath.Join(ts.o.CacheDir, "snapshots", id)
+	return filepath.Join(ts.o.Snapshots.CacheDir, "snapshots", id)
 }
 
 func (ts *testServer) publishNext(t testing.TB, files []publish.TableFile) publish.Manifest {
@@ -974,13 +975,13 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 // serves the snapshot cached on local disk.
 func TestStoreUnreachableServesCache(t *testing.T) {
 	ts := newTestServer(t)
-	cache := ts.o.CacheDir
+	cache := ts.o.Snapshots.CacheDir
 	id := ts.Current().ID
 	gone, err := store.NewLocal(filepath.Join(t.TempDir(), "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: cache, Logger: quietLog})
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: gone, CacheDir: cache}, Auth: ts.o.Auth, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -994,7 +995,7 @@ func TestStoreUnreachableServesCache(t *testing.T) {
 		t.Fatalf("not serving the cached snapshot: /ready says %+v", c)
 	}
 	// With neither store nor cache, start fails.
-	srv2, _ := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})
+	srv2, _ := New(Options{Snapshots: snapshot.Options{Store: gone, CacheDir: t.TempDir()}, Auth: ts.o.Auth, Logger: quietLog})
 	if err := srv2.Start(ctx); err == nil {
 		t.Fatal("start with no snapshot anywhere must fail")
 	}

@@ -15,8 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eodata/eo/push"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/eodata/eo/push"
 )
 
 var updateExamples = flag.Bool("update-examples", false,

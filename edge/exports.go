@@ -113,7 +113,7 @@ func (s *Server) getExport(c *fiber.Ctx) error {
 			name, c.Params("game"))
 	}
 	t := m.Exports[i]
-	if p, ok := s.o.Store.(store.Presigner); ok {
+	if p, ok := s.o.Snapshots.Store.(store.Presigner); ok {
 		u, err := p.PresignGet(c.UserContext(), publish.TableKey(m.ID, t.File), exportURLExpiry)
 		if err == nil {
 			s.metrics.exports.WithLabelValues(t.Name, "presigned").Inc()

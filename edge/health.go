@@ -88,11 +88,7 @@ type readyBody struct {
 	Status string           `json:"status"`
 	Checks map[string]Check `json:"checks"`
 	// Error is the API's error envelope, present with the 503.
-	Error *struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id"`
-	} `json:"error,omitempty"`
+	Error *errorFields `json:"error,omitempty"`
 }
 
 // readinessHandler answers /ready, the readiness probe a load balancer
@@ -129,12 +125,8 @@ func (s *Server) readinessHandler() fiber.Handler {
 		if len(failing) == 0 {
 			return c.JSON(body)
 		}
-		body.Error = &struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			RequestID string `json:"request_id"`
-		}{Code: "unavailable", Message: "a dependency the edge cannot serve without is failing: " + strings.Join(failing, "; "),
-			RequestID: requestID(c)}
+		body.Error = &errorFields{Code: "unavailable", Message: "a dependency the edge cannot serve without is failing: " +
+			strings.Join(failing, "; "), RequestID: requestID(c)}
 		return c.Status(fiber.StatusServiceUnavailable).JSON(body)
 	}
 }

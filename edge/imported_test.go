@@ -11,6 +11,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/importer"
+	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
 )
 
@@ -42,9 +43,9 @@ func importedServer(t *testing.T, st *store.Local, source string, now time.Time)
 		t.Fatal(err)
 	}
 	ts := &testServer{store: st, now: now}
-	srv, err := New(Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
-	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
+	}}, CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,11 +105,10 @@ func (m *metrics) changesServed(es []changeEntry) {
 	}
 }
 
-// latencySample: one request in latencySample has its latency observed.
-// A histogram's counts are shared by every core, and observing each
-// request's latency made them the most contended memory of a request
-// (about 6 % of a metered request's CPU with two cores serving); a
-// uniform sample keeps the distribution and its quantiles.
+// latencySample: one request in latencySample has its latency observed. A
+// histogram's counts are shared by every core, and observing every request
+// made them the most contended memory of a request; a uniform sample keeps
+// the distribution and its quantiles.
 const latencySample = 8
 
 // sampled reports whether this request's latency is to be observed.

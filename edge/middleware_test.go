@@ -15,6 +15,7 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/snapshot"
 )
 
 // meteredServer is a test edge with real keys and a real counters backend.
@@ -42,7 +43,7 @@ func newMeteredServer(t testing.TB, ctr access.Counters, keys *access.Store, pla
 		plans = access.DefaultPlans()
 	}
 	ts := &testServer{store: st, now: fixtureNow}
-	srv, err := New(Options{Store: st, Auth: keys, CacheDir: t.TempDir(), CursorSecret: []byte("s"),
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: keys, CursorSecret: []byte("s"),
 		Now: clk.Now, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		CORSOrigins: []string{"https://app.example.com"},
 		Meter:       &access.Meter{C: ctr, Plans: plans, Accounts: keys, Now: clk.Now}})

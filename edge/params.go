@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -293,4 +294,56 @@ func readSets(c *fiber.Ctx, ps ...setParam) error {
 		}
 	}
 	return nil
+}
+
+// Page size limits per endpoint: the default when limit is missing or
+// nonsensical, and the maximum a larger value is clamped to.
+type pageLimits struct{ def, max int }
+
+var (
+	limMatches     = pageLimits{50, 200}
+	limTeams       = pageLimits{50, 200}
+	limPlayers     = pageLimits{50, 200}
+	limTournaments = pageLimits{50, 200}
+	limOdds        = pageLimits{100, 1000}
+	limClosing     = pageLimits{100, 1000}
+	limRankings    = pageLimits{100, 500}
+)
+
+// parseLimit reads limit: missing, non-numeric or below 1 gives the default;
+// above the maximum is clamped. Never an error.
+func parseLimit(c *fiber.Ctx, l pageLimits) int {
+	n, err := atoiLimit(c.Query("limit"))
+	if err != nil || n < 1 {
+		return l.def
+	}
+	if n > l.max {
+		return l.max
+	}
+	return n
+}
+
+// atoiLimit parses a limit value. A whole number too large for an int
+// (limit=99999999999999999999) is the largest int: above the maximum,
+// clamped like any other, where it used to be an error and so the default.
+func atoiLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.HasPrefix(v, "-") {
+		return math.MaxInt, nil
+	}
+	return n, err
+}
+
+// queryID parses an optional id query parameter (nil when absent, 400
+// when malformed).
+func queryID(c *fiber.Ctx, name string) (*tables.ID, error) {
+	v := c.Query(name)
+	if v == "" {
+		return nil, nil
+	}
+	id, ok := tables.ParseID(v)
+	if !ok {
+		return nil, badParam("%s must be a canonical lowercase UUID", name)
+	}
+	return &id, nil
 }

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/eodata/eo/pagecache"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 	"github.com/zeebo/xxh3"
+
+	"github.com/eodata/eo/pagecache"
 )
 
 // The wire: what every data response carries besides its JSON (edge/
@@ -214,9 +215,8 @@ const staticKey = "wire_static"
 // staticBody is a body that never changes while the process runs (the
 // contract, the docs page): its tag is computed once, and each coding's
 // compressed form once, on first use, at a high level (gzip and zstd best,
-// brotli's default: its best takes seconds on the 2.7 MB docs page). Per
-// request, that page would cost milliseconds of CPU a hit, on a route that
-// needs no key.
+// brotli's default: its best takes seconds on the docs page), rather than
+// per request on a route that needs no key.
 type staticBody struct {
 	body []byte
 	base string // `"` + hash, as finishWire's tag base

@@ -18,6 +18,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
+	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
 )
 
@@ -214,10 +215,9 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	if c.accessLog {
 		accessLog = log.With("log", "access")
 	}
-	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, AccessLog: accessLog, CORSOrigins: c.cfg.CORSOrigins, Live: lo,
-		Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns,
-		Health: health, Metrics: metrics})
+	snaps := snapshot.Options{Store: st, CacheDir: filepath.Join(c.work, "edge-cache"), PollInterval: c.cfg.PollInterval}
+	srv, err := edge.New(edge.Options{Snapshots: snaps, Auth: keys, CursorSecret: secret, Logger: log, AccessLog: accessLog,
+		CORSOrigins: c.cfg.CORSOrigins, Live: lo, Meter: meter, MaxConns: c.cfg.MaxConns, Health: health, Metrics: metrics})
 	if err != nil {
 		return err
 	}
