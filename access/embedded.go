@@ -96,9 +96,8 @@ func (e *Embedded) touch(key string, c *counter) {
 const DefaultFlushInterval = 200 * time.Millisecond
 
 // DefaultMaxRetainedEvents caps the usage events a backend keeps while the
-// export cannot write them (about 1.2 GB on disk in the embedded store,
-// about 2 GB of Redis memory; at 1,000 requests a second, more than two
-// hours of a store outage).
+// export cannot write them: hours of a store outage at a busy edge's rate,
+// within a disk's or a Redis's means.
 const DefaultMaxRetainedEvents = 10_000_000
 
 // NoCap as MaxRetainedEvents (EmbeddedOptions, RedisOptions): usage events
@@ -110,8 +109,8 @@ const NoCap = -1
 // dropped (and counted) rather than growing memory without limit.
 const maxPendingUsage = 1 << 20
 
-// maxSpareUsage bounds the buffer a flush keeps for the next events (8 MiB,
-// about 80,000 encoded events): a larger one, left by a backlog, is let go.
+// maxSpareUsage bounds the buffer a flush keeps for the next events: a
+// larger one, left by a backlog, is let go.
 const maxSpareUsage = 8 << 20
 
 var (

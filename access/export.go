@@ -329,9 +329,9 @@ func safeName(pos string) string {
 // usageWriter reads batches of events and turns them into Parquet files,
 // paced by pace. One is made per export and reused for its batches: the
 // file goes to a buffer kept from batch to batch (Store.Put reads it before
-// returning). Grown anew for each batch of 100,000 events, it was 15 MB of
-// garbage, and the collector cycles that garbage started took their mark
-// assists from the goroutines serving requests.
+// returning): grown anew for each batch, it would be garbage whose
+// collector cycles take their mark assists from the goroutines serving
+// requests.
 type usageWriter struct {
 	pace *pacer
 	buf  bytes.Buffer
@@ -356,12 +356,10 @@ func (uw *usageWriter) read(ctx context.Context, c UsageLog, after, upto string,
 
 // usagePQSchema is usageSchema as a Parquet schema, and usageProps the
 // properties of an export file: zstd at level 1, no dictionaries (each
-// column written plain was smaller and cheaper), 256 KiB data pages.
-// BenchmarkExportUsage with the default 1 MiB pages: 1,110-1,170 ns and
-// 110-130 MB of garbage a batch of 100,000 (a page's buffer grows by
-// doubling, and large buffers are zeroed); 256 KiB: 1,010-1,020 ns, 70-80
-// MB, and files 1 % larger; 64 KiB: 920-940 ns but files a third larger
-// (zstd finds less to reuse in the request ids).
+// column written plain was smaller and cheaper), 256 KiB data pages: less
+// garbage than the default 1 MiB (a page's buffer grows by doubling, and
+// large buffers are zeroed), where smaller pages give zstd less to reuse
+// (BenchmarkExportUsage).
 var (
 	usageProps = parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1), parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(256<<10))
@@ -460,11 +458,9 @@ func stringBytes(s string) parquet.ByteArray { return unsafe.Slice(unsafe.String
 //
 // The export runs beside the goroutines serving requests, and a goroutine
 // that does not block keeps its processor for a whole scheduler slice each
-// time it gets one. Unpaced, a batch of 100,000 events held one of the two
-// processors of the bench machine for 120-220 ms, and a million events for
-// 2 s: requests queued behind it, throughput dropped by a third and p99
-// went from 4-5 ms to 10-30 ms while it ran. Paced, the same work is spread
-// over a few times as long, a few milliseconds at a time.
+// time it gets one: unpaced, a batch would hold a processor for long
+// enough that requests queue behind it. Paced, the same work is spread over
+// a few times as long, a few milliseconds at a time.
 type pacer struct {
 	duty float64
 	mark time.Time

@@ -55,16 +55,13 @@ func NewUsageExporter(l UsageLog, st store.Store, every time.Duration, lg *slog.
 }
 
 // DefaultExportEarlyAt is UsageExporter.EarlyAt's default: one export
-// file's worth of events (DefaultExportBatch, about 12 MB of counters.db).
-// With the export paced (Duty), a backlog of a million events, the default
-// before, took 4-8 s to export; a file's worth keeps each run short and
-// counters.db small.
+// file's worth of events (DefaultExportBatch). With the export paced
+// (Duty), a file's worth keeps each run short and counters.db small.
 const DefaultExportEarlyAt = DefaultExportBatch
 
-// DefaultExportDuty is UsageExporter.Duty's default. Exporting costs 1-2 µs
-// of processor time an event (BenchmarkExportUsage, and a profile of eo
-// serve under load): at 60,000 metered requests a second, 6-12 % of a
-// processor, so a quarter leaves it two to four times the time it needs.
+// DefaultExportDuty is UsageExporter.Duty's default: a quarter of a
+// processor leaves the export several times the processor time it needs at
+// a busy edge's rate (BenchmarkExportUsage measures an event's cost).
 const DefaultExportDuty = 0.25
 
 // behindFactor x EarlyAt is the backlog past which an export runs unpaced.
@@ -99,9 +96,8 @@ func (x *UsageExporter) Run(ctx context.Context) {
 // Once runs one export and records its outcome.
 func (x *UsageExporter) Once(ctx context.Context) (int, error) {
 	start := time.Now()
-	// An export makes 700-800 bytes of garbage an event (Parquet page
-	// buffers, decoded strings): at a 100 MB heap, a collector cycle
-	// every batch or two.
+	// An export makes garbage for every event (Parquet page buffers,
+	// decoded strings): a collector cycle every batch or two at a small heap.
 	defer gcpace.Relax()()
 	n, err := exportUsage(ctx, x.log, x.st, x.batch, newPacer(x.duty()), x.lg)
 	x.exported.Add(uint64(n))

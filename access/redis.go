@@ -173,20 +173,17 @@ func (r *Redis) UsageStats() UsageStats {
 }
 
 // usageFlushChunk is how many usage events one MULTI/EXEC of flushUsage
-// carries: a write and its replies well inside one call timeout (300 ms)
-// however many events wait.
+// carries: a write and its replies well inside one call timeout however
+// many events wait.
 const usageFlushChunk = 2048
 
 // flushUsage writes the buffered events, in order, usageFlushChunk at a
 // time, each chunk one transaction (MULTI/EXEC): a chunk cut off by a
 // timeout before its EXEC reached Redis adds nothing. A chunk leaves the
 // buffer once Redis has acknowledged it; at the first failure the rest go
-// back to the front of the buffer. Before, every waiting event went in one
-// pipeline: after an outage of a few seconds under load (150,000 events)
-// it could not finish within the call timeout, Redis kept the part it had
-// read, and the whole batch was sent again every 100 ms: the stream grew
-// by duplicates (2.9 million entries for 200,000 events in 20 s), the
-// breaker kept opening, and the buffer never drained.
+// back to the front of the buffer. One pipeline of every waiting event
+// could outlast the call timeout after an outage: Redis would keep the part
+// it had read and the batch be sent again, duplicating the stream.
 func (r *Redis) flushUsage(ctx context.Context) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()

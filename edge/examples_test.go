@@ -41,6 +41,7 @@ var exampleRequests = map[string]string{
 	"GET /v1/{game}/teams":                     "/v1/cs2/teams?sort=own_rank&limit=2",
 	"GET /v1/{game}/teams/{id}":                "/v1/cs2/teams/{team}",
 	"GET /v1/{game}/teams/{id}/roster-history": "/v1/cs2/teams/{team}/roster-history",
+	"GET /v1/{game}/teams/{id}/ratings":        "/v1/cs2/teams/{team}/ratings?limit=2",
 	"GET /v1/{game}/teams/{id}/profile":        "/v1/cs2/teams/{team}/profile",
 	"GET /v1/{game}/teams/{id}/head-to-head":   "/v1/cs2/teams/{team}/head-to-head?opponent={opponent}",
 	"GET /v1/{game}/players":                   "/v1/cs2/players?role=AWP&limit=2",

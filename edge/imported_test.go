@@ -319,7 +319,7 @@ func TestImportedDatasetsConform(t *testing.T) {
 				if !isNull(r, "region") {
 					t.Errorf("imported team %v: region %v, want null", r["name"], r["region"])
 				}
-				for _, sub := range []string{"", "/profile", "/roster-history"} {
+				for _, sub := range []string{"", "/profile", "/roster-history", "/ratings"} {
 					ts.get(t, "/v1/cs2/teams/"+r["id"].(string)+sub)
 				}
 			}
@@ -342,5 +342,61 @@ func TestImportedDatasetsConform(t *testing.T) {
 				ts.get(t, "/v1/cs2/players/"+id+"/stats")
 			}
 		})
+	}
+}
+
+// TestImportedTimesEstimated: the synthetic fixture plus the cs2-2024
+// excerpt in one snapshot. The imported matches, whose datasets have no
+// start or end times, say times_estimated and end no sooner than their
+// maps could be played; their result_known_at (the model's time) is the
+// end of their UTC day, or their end when later. The synthetic ones, with
+// real times, are not estimates and their results are known when they end.
+func TestImportedTimesEstimated(t *testing.T) {
+	ts := importedServer(t, fixtureStore(t), "cs2-2024", fixtureNow)
+	estimated, real := 0, 0
+	next := ""
+	for {
+		page := ts.get(t, "/v1/cs2/matches?status=completed&limit=200"+next)
+		for _, x := range page.data(t) {
+			m := x.(map[string]any)
+			detail := ts.get(t, "/v1/cs2/matches/"+m["id"].(string)).json(t)["data"].(map[string]any)
+			for _, k := range []string{"started_at", "ended_at", "result_known_at", "times_estimated"} {
+				if detail[k] != m[k] {
+					t.Fatalf("match %s: %s %v in the list, %v in the detail", m["id"], k, m[k], detail[k])
+				}
+			}
+			at := func(k string) time.Time {
+				v, err := time.Parse(time.RFC3339, m[k].(string))
+				if err != nil {
+					t.Fatalf("match %s %s: %v", m["id"], k, err)
+				}
+				return v
+			}
+			start, end, known := at("started_at"), at("ended_at"), at("result_known_at")
+			if m["times_estimated"] != true {
+				real++
+				if !known.Equal(end) {
+					t.Errorf("synthetic match %s: result known %s, ended %s", m["id"], known, end)
+				}
+				continue
+			}
+			estimated++
+			maps := len(ts.get(t, "/v1/cs2/matches/"+m["id"].(string)+"/maps").data(t))
+			played := int(m["score_a"].(float64) + m["score_b"].(float64))
+			y, mo, d := at("scheduled_at").Date()
+			day := time.Date(y, mo, d, 23, 59, 59, 0, time.UTC)
+			if !start.Equal(at("scheduled_at")) || end.Sub(start) < time.Duration(max(maps, played))*20*time.Minute ||
+				!known.Equal(day) && !known.Equal(end) || known.Before(end) || known.Before(day) {
+				t.Errorf("imported match %s (%d maps): started %s, ended %s, result known %s", m["id"], max(maps, played), start, end, known)
+			}
+		}
+		c := page.json(t)["meta"].(map[string]any)["next_cursor"]
+		if c == nil {
+			break
+		}
+		next = "&cursor=" + url.QueryEscape(c.(string))
+	}
+	if estimated != 7 || real == 0 {
+		t.Fatalf("%d estimated (want the excerpt's 7) and %d real completed matches", estimated, real)
 	}
 }

@@ -37,7 +37,7 @@ var routeParams = map[string][]string{
 	"/tournaments":              {"slug", "tier", "region", "year", "status", "limit", "cursor"},
 	"/odds":                     {"match", "source", "limit", "cursor"},
 	"/odds/closing":             {"match", "market", "source", "tournament", "team", "date_from", "date_to", "limit", "cursor"},
-	"/rankings":                 {"type", "region", "role", "sort", "limit"},
+	"/rankings":                 {"type", "region", "role", "sort", "include", "limit"},
 	"/changes":                  {"since", "limit"},
 	"/matches/:id/maps":         nil,
 	"/matches/:id/stats":        nil,
@@ -49,6 +49,7 @@ var routeParams = map[string][]string{
 	"/matches/:id/streams":      nil,
 	"/teams/:id":                nil,
 	"/teams/:id/roster-history": nil,
+	"/teams/:id/ratings":        {"limit", "cursor"},
 	"/teams/:id/profile":        nil,
 	"/players/:id":              nil,
 	"/players/:id/stats":        nil,
@@ -68,6 +69,7 @@ var routeParams = map[string][]string{
 var routeLimits = map[string]pageLimits{
 	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
 	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings, "/changes": limChanges,
+	"/teams/:id/ratings": limRatings,
 }
 
 // maxQueryParams bounds the parameters one request may carry: no route
@@ -212,6 +214,8 @@ var (
 	enumTier             = raw.Tiers
 	enumMarket           = raw.Markets
 	enumSource           = slices.Sorted(maps.Keys(view.OddsSources))
+	// what /rankings?include= adds to a row
+	enumRankingInclude = []string{"rating_history"}
 )
 
 // listOf splits a set filter: a comma-separated list of values (empty: the
@@ -308,6 +312,7 @@ var (
 	limOdds        = pageLimits{100, 1000}
 	limClosing     = pageLimits{100, 1000}
 	limRankings    = pageLimits{100, 500}
+	limRatings     = pageLimits{100, 1000}
 )
 
 // parseLimit reads limit: missing, non-numeric or below 1 gives the default;

@@ -259,6 +259,7 @@ func TestCursorBoundToItsFilters(t *testing.T) {
 		other = m["id"].(string)
 	}
 	p := first("/v1/cs2/players?limit=1")
+	top := first("/v1/cs2/rankings?limit=1")["entity_id"].(string) // a team with a rating history of several days
 	// A value each filter accepts, for the lists' every filter.
 	sample := map[string]string{
 		"status": "scheduled", "tournament": m["tournament_id"].(string), "team": m["team_a_id"].(string),
@@ -274,6 +275,8 @@ func TestCursorBoundToItsFilters(t *testing.T) {
 		"/tournaments":  "/v1/cs2/tournaments?limit=1",
 		"/odds":         "/v1/cs2/odds?limit=1&match=" + om,
 		"/odds/closing": "/v1/cs2/odds/closing?limit=1",
+		// no filter: the path's team is bound (TestRatingHistoryEndpoint)
+		"/teams/:id/ratings": "/v1/cs2/teams/" + top + "/ratings?limit=1",
 	}
 	for route, accepted := range routeParams {
 		if !slices.Contains(accepted, "cursor") {

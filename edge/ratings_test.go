@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -215,5 +216,95 @@ func TestModelMetricsClosedGate(t *testing.T) {
 	}
 	if ts.snap().ModelGatePassed() {
 		t.Error("ModelGatePassed true on the fixture")
+	}
+}
+
+// TestRatingHistoryEndpoint: /teams/{id}/ratings pages a team's rating
+// history newest first (a cursor bound to its team); the newest row of a
+// team that played in the period open at the as-of time is its ranking
+// row; /rankings?include=rating_history carries each team's first page of
+// 30 rows, so a page drawing the board's sparklines needs one request.
+func TestRatingHistoryEndpoint(t *testing.T) {
+	ts := newTestServer(t)
+	board := ts.get(t, "/v1/cs2/rankings").data(t)
+	asOf := ts.get(t, "/v1/cs2/model/metrics").data(t)[0].(map[string]any)["evaluated_at"].(string)
+	matched, paged := 0, 0
+	for _, x := range board {
+		r := x.(map[string]any)
+		id := r["entity_id"].(string)
+		all := ts.get(t, "/v1/cs2/teams/"+id+"/ratings?limit=1000").data(t)
+		if len(all) == 0 {
+			t.Fatalf("ranked team %s has no rating history", id)
+		}
+		prev := ""
+		for i, y := range all {
+			h := y.(map[string]any)
+			start := h["period_start"].(string)
+			if prev != "" && start >= prev {
+				t.Fatalf("team %s row %d: period %s after %s: not newest first", id, i, start, prev)
+			}
+			prev = start
+			if d := h["value"].(float64) - (h["rating"].(float64) - 2*h["rd"].(float64)); d > 0.011 || d < -0.011 {
+				t.Fatalf("team %s row %d: value %v is not rating − 2 rd", id, i, h)
+			}
+			if h["rank"] == nil || h["volatility"].(float64) <= 0 || h["as_of"].(string) <= start {
+				t.Fatalf("team %s row %d: %v", id, i, h)
+			}
+		}
+		if newest := all[0].(map[string]any); newest["as_of"] == asOf {
+			matched++
+			for _, k := range []string{"rating", "rd", "value", "rank"} {
+				if newest[k] != r[k] {
+					t.Errorf("team %s at the as-of time: rating history %s %v, rankings %v", id, k, newest[k], r[k])
+				}
+			}
+		}
+		// Paged by two, the same rows; the cursor is bound to the team.
+		var got []any
+		next := ""
+		for {
+			page := ts.get(t, "/v1/cs2/teams/"+r["slug"].(string)+"/ratings?limit=2"+next)
+			got = append(got, page.data(t)...)
+			c := page.json(t)["meta"].(map[string]any)["next_cursor"]
+			if c == nil {
+				break
+			}
+			next = "&cursor=" + c.(string)
+			paged++
+			other := board[0].(map[string]any)["entity_id"].(string)
+			if other == id {
+				other = board[1].(map[string]any)["entity_id"].(string)
+			}
+			if bad := ts.get(t, "/v1/cs2/teams/"+other+"/ratings?limit=2"+next); bad.status != 400 || bad.code(t) != "invalid_cursor" {
+				t.Fatalf("team %s's cursor on team %s: %d %s, want 400 invalid_cursor", id, other, bad.status, bad.body)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(all) {
+			t.Fatalf("team %s: pages of 2 give %d rows, one page %d", id, len(got), len(all))
+		}
+		// What the board carries.
+		inc := ts.get(t, "/v1/cs2/teams/"+id+"/ratings?limit=30").data(t)
+		withHist := ts.get(t, "/v1/cs2/rankings?include=rating_history&limit=500").data(t)
+		for _, z := range withHist {
+			w := z.(map[string]any)
+			if w["entity_id"] == id && fmt.Sprint(w["rating_history"]) != fmt.Sprint(inc) {
+				t.Fatalf("team %s: the board's rating_history %v, the first page of 30 %v", id, w["rating_history"], inc)
+			}
+		}
+	}
+	if matched == 0 || paged == 0 {
+		t.Fatalf("%d teams played at the as-of time, %d cursors followed: the fixture tests nothing", matched, paged)
+	}
+	for path, code := range map[string]string{
+		"/v1/cs2/teams/00000000-0000-7000-8000-000000000000/ratings":                        "not_found",
+		"/v1/cs2/teams/no-such-team/ratings":                                                "not_found",
+		"/v1/cs2/rankings?type=player&include=rating_history":                               "invalid_parameter",
+		"/v1/cs2/rankings?include=roster":                                                   "invalid_parameter",
+		"/v1/cs2/teams/" + board[0].(map[string]any)["slug"].(string) + "/ratings?cursor=x": "invalid_cursor",
+	} {
+		r := ts.get(t, path)
+		if want := map[string]int{"not_found": 404}[code]; r.code(t) != code || (want != 0 && r.status != want) {
+			t.Errorf("%s: %d %s, want %s", path, r.status, r.body, code)
+		}
 	}
 }

@@ -72,6 +72,23 @@ func (s *Server) rosterHistory(c *fiber.Ctx) error {
 	return sendArray(c, v.RosterHistory(id))
 }
 
+// ratingHistory pages a team's rating history, newest period first. A
+// cursor continues the team it was minted for (its key's id is the team).
+func (s *Server) ratingHistory(c *fiber.Ctx) error {
+	v, id, err := pathTeam(c)
+	if err != nil {
+		return err
+	}
+	after, err := s.decodeCursor(c, "ratings", view.RatingsSpec, view.RatingsSpec)
+	if err != nil {
+		return err
+	}
+	if after != nil && after.ID != id {
+		return errBadCursor
+	}
+	return s.sendPage(c, "ratings", v.RatingPage(id, after, parseLimit(c, limRatings)))
+}
+
 func (s *Server) teamProfile(c *fiber.Ctx) error {
 	v, id, err := pathTeam(c)
 	if err != nil {
@@ -205,11 +222,15 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var region, role view.AnyOf
-	if err := readSets(c, strSet("region", &region, enumRegion), strSet("role", &role, enumRole)); err != nil {
+	var region, role, include view.AnyOf
+	if err := readSets(c, strSet("region", &region, enumRegion), strSet("role", &role, enumRole),
+		strSet("include", &include, enumRankingInclude)); err != nil {
 		return err
 	}
-	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings)), nil)
+	if len(include) > 0 && typ != "team" {
+		return badParam("include=rating_history is for the team board (type=team): players have no rating history")
+	}
+	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings), len(include) > 0), nil)
 }
 
 func (s *Server) coverage(c *fiber.Ctx) error { return sendJSON(c, viewOf(c).Coverage()) }

@@ -164,6 +164,7 @@ var reviewLimits = map[string]pageLimits{
 	"limRankings":    limRankings,
 	"limClosing":     limClosing,
 	"limChanges":     limChanges,
+	"limRatings":     limRatings,
 }
 
 // definedPageLimits lists the package-level variables of type pageLimits in

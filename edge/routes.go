@@ -44,6 +44,7 @@ func (s *Server) routes() {
 		v1.Get("/matches/:id/"+sub, s.cachedPages(s.matchSub(sub), nil, matchScope))
 	}
 	v1.Get("/teams/:id/roster-history", s.cachedPages(s.rosterHistory, nil, snapshotScope))
+	v1.Get("/teams/:id/ratings", s.cachedPages(s.ratingHistory, nil, snapshotScope))
 	v1.Get("/teams/:id/profile", s.cachedPages(s.teamProfile, nil, snapshotScope))
 	v1.Get("/teams/:id/head-to-head", s.cachedPages(s.headToHead, nil, viewScope)) // live scores
 	v1.Get("/players/:id/stats", s.cachedPages(s.playerStats, nil, snapshotScope))

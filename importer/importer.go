@@ -27,13 +27,16 @@
 //     single map, the same team on both sides, …) is not landed; it is
 //     counted in Dataset.Skipped with the reason, which `eo import` prints.
 //   - Every record's changed_at is the match's own time (a date alone is
-//     midnight UTC): the datasets carry no change times. The exception is
-//     the result: no dataset has a match's end time, so the completed
-//     update's changed_at (the match's ended_at) is ResultKnownAt, the end
-//     of the match's UTC day, when the result is taken as known; a live
-//     update at the scheduled time keeps started_at at the scheduled time.
-//     A result is therefore only used from the next UTC day on, as `eo
-//     validate` does (MODEL.md, "Honest time").
+//     midnight UTC): the datasets carry no change times. No dataset has a
+//     match's start or end either, so both are estimates, landed with
+//     times_estimated: a live update at the scheduled time (the match's
+//     started_at), and the completed update at EstimatedEnd (its ended_at:
+//     the scheduled time plus what its played maps take). The result is
+//     taken as known at ResultKnownAt, the end of the match's UTC day (or
+//     the estimated end, when later): the completed update's known_at, the
+//     match's result_known_at, when the model uses it. A result is
+//     therefore only used from the next UTC day on, as `eo validate` does
+//     (MODEL.md, "Honest time").
 package importer
 
 import (
@@ -64,8 +67,9 @@ type Game struct {
 	Forfeit     bool // result_type forfeit: no skill signal
 	RankA       int  // HLTV world rank at match time; 0 when unknown
 	RankB       int
-	// KnownAt is when the result is taken as known (ResultKnownAt).
-	KnownAt time.Time
+	// EndedAt is the estimated end (EstimatedEnd), KnownAt when the
+	// result is taken as known (ResultKnownAt).
+	EndedAt, KnownAt time.Time
 	// Format is the match's format (bo1, bo3, bo5; "" unknown).
 	Format string
 	// MapsA, MapsB are the maps won.
@@ -94,10 +98,45 @@ type GameMap struct {
 
 // ResultKnownAt is when an imported match's result is taken as known: the
 // last second of its UTC day (the datasets have no end time, and a result
-// is used from the next day on). It is the completed update's changed_at.
-func ResultKnownAt(scheduled time.Time) time.Time {
+// is used from the next day on), or its estimated end (EstimatedEnd) when
+// that is later. It is the completed update's known_at.
+func ResultKnownAt(scheduled, ended time.Time) time.Time {
 	t := scheduled.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day(), 23, 59, 59, 0, time.UTC)
+	day := time.Date(t.Year(), t.Month(), t.Day(), 23, 59, 59, 0, time.UTC)
+	if ended.After(day) {
+		return ended.UTC()
+	}
+	return day
+}
+
+// What a played map takes in EstimatedEnd: a fixed part (veto, pauses,
+// half-time) and a part per round; a map whose rounds the dataset lacks
+// counts unknownRounds.
+const (
+	mapOverhead   = 10 * time.Minute
+	roundTime     = 2 * time.Minute
+	unknownRounds = 24
+)
+
+// EstimatedEnd is when an imported match is taken to have ended: its
+// scheduled time (the start the datasets give) plus, for every map played
+// (none for a forfeit), 10 minutes and 2 minutes a round (24 rounds for a
+// map without its score). A best of three played 2-0 at 13-8 and 13-10
+// lasts 1 h 48 min.
+func EstimatedEnd(g *Game) time.Time {
+	played := g.MapsA + g.MapsB
+	if g.Forfeit {
+		played = 0
+	}
+	d := time.Duration(0)
+	for i := range max(played, len(g.Maps)) {
+		rounds := unknownRounds
+		if i < len(g.Maps) && g.Maps[i].RoundsA+g.Maps[i].RoundsB > 0 {
+			rounds = g.Maps[i].RoundsA + g.Maps[i].RoundsB
+		}
+		d += mapOverhead + time.Duration(rounds)*roundTime
+	}
+	return g.ScheduledAt.Add(d)
 }
 
 // Dataset is what an adapter read: the records of one batch, and the games.
@@ -295,6 +334,9 @@ type builder struct {
 	// which its rank changed, so the pipeline knows each rank from when
 	// it was published.
 	rankObs []rankSeen
+	// done is each match's completed update: its index in ds.Updates
+	// (finish dates it).
+	done map[string]int
 }
 
 type rankSeen struct {
@@ -305,7 +347,7 @@ type rankSeen struct {
 
 func newBuilder(source string) *builder {
 	return &builder{ds: newDataset(source), teams: map[string]*raw.Team{}, events: map[string]*raw.Tournament{},
-		play: map[string]*raw.Player{}}
+		play: map[string]*raw.Player{}, done: map[string]int{}}
 }
 
 // team records a team seen at time at; the latest appearance gives the
@@ -383,15 +425,17 @@ func (b *builder) match(m raw.Match, scoreA, scoreB int, forfeit bool, g Game) {
 	if forfeit {
 		rt = "forfeit"
 	}
-	known := ResultKnownAt(m.ScheduledAt)
+	// dated by finish, which knows the maps
 	done := raw.MatchUpdate{MatchID: m.ID, Status: "completed",
-		ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), ChangedAt: known}
+		ScoreA: ptr(scoreA), ScoreB: ptr(scoreB), ResultType: ptr(rt), TimesEstimated: ptr(true)}
 	if g.TeamKills {
 		done.KillsA, done.KillsB = ptr(int(g.KillsA)), ptr(int(g.KillsB))
 	}
-	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "live", ChangedAt: m.ScheduledAt}, done)
+	b.ds.Updates = append(b.ds.Updates, raw.MatchUpdate{MatchID: m.ID, Status: "live", TimesEstimated: ptr(true),
+		ChangedAt: m.ScheduledAt}, done)
+	b.done[m.ID] = len(b.ds.Updates) - 1
 	g.MatchID, g.ScheduledAt, g.TeamA, g.TeamB = m.ID, m.ScheduledAt, m.TeamAID, m.TeamBID
-	g.WinnerA, g.Forfeit, g.KnownAt, g.Format = scoreA > scoreB, forfeit, known, m.Format
+	g.WinnerA, g.Forfeit, g.Format = scoreA > scoreB, forfeit, m.Format
 	g.MapsA, g.MapsB = scoreA, scoreB
 	b.ds.Games = append(b.ds.Games, g)
 }
@@ -412,6 +456,16 @@ func (b *builder) finish() *Dataset {
 	sort.Slice(ds.Players, func(i, j int) bool { return ds.Players[i].ID < ds.Players[j].ID })
 	ds.Teams = append(b.rankHistory(), ds.Teams...)
 	gameDetails(ds)
+	for i := range ds.Games {
+		g := &ds.Games[i]
+		g.EndedAt = EstimatedEnd(g)
+		g.KnownAt = ResultKnownAt(g.ScheduledAt, g.EndedAt)
+		u := &ds.Updates[b.done[g.MatchID]]
+		u.ChangedAt = g.EndedAt
+		if g.KnownAt.After(g.EndedAt) {
+			u.KnownAt = ptr(g.KnownAt)
+		}
+	}
 	sort.SliceStable(ds.Games, func(i, j int) bool {
 		a, c := ds.Games[i], ds.Games[j]
 		if !a.ScheduledAt.Equal(c.ScheduledAt) {

@@ -246,3 +246,43 @@ func TestVetoParse(t *testing.T) {
 		t.Error("slug")
 	}
 }
+
+// TestImportedTimesAreEstimates: the datasets carry no start or end times.
+// Every imported completed match says its times are estimates; it starts
+// at its scheduled time and ends as EstimatedEnd says (10 minutes a played
+// map and 2 a round, 24 rounds for a map without its score), so no match
+// ends before its played maps could (at 20 minutes a map at the least: a
+// best of three played over two maps or more lasts over an hour); its
+// result is known at the end of its UTC day, or at its end when later.
+func TestImportedTimesAreEstimates(t *testing.T) {
+	for source, path := range map[string]string{"csgo2015": "testdata/csgo2015_results.csv", "cs2-2024": "testdata/cs2-2024",
+		"cs2-2026": "testdata/cs2-2026_results.json"} {
+		t.Run(source, func(t *testing.T) {
+			ds, err := Read(source, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, rep := landAndLoad(t, ds)
+			noQuarantine(t, rep)
+			n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`)
+			wantCounts(t, db,
+				countCheck{"completed matches with their times marked as estimates", `SELECT count(*) FROM matches
+				  WHERE status = 'completed' AND times_estimated AND started_at = scheduled_at`, n},
+				countCheck{"completed matches ending as the maps played say", `
+				  WITH maps AS (SELECT match_id, count(*) AS n, sum(10 + 2 * (score_a + score_b)) AS minutes FROM map_results GROUP BY ALL)
+				  SELECT count(*) FROM matches m LEFT JOIN maps ON maps.match_id = m.id
+				  WHERE m.status = 'completed' AND m.ended_at = m.started_at + to_minutes(CAST(coalesce(maps.minutes, 0) +
+				    (greatest(CASE m.result_type WHEN 'forfeit' THEN 0 ELSE m.score_a + m.score_b END, coalesce(maps.n, 0)) - coalesce(maps.n, 0)) * 58 AS BIGINT))`, n},
+				countCheck{"matches ending before their played maps could", `
+				  SELECT count(*) FROM matches m WHERE status = 'completed' AND (ended_at < started_at + to_minutes(20 *
+				    (SELECT count(*) FROM map_results r WHERE r.match_id = m.id))
+				    OR format <> 'bo1' AND result_type = 'played' AND ended_at < started_at + INTERVAL 1 HOUR)`, 0},
+				countCheck{"results known at the end of the match's UTC day, or at its end when later", `
+				  SELECT count(*) FROM matches WHERE status = 'completed' AND result_known_at = greatest(ended_at,
+				    CAST(date_trunc('day', scheduled_at AT TIME ZONE 'UTC') AS TIMESTAMP) AT TIME ZONE 'UTC' + INTERVAL '23:59:59')`, n},
+				countCheck{"live and completed events not marked as estimates", `SELECT count(*) FROM match_events
+				  WHERE status IN ('live', 'completed') AND NOT times_estimated`, 0},
+			)
+		})
+	}
+}

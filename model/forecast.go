@@ -11,8 +11,10 @@ import (
 // RD 350; 1.1.0: daily rating periods, initial RD 200; 2.0.0: the stacked
 // forecast (Glicko-2, map-level round-margin rating, format, published
 // rank, experience, kill-share rating; MODEL.md); 2.1.0: the map-level
-// rating's step picked walk-forward from a grid at each stacker refit.
-const Version = "eo_model-2.1.0"
+// rating's step picked walk-forward from a grid at each stacker refit;
+// 2.1.1: a rank seen at a match's start is no longer among its forecast's
+// inputs.
+const Version = "eo_model-2.1.1"
 
 // Match is one fixture for the forecast: a not-cancelled match. A completed
 // match has Completed set, its result known at EndedAt.
@@ -44,8 +46,9 @@ type Forecast struct {
 	TeamB       string
 	ScheduledAt time.Time
 	// CapturedAt is when the forecast's inputs last changed: the latest
-	// result or rating-period boundary before ScheduledAt (at most
-	// ScheduledAt minus one second). It is the forecast's publication time.
+	// result, rank of its teams or rating-period boundary before ScheduledAt
+	// (at most ScheduledAt minus one second, never before an input it
+	// used). It is the forecast's publication time.
 	CapturedAt time.Time
 	PHome      float64 // probability that TeamA wins
 	PRaw       float64 // the uncalibrated Glicko-2 probability
@@ -77,6 +80,10 @@ type ForecastConfig struct {
 	Stack StackConfig
 	// Ranks are the upstream's published team ranks over time (optional).
 	Ranks []RankObs
+	// HistoryAt, when set, is the as-of time of the team rating history
+	// Run records (RunResult.History): the rating periods that ended by
+	// then, and the one open then.
+	HistoryAt time.Time
 }
 
 // DefaultForecastConfig is the pipeline's configuration (eo_model 2.0).
@@ -98,13 +105,17 @@ type RunResult struct {
 	Ratings []map[string]Rating
 	// Calibration is the final calibration (A, B): p = logistic(A + B logit(raw)).
 	CalibA, CalibB float64
+	// History is the team rating history up to ForecastConfig.HistoryAt:
+	// a row per team and rating period in which it played, in time order.
+	History []PeriodRating
 }
 
 const (
-	evRank = iota
-	evForecast
+	evForecast = iota
+	evRank
 	evResult
 	evCheckpoint
+	evHistory
 )
 
 type event struct {
@@ -122,10 +133,11 @@ func resultAt(m *Match) time.Time {
 	return m.EndedAt
 }
 
-// events orders the run: rank observations, forecasts, results and
-// checkpoints by time; at equal times in that order (a rank published at a
-// match's start is known to its forecast, a result ending then is not);
-// results at one time by scheduled_at, then id.
+// events orders the run: forecasts, rank observations, results,
+// checkpoints and the history's as-of time by time; at equal times in that
+// order (a forecast is published before its match starts, so neither a rank
+// seen nor a result known at that instant is known to it); results at one
+// time by scheduled_at, then id.
 func events(matches []Match, cfg ForecastConfig) []event {
 	evs := make([]event, 0, 2*len(matches)+len(cfg.Checkpoints)+len(cfg.Ranks))
 	for i := range matches {
@@ -141,6 +153,9 @@ func events(matches []Match, cfg ForecastConfig) []event {
 	for i, r := range cfg.Ranks {
 		evs = append(evs, event{at: r.At, kind: evRank, i: i})
 	}
+	if !cfg.HistoryAt.IsZero() {
+		evs = append(evs, event{at: cfg.HistoryAt, kind: evHistory})
+	}
 	sort.SliceStable(evs, func(a, b int) bool {
 		x, y := evs[a], evs[b]
 		if !x.at.Equal(y.at) {
@@ -149,7 +164,7 @@ func events(matches []Match, cfg ForecastConfig) []event {
 		if x.kind != y.kind {
 			return x.kind < y.kind
 		}
-		if x.kind == evCheckpoint || x.kind == evRank {
+		if x.kind != evForecast && x.kind != evResult {
 			return x.i < y.i
 		}
 		mx, my := &matches[x.i], &matches[y.i]
@@ -174,13 +189,15 @@ type runner struct {
 	sinceFit int
 	fitted   bool
 	lastRes  time.Time // the latest result used so far
+	hist     *history  // the rating history (cfg.HistoryAt), or nil
 	out      RunResult
 }
 
 // Run processes the matches in time order: a forecast at each match's
-// scheduled_at, a result at each completed match's ended_at, checkpoints
-// at their times. At equal times a forecast comes before a result, so a
-// forecast never sees a result that was not known strictly before it.
+// scheduled_at, a rank at its time, a result at each completed match's
+// EndedAt, checkpoints at their times. At equal times a forecast comes
+// first, so a forecast never sees a rank or a result that was not known
+// strictly before it.
 //
 // The forecast is eo_model 2.0 (cfg.Stack): the walk-forward stacker of the
 // component ratings once it has MinTrain settled forecasts, before that
@@ -189,6 +206,9 @@ func Run(matches []Match, cfg ForecastConfig) RunResult {
 	r := &runner{cfg: cfg, matches: matches, sys: NewSystem(cfg.Ratings), v2: newV2(cfg.Stack), calB: 1,
 		xs: make([][]float64, len(matches))}
 	r.out = RunResult{Forecasts: make([]Forecast, len(matches)), Ratings: make([]map[string]Rating, len(cfg.Checkpoints)), CalibB: 1}
+	if !cfg.HistoryAt.IsZero() {
+		r.hist = newHistory(cfg.HistoryAt, r.sys, matches)
+	}
 	for _, e := range events(matches, cfg) {
 		r.sys.AdvanceTo(e.at)
 		r.v2.advance(r.sys.PeriodOf(e.at))
@@ -201,7 +221,12 @@ func Run(matches []Match, cfg ForecastConfig) RunResult {
 			r.result(e)
 		case evCheckpoint:
 			r.out.Ratings[e.i] = r.sys.All()
+		case evHistory:
+			r.hist.asOf()
 		}
+	}
+	if r.hist != nil {
+		r.out.History = r.hist.rows
 	}
 	r.out.CalibA, r.out.CalibB = r.calA, r.calB
 	return r.out
@@ -221,14 +246,21 @@ func (r *runner) forecast(e event) {
 	if ps, ok := r.v2.forecast(x, e.at); ok {
 		p = ps
 	}
-	// Published once its inputs last changed: the latest result or
-	// rating-period boundary, never before the latest result used.
+	// Published once its inputs last changed: the latest result, rank of
+	// its teams or rating-period boundary, at most a second before the
+	// start, yet never before the latest result or rank it used.
 	capAt := r.sys.LastChange()
-	if r.lastRes.After(capAt) {
-		capAt = r.lastRes
-	}
 	if limit := m.ScheduledAt.Add(-time.Second); capAt.IsZero() || capAt.After(limit) {
 		capAt = limit
+	}
+	used := []time.Time{r.lastRes}
+	if r.v2.usesRanks() {
+		used = append(used, r.v2.ranks.at[m.TeamA], r.v2.ranks.at[m.TeamB])
+	}
+	for _, used := range used {
+		if used.After(capAt) {
+			capAt = used
+		}
 	}
 	r.out.Forecasts[e.i] = Forecast{MatchID: m.ID, TeamA: m.TeamA, TeamB: m.TeamB, ScheduledAt: m.ScheduledAt,
 		CapturedAt: capAt, PHome: p, PRaw: raw, PGlicko: pg, RatingA: ra, RatingB: rb}

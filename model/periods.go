@@ -52,6 +52,10 @@ type System struct {
 	pending [][]Result     // results of the open period
 	prov    map[int]Rating // provisional ratings cache (cleared on change)
 	lastAt  time.Time      // time of the latest change to any input
+	// onClose, when set, is called as each period closes, with the period
+	// and the competitors that had results in it (Current gives their
+	// ratings at its end).
+	onClose func(period int64, played []string)
 }
 
 // NewSystem returns an empty system.
@@ -92,6 +96,10 @@ func (s *System) AdvanceTo(t time.Time) {
 }
 
 func (s *System) closePeriod() {
+	var played []string
+	if s.onClose != nil {
+		played = s.played()
+	}
 	// Every update reads the period-start ratings: compute all, then swap.
 	next := make([]Rating, len(s.rating))
 	for i := range s.rating {
@@ -102,6 +110,21 @@ func (s *System) closePeriod() {
 		s.pending[i] = s.pending[i][:0]
 	}
 	clear(s.prov)
+	if s.onClose != nil && len(played) > 0 {
+		s.onClose(s.period, played)
+	}
+}
+
+// played lists the competitors with results in the open period, in order
+// of first appearance.
+func (s *System) played() []string {
+	var out []string
+	for i, p := range s.pending {
+		if len(p) > 0 {
+			out = append(out, s.ids[i])
+		}
+	}
+	return out
 }
 
 func (s *System) index(id string) int {

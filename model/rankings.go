@@ -43,9 +43,18 @@ func TeamBoard(ratings map[string]Rating, played []Played, asOf time.Time) []Tea
 			count[p.TeamID]++
 		}
 	}
+	return rankTeams(count, func(id string) (Rating, bool) { r, ok := ratings[id]; return r, ok })
+}
+
+// rankTeams ranks the teams of count (completed matches in the window, at
+// least one) that have a rating, by TeamBoard's order.
+func rankTeams(count map[string]int, rating func(id string) (Rating, bool)) []TeamRank {
 	var out []TeamRank
 	for id, n := range count {
-		r, ok := ratings[id]
+		if n <= 0 {
+			continue
+		}
+		r, ok := rating(id)
 		if !ok {
 			continue
 		}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -40,6 +41,11 @@ func newV2(cfg StackConfig) *v2 {
 }
 
 func (v *v2) enabled() bool { return len(v.cols) > 0 }
+
+// usesRanks reports whether a forecast reads the published ranks.
+func (v *v2) usesRanks() bool {
+	return slices.Contains(v.cols, FeatRank) || slices.Contains(v.cols, FeatRankKnown)
+}
 
 // advance closes the rating periods before period k.
 func (v *v2) advance(k int64) {

@@ -30,7 +30,9 @@ import (
 // is written whole, and an unchanged one is the previous run's file. On a
 // new state every table is written whole.
 func (r *run) export(ctx context.Context) (int64, error) {
-	r.releaseCache(ctx)
+	if !r.all {
+		r.releaseCache(ctx) // a new state's export reads every table: the cache is what it reads
+	}
 	replace, err := r.scopeSegments(ctx)
 	if err != nil {
 		return 0, err
@@ -127,7 +129,7 @@ func (r *run) exportTable(ctx context.Context, name string) (int64, error) {
 // copyOut writes the rows of st.out_<name> where pred holds (on alias t) to
 // path in the table's row order, ids as text.
 func (r *run) copyOut(ctx context.Context, name, pred, path string, groupRows int) error {
-	cols, err := r.idColumns(ctx, "out_"+name)
+	cols, err := r.idColumns(ctx, "st", "out_"+name)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", name, err)
 	}
@@ -142,8 +144,9 @@ func (r *run) copyOut(ctx context.Context, name, pred, path string, groupRows in
 // published as their canonical text (SNAPSHOT.md, Types): a string filter
 // on an id works the same in DuckDB, Polars and pyarrow, which read a
 // 16-byte UUID as opaque binary.
-func (r *run) idColumns(ctx context.Context, table string) ([]idColumn, error) {
-	return query(ctx, r, "export/id_columns.sql", table, nil, func(c *idColumn) []any { return []any{&c.Name, &c.List} })
+func (r *run) idColumns(ctx context.Context, catalog, table string) ([]idColumn, error) {
+	return query(ctx, r, "export/id_columns.sql", map[string]string{"Catalog": catalog, "Table": table}, nil,
+		func(c *idColumn) []any { return []any{&c.Name, &c.List} })
 }
 
 type idColumn struct {
@@ -241,8 +244,8 @@ func (r *run) logPatch(table string, segments int, res tables.PatchResult) {
 		"copied", res.Copied, "encoded_again", res.Coded, "rewritten_whole", res.Rewritten)
 }
 
-// defaultPartsChunk is Options.PartsChunk's default: at 100,000 matches,
-// rendering every match's parts at once held 3 GB of Go heap.
+// defaultPartsChunk is Options.PartsChunk's default: the render holds one
+// chunk's rows in Go memory, so a large snapshot is rendered in pieces.
 const defaultPartsChunk = 10000
 
 // parts renders the sub-resources of the matches whose part tables
@@ -288,8 +291,11 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// DuckDB's cache goes before the parts render in Go (a soft limit on
-	// the Go heap: the collector runs harder near it).
+	// The state is written and DuckDB's cache goes before the parts render
+	// in Go (a soft limit on the Go heap: the collector runs harder near it).
+	if err := r.do(ctx, "merge/checkpoint.sql", nil); err != nil {
+		return 0, err
+	}
 	r.releaseCache(ctx)
 	if lim := byteSize(r.o.MemoryLimit); lim > 0 && r.budget.goPrev < 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim))
@@ -318,26 +324,43 @@ func (r *run) parts(ctx context.Context) (int64, error) {
 
 func (r *run) partsDir() string { return filepath.Join(r.o.WorkDir, "parts") }
 
-// partChunks exports the part tables' rows of the matches in parts_scope,
-// one folder per chunk of matches (in match id order), for the render.
+// partChunks writes the part tables' rows of the matches in parts_scope,
+// one folder per chunk of matches (in match id order), for the render. A
+// run that continues the state has the scope's rows in memory; one whose
+// scope is everything reads the files the export wrote (ordered by match:
+// a chunk's range reads its own row groups), or, in one chunk, renders
+// from them as they are.
 func (r *run) partChunks(ctx context.Context, sources []string) ([]string, error) {
 	if err := resetDir(r.partsDir()); err != nil {
 		return nil, err
 	}
-	chunks, err := query(ctx, r, "export/parts_chunks.sql", nil, nil, func(k *int64) []any { return []any{k} })
+	type chunk struct {
+		k      int64
+		lo, hi string // the chunk's first match id, and the next chunk's ("": none)
+	}
+	chunks, err := query(ctx, r, "export/parts_chunks.sql", nil, nil, func(c *chunk) []any { return []any{&c.k, &c.lo, &c.hi} })
 	if err != nil {
 		return nil, err
 	}
+	if r.all && len(chunks) == 1 {
+		return []string{r.outDir}, nil
+	}
 	var dirs []string
-	for _, k := range chunks {
-		dir := filepath.Join(r.partsDir(), strconv.FormatInt(k, 10))
+	for _, c := range chunks {
+		dir := filepath.Join(r.partsDir(), strconv.FormatInt(c.k, 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		for _, t := range sources {
-			pred := "match_id IN (SELECT id FROM memory.parts_scope WHERE chunk = " + strconv.FormatInt(k, 10) + ")"
-			if err := r.copyOut(ctx, t, pred, filepath.Join(dir, t+".parquet"), 122880); err != nil {
-				return nil, fmt.Errorf("match parts, chunk %d: %w", k, err)
+			d := map[string]any{"Table": "out_" + t, "File": "", "Order": orderBy[t], "Path": filepath.Join(dir, t+".parquet"),
+				"Pred": scopeRows("parts_chunk", c.k), "IDs": []idColumn(nil)}
+			if r.all {
+				d["File"], d["Pred"] = filepath.Join(r.outDir, t+".parquet"), scopeRows("parts_range", map[string]string{"Lo": c.lo, "Hi": c.hi})
+			} else if d["IDs"], err = r.idColumns(ctx, "memory", "out_"+t); err != nil {
+				return nil, err
+			}
+			if err := r.do(ctx, "export/parts_rows.sql", d); err != nil {
+				return nil, fmt.Errorf("match parts, chunk %d: %w", c.k, err)
 			}
 		}
 		dirs = append(dirs, dir)

@@ -462,3 +462,20 @@ func TestSlugIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A raw line naming a field twice is quarantined ("duplicate key"): neither
+// value is published (parsers disagree on which one counts).
+func TestDuplicateKeyIsQuarantined(t *testing.T) {
+	st := store.NewMemory()
+	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
+		`{"id":"tm-5","name":"Dup","name":"Dup Two","changed_at":"2025-03-01T10:00:00Z"}`,
+	}})
+	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantQuarantined(t, rep, "teams", "duplicate key", 1)
+	if teams := dump(t, rep)["teams"]; strings.Contains(teams, "Dup") {
+		t.Errorf("a team of the duplicate-key line was published:\n%s", teams)
+	}
+}

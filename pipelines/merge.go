@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/eodata/eo/raw"
 )
@@ -36,7 +37,7 @@ func (r *run) mergeTables() []stateTable {
 	var ts []stateTable
 	if r.all {
 		for _, t := range parentTables {
-			ts = append(ts, stateTable{t, "true"})
+			ts = append(ts, stateTable{t, scopeRows("all")})
 		}
 	}
 	for _, e := range childEntities() {
@@ -75,25 +76,33 @@ func (r *run) merge(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	for _, t := range tables {
+		t0 := time.Now()
 		changed, err := r.patch(ctx, "memory", t.name, t.pred)
 		if err != nil {
 			return n, err
 		}
+		r.o.Logger.Debug("table merged", "run", r.rep.RunID, "table", t.name, "changed", changed, "step_elapsed", time.Since(t0).Round(time.Millisecond))
 		if changed {
 			n++
 			r.changed[strings.TrimPrefix(t.name, "out_")] = true
 		}
 	}
-	// The scope's tables are done with (on a new state they hold every row).
-	drop := []string{"c_teams", "out_market_lines", "out_model_lines", "odds_matches", "n_matches", "n_player_stats"}
-	for _, e := range raw.Entities {
-		drop = append(drop, "c_"+string(e), "v_"+string(e))
+	// On a new state the scope's tables hold every row, merged now: they go
+	// (a continuing run keeps its scope's few rows for the match parts).
+	if r.all {
+		drop := []string{"c_teams", "out_market_lines", "out_model_lines", "odds_matches", "n_matches", "n_player_stats"}
+		for _, e := range raw.Entities {
+			drop = append(drop, "c_"+string(e), "v_"+string(e))
+		}
+		for _, t := range OutputTables {
+			drop = append(drop, "out_"+t)
+		}
+		if err := r.do(ctx, "merge/drop_scope.sql", drop); err != nil {
+			return n, err
+		}
 	}
-	for _, t := range OutputTables {
-		drop = append(drop, "out_"+t)
-	}
-	if err := r.do(ctx, "merge/drop_scope.sql", drop); err != nil {
-		return n, err
+	if r.all {
+		return n, nil // the state is written whole when the run commits
 	}
 	return n, r.do(ctx, "merge/checkpoint.sql", nil)
 }
@@ -168,7 +177,8 @@ func cmpErr(a, b error) error {
 
 // empty says whether table has no row.
 func (r *run) empty(ctx context.Context, table string) (bool, error) {
-	n, err := r.count(ctx, "(SELECT 1 FROM "+table+" LIMIT 1)")
+	var n int64
+	err := r.value(ctx, "run/any_row.sql", table, &n)
 	return n == 0, err
 }
 
@@ -229,7 +239,7 @@ func (r *run) makeDigests(ctx context.Context, tables []string) error {
 
 // modelTables are the published tables the ratings and model step, the
 // assemble and the review write.
-var modelTables = []string{"rankings", "roster_history", "model_metrics", "model_forecasts", "teams",
+var modelTables = []string{"rankings", "rating_history", "roster_history", "model_metrics", "model_forecasts", "teams",
 	"odds_lines", "matches", "live_ids", "model_comparison", "model_reliability", "model_monthly", "model_report"}
 
 // ratingsAndModel runs the ratings and model step, the assemble and the
@@ -290,13 +300,13 @@ func (r *run) aggregates(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	for _, a := range []struct {
-		on             bool
-		inputs, file   string
-		tables         []string
-		key, keysTable string
+		on           bool
+		inputs, file string
+		tables       []string
+		keys         string // the predicate of the touched keys' rows
 	}{
-		{teams, "aggregate/team_inputs.sql", "aggregate/team_profiles.sql", []string{"out_team_map_profiles", "out_team_profiles"}, "team_id", "touched_teams"},
-		{players, "aggregate/player_inputs.sql", "aggregate/player_summaries.sql", []string{"out_player_map_summaries", "out_player_summaries"}, "player_id", "touched_players"},
+		{teams, "aggregate/team_inputs.sql", "aggregate/team_profiles.sql", []string{"out_team_map_profiles", "out_team_profiles"}, "touched_teams"},
+		{players, "aggregate/player_inputs.sql", "aggregate/player_summaries.sql", []string{"out_player_map_summaries", "out_player_summaries"}, "touched_players"},
 	} {
 		if !a.on {
 			continue
@@ -308,7 +318,7 @@ func (r *run) aggregates(ctx context.Context) (int64, error) {
 			return n, err
 		}
 		for _, t := range a.tables {
-			changed, err := r.patch(ctx, "agg", t, a.key+" IN (SELECT id FROM memory."+a.keysTable+")")
+			changed, err := r.patch(ctx, "agg", t, scopeRows(a.keys))
 			if err != nil {
 				return n, err
 			}

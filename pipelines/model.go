@@ -52,7 +52,7 @@ const (
 func ModelReportKey(runID string) string { return modelReportPrefix + runID + ".html" }
 
 // runModel reads completed matches and stat lines, runs model/ and
-// writes out_rankings, out_roster_history, out_model_metrics,
+// writes out_rankings, out_rating_history, out_roster_history, out_model_metrics,
 // out_model_forecasts and the eo_model lines (out_model_lines, empty while
 // the gate is closed; sql/assemble/01_odds_lines.sql unions them into
 // odds_lines), fills out_teams.own_rank, and keeps the run for the model
@@ -73,6 +73,7 @@ func (r *run) runModel(ctx context.Context) (int64, error) {
 	prevAt := asOf.AddDate(0, 0, -7)
 	cfg.Checkpoints = []time.Time{asOf, prevAt}
 	cfg.Ranks = ranks
+	cfg.HistoryAt = asOf
 	res := model.Run(matches, cfg)
 	// evaluated_at is the as-of time; with no completed match at all, the
 	// Unix epoch (the field is never null).
@@ -84,6 +85,9 @@ func (r *run) runModel(ctx context.Context) (int64, error) {
 	lines := model.Lines(res.Forecasts, metrics)
 
 	if err := r.writeRankings(ctx, matches, res, asOf, prevAt, o); err != nil {
+		return 0, err
+	}
+	if err := r.writeRatingHistory(ctx, res.History); err != nil {
 		return 0, err
 	}
 	if err := r.writeRosterHistory(ctx, o); err != nil {
@@ -105,7 +109,8 @@ func (r *run) runModel(ctx context.Context) (int64, error) {
 // readModelMatches reads the matches the model sees (not cancelled;
 // completed ones only when played to a winner: forfeits and walkovers carry
 // no skill signal) with their maps, kills and players, and the as-of time:
-// the latest ended_at of a completed one.
+// the latest result_known_at of a completed one (Match.EndedAt: when its
+// result became known).
 func (r *run) readModelMatches(ctx context.Context) ([]model.Match, time.Time, error) {
 	var asOf time.Time
 	matches, err := query(ctx, r, "model/read_matches.sql", nil, nil, func(m *model.Match) []any {
@@ -277,6 +282,24 @@ func (r *run) writeRankings(ctx context.Context, matches []model.Match, res mode
 		return []any{"player", int32(p.Rank), p.PlayerID, round(p.Rating, 3), round(p.Rating, 3), nil,
 			int32(p.Maps), prevOrNil(prevPlayer, p.PlayerID)}
 	}, "model/rankings.sql")
+}
+
+// writeRatingHistory fills out_rating_history: each team's rating at the
+// end of every rating period in which it played, the open one at the as-of
+// time (the rankings' rating), with its rank on the team board then.
+func (r *run) writeRatingHistory(ctx context.Context, rows []model.PeriodRating) error {
+	if err := r.do(ctx, "model/rating_rows.sql", nil); err != nil {
+		return err
+	}
+	return r.stageAndWrite(ctx, "rating history", "model_rating_rows", len(rows), func(i int) []any {
+		h := rows[i]
+		var rank any
+		if h.Rank > 0 {
+			rank = int32(h.Rank)
+		}
+		return []any{h.TeamID, h.PeriodStart, h.AsOf, round(h.Rating.R, 2), round(h.Rating.RD, 2), round(h.Rating.Sigma, 6),
+			round(h.Rating.Conservative(), 2), rank}
+	}, "model/rating_history.sql")
 }
 
 // stageAndWrite appends n rows (row(i) is the i-th) to the staging table,

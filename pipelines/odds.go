@@ -9,7 +9,6 @@ import (
 	"github.com/marcboeker/go-duckdb/v2"
 
 	"github.com/eodata/eo/market"
-	eosql "github.com/eodata/eo/sql"
 )
 
 // oddsChunk is how many markets the eo_market walk reads at a time: its
@@ -49,25 +48,36 @@ func (r *run) oddsSeries(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	conn, err := r.db.Conn(ctx)
+	dict, err := query(ctx, r, "odds/names.sql", nil, nil, func(s *string) []any { return []any{s} })
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	w := oddsWalk{markets: markets, teams: teams}
+	w := oddsWalk{markets: markets, teams: teams, names: dict}
 	var total int64
 	for lo := 1; lo <= len(markets); lo += oddsChunk {
 		hi := min(lo+oddsChunk-1, len(markets))
-		w.out = w.out[:0]
-		if err := w.read(ctx, conn, lo, hi); err != nil {
+		caps, err := query(ctx, r, "odds/captures.sql", nil, []any{lo, hi}, func(c *capture) []any {
+			return []any{&c.mi, &c.oi, &c.ci, &c.bi, &c.price, &c.us}
+		})
+		if err != nil {
 			return total, fmt.Errorf("odds series, markets %d-%d: %w", lo, hi, err)
 		}
-		if err := appendSeries(conn, w.out); err != nil {
+		w.out = w.out[:0]
+		w.walk(caps)
+		if err := appendRows(ctx, r.db, "odds_series", len(w.out), func(i int) []any { return w.out[i].values() }); err != nil {
 			return total, fmt.Errorf("odds series, markets %d-%d: %w", lo, hi, err)
 		}
 		total += int64(len(w.out))
 	}
 	return total, nil
+}
+
+// capture is one book's price for one outcome of market mi at instant us
+// (epoch microseconds), names by their odds_names index.
+type capture struct {
+	mi, oi, ci, bi int32
+	price          float64
+	us             int64
 }
 
 // lineArg scans a market's nullable line into its key.
@@ -97,50 +107,26 @@ type seriesRow struct {
 type oddsWalk struct {
 	markets []oddsMarket
 	teams   map[string]string // id -> name, for the outrights' labels
+	names   []string          // outcomes, contributors and books, by odds_names index
 	out     []seriesRow
 }
 
-// read walks the markets lo..hi (mi), appending their lines to w.out.
-func (w *oddsWalk) read(ctx context.Context, conn *sql.Conn, lo, hi int) error {
-	q, err := eosql.Render("odds/captures.sql", nil, nil)
-	if err != nil {
-		return err
-	}
-	rows, err := conn.QueryContext(ctx, q, lo, hi)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var (
-		st      *market.State
-		cur     int32 = -1
-		instant time.Time
-	)
-	flush := func() {
-		if st != nil {
-			w.publish(cur, st.Evaluate(instant))
+// walk applies each market's captures (in walk order) to a market.State,
+// evaluates it at each instant and appends the lines it publishes to w.out.
+func (w *oddsWalk) walk(caps []capture) {
+	var st *market.State
+	for i := 0; i < len(caps); {
+		c := caps[i]
+		if st == nil || caps[i-1].mi != c.mi {
+			st = &market.State{}
 		}
-	}
-	for rows.Next() {
-		var mi int32
-		var qt market.Quote
-		if err := rows.Scan(&mi, &qt.Outcome, &qt.Contributor, &qt.Book, &qt.Price, &qt.At); err != nil {
-			return err
+		for ; i < len(caps) && caps[i].mi == c.mi && caps[i].us == c.us; i++ {
+			x := caps[i]
+			st.Apply(market.Quote{Outcome: w.names[x.oi], Contributor: w.names[x.ci], Book: w.names[x.bi], Price: x.price,
+				At: time.UnixMicro(x.us).UTC()})
 		}
-		if mi != cur || !qt.At.Equal(instant) {
-			flush()
-			if mi != cur {
-				st, cur = &market.State{}, mi
-			}
-			instant = qt.At
-		}
-		st.Apply(qt)
+		w.publish(c.mi, st.Evaluate(time.UnixMicro(c.us).UTC()))
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	flush()
-	return nil
 }
 
 // publish adds market mi's published lines to w.out.
@@ -164,32 +150,16 @@ func (w *oddsWalk) publish(mi int32, lines []market.Line) {
 	}
 }
 
-// appendSeries appends rows to odds_series through DuckDB's appender.
-func appendSeries(conn *sql.Conn, rows []seriesRow) error {
-	if len(rows) == 0 {
-		return nil
+// values is the row's odds_series values.
+func (s *seriesRow) values() []any {
+	var kind, who any
+	if s.participantType != "" {
+		kind = s.participantType
 	}
-	return conn.Raw(func(dc any) error {
-		app, err := newAppender(dc, "odds_series")
-		if err != nil {
-			return err
-		}
-		for i := range rows {
-			s := &rows[i]
-			var kind, who any
-			if s.participantType != "" {
-				kind = s.participantType
-			}
-			if s.hasParticipant {
-				who = s.participantID
-			}
-			if err := app.AppendRow(s.mi, s.id, s.marketID, s.outcome, s.label, kind, who, s.books, s.price, s.at.UTC()); err != nil {
-				app.Close()
-				return err
-			}
-		}
-		return app.Close()
-	})
+	if s.hasParticipant {
+		who = s.participantID
+	}
+	return []any{s.mi, s.id, s.marketID, s.outcome, s.label, kind, who, s.books, s.price, s.at.UTC()}
 }
 
 // parseUUID reads a canonical UUID's text.

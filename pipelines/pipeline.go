@@ -32,7 +32,7 @@ import (
 
 // Version is the pipeline version recorded in every manifest. Bump it when a
 // step changes what a table holds.
-const Version = "2.4.0"
+const Version = "2.5.0"
 
 // SchemaVersion is the snapshot schema version: bumped on a breaking change
 // to a published table (a removed or retyped column). 2: ids are text.
@@ -134,7 +134,7 @@ var OutputTables = []string{
 	"map_results", "vetoes", "player_stats", "rounds", "depth_weapons", "depth_grenades",
 	"depth_hitgroups", "depth_duels", "depth_flashes", "lineups", "streams", "sandbox_sample",
 	"team_profiles", "team_map_profiles", "player_summaries", "player_map_summaries",
-	"odds_lines", "rankings", "roster_history", "model_metrics", "model_forecasts",
+	"odds_lines", "rankings", "rating_history", "roster_history", "model_metrics", "model_forecasts",
 	"model_comparison", "model_reliability", "model_monthly", "model_report", "live_ids", "changes",
 }
 
@@ -155,8 +155,9 @@ var orderBy = map[string]string{
 	// grouped by match (outrights last, by tournament), each series oldest first
 	"odds_lines": "match_id NULLS LAST, tournament_id NULLS LAST, market_id, source, outcome_key, captured_at, id",
 	"live_ids":   "kind, upstream_id",
-	"rankings":   "entity_type, rank", "roster_history": "team_id, played_at DESC, match_id",
-	"model_metrics": "market", "model_forecasts": "scheduled_at, match_id",
+	"rankings":   "entity_type, rank", "rating_history": "team_id, period_start DESC",
+	"roster_history": "team_id, played_at DESC, match_id",
+	"model_metrics":  "market", "model_forecasts": "scheduled_at, match_id",
 	"model_comparison":  "market, " + forecasterOrder,
 	"model_reliability": "market, " + forecasterOrder + ", bin",
 	"model_monthly":     "market, " + forecasterOrder + ", month",

@@ -200,7 +200,9 @@ func (r *run) continueState(ctx context.Context, batches []raw.BatchManifest) ([
 // run commits) in place of whatever plan attached.
 func (r *run) newState(ctx context.Context) error {
 	r.meta = stateMeta{}
-	r.db.ExecContext(ctx, "DETACH DATABASE IF EXISTS st")
+	if err := r.do(ctx, "run/forget_state.sql", nil); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(r.stateDir(), 0o755); err != nil {
 		return err
 	}

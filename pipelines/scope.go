@@ -32,18 +32,31 @@ func scopeData(all bool) map[string]any {
 func upstreamScope(e raw.Entity) string {
 	switch e {
 	case raw.Matches:
-		return `id IN (SELECT ukey FROM memory.scope_u)`
+		return scopeRows("upstream_id")
 	case raw.PriceCaptures:
-		return `(match_id IN (SELECT ukey FROM memory.scope_u) OR tournament_id IN (SELECT ukey FROM memory.scope_tu))`
+		return scopeRows("upstream_odds")
 	}
-	return `match_id IN (SELECT ukey FROM memory.scope_u)`
+	return scopeRows("upstream_match")
+}
+
+// scopeRows is the predicate of sql/scope/predicates.sql named kind.
+func scopeRows(kind string, data ...any) string {
+	var d any
+	if len(data) > 0 {
+		d = data[0]
+	}
+	q, err := eosql.Fragment("scope/predicates.sql", kind, d)
+	if err != nil {
+		panic(err) // a name this package passes that the file lacks: TestScopePredicates
+	}
+	return q
 }
 
 // Predicates on published tables (service ids) selecting the scope's rows.
-const (
-	byScopeMatch = `match_id IN (SELECT id FROM memory.scope_ids)`
-	byScopeID    = `id IN (SELECT id FROM memory.scope_ids)`
-	byScopeOdds  = `(match_id IN (SELECT id FROM memory.scope_ids) OR (match_id IS NULL AND tournament_id IN (SELECT id FROM memory.scope_tours)))`
+var (
+	byScopeMatch = scopeRows("match")
+	byScopeID    = scopeRows("id")
+	byScopeOdds  = scopeRows("odds")
 )
 
 // scope finds the matches the new lines touch (and every match of their

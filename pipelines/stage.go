@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/marcboeker/go-duckdb/v2"
 	"golang.org/x/sync/errgroup"
@@ -201,30 +199,6 @@ func appendFile(ctx context.Context, app, qa *duckdb.Appender, seq int32, e raw.
 	})
 	return n, err
 }
-
-// escapeInvalidUTF8 is a quarantined line's text: the line itself when it is
-// valid UTF-8, else with every byte that is not part of a valid UTF-8
-// sequence written as \xNN (DuckDB and the JSON quarantine file hold UTF-8
-// text only).
-func escapeInvalidUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size <= 1 {
-			fmt.Fprintf(&sb, `\x%02x`, b[0])
-		} else {
-			sb.Write(b[:size])
-		}
-		b = b[size:]
-	}
-	return sb.String()
-}
-
-// longLineReason is the quarantine reason of a line over raw.MaxLineBytes.
-var longLineReason = fmt.Sprintf("line longer than %d bytes", raw.MaxLineBytes)
 
 // validate renders the staging template for every entity and runs it.
 func (r *run) validate(ctx context.Context) (int64, error) {

@@ -3,38 +3,19 @@ package pipelines
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"runtime"
-	"unicode/utf8"
 	"unsafe"
 
-	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eodata/eo/raw"
 )
 
 // Staging reads a raw file's lines in chunks, classifies them on every
-// processor (the JSON check is most of a line's cost: 2.5 s of a 10,000-match
-// world's 6.5 s stage on one goroutine), and hands them back in file order
-// to the one goroutine that owns the DuckDB appenders.
-
-// validJSON is the JSON check of every raw line, with encoding/json's
-// verdicts (TestJSONCheckAgreesWithEncodingJSON) at four times its speed:
-// segmentio's Valid (623 against 153 MB/s on the lines of a generated
-// world), on the stage's busiest path. segmentio's has no nesting limit,
-// and encoding/json refuses more than 10,000 levels: a line long enough to
-// nest that deep (every level takes a byte) gets encoding/json's check.
-func validJSON(line []byte) bool {
-	if len(line) > maxNesting {
-		return json.Valid(line)
-	}
-	return segjson.Valid(line)
-}
-
-// maxNesting is encoding/json's limit on nesting (its scanner's maxNestingDepth).
-const maxNesting = 10000
+// processor (raw.LineProblem: the JSON check is most of a line's cost), and
+// hands them back in file order to the one goroutine that owns the DuckDB
+// appenders.
 
 // stagedLine is one line of a raw file, classified.
 type stagedLine struct {
@@ -142,8 +123,8 @@ func readChunks(ctx context.Context, lr *raw.LineReader, work, ordered chan<- *l
 }
 
 // classify decides each line of c: a long line is quarantined with its
-// first bytes, a blank one skipped, one that is not UTF-8 or not a JSON
-// object quarantined, the rest staged.
+// first bytes, a blank one skipped, one with a problem (raw.LineProblem)
+// quarantined, the rest staged.
 func classify(c *lineChunk) {
 	c.out = make([]stagedLine, len(c.nos))
 	// One string holds the chunk's text and every staged body is a part of
@@ -158,7 +139,7 @@ func classify(c *lineChunk) {
 		o := &c.out[i]
 		o.no = c.nos[i]
 		if c.long[i] {
-			o.reason, o.body = longLineReason, escapeInvalidUTF8(line)+"…"
+			o.reason, o.body = raw.LongLineReason, raw.QuarantineText(line)+"…"
 			continue
 		}
 		trimmed := bytes.TrimSpace(line)
@@ -167,14 +148,12 @@ func classify(c *lineChunk) {
 		switch {
 		case len(line) == 0:
 			o.skip = true
-		case !utf8.Valid(line):
-			// DuckDB takes UTF-8 text only: the line is kept with its
-			// invalid bytes written as \xNN.
-			o.reason, o.body = "invalid UTF-8", escapeInvalidUTF8(line)
-		case line[0] != '{' || !validJSON(line):
-			o.reason, o.body = "malformed JSON", string(line)
 		default:
-			o.body = text[from : from+len(line)]
+			if o.reason = raw.LineProblem(line); o.reason != "" {
+				o.body = raw.QuarantineText(line)
+			} else {
+				o.body = text[from : from+len(line)]
+			}
 		}
 	}
 	c.buf = nil

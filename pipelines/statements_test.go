@@ -146,3 +146,16 @@ func TestReleaseCacheDropsFileBlocks(t *testing.T) {
 		t.Fatalf("the file reads again: %d rows, %v", n, err)
 	}
 }
+
+// Every predicate the steps name is in sql/scope/predicates.sql.
+func TestScopePredicates(t *testing.T) {
+	for _, kind := range []string{"id", "match", "odds", "upstream_id", "upstream_match", "upstream_odds", "all",
+		"touched_teams", "touched_players"} {
+		if q := scopeRows(kind); q == "" || strings.Contains(q, "{{") {
+			t.Errorf("%s: %q", kind, q)
+		}
+	}
+	if q := scopeRows("parts_chunk", 3); !strings.HasSuffix(q, "chunk = 3)") {
+		t.Errorf("parts_chunk: %q", q)
+	}
+}

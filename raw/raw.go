@@ -164,9 +164,17 @@ type MatchUpdate struct {
 	// KillsA, KillsB are each team's kills over the match (every map so
 	// far): optional, both or neither, on a live or completed update only.
 	// Omitted when nil (as null: the pipeline reads them alike).
-	KillsA    *int      `json:"kills_a,omitempty"`
-	KillsB    *int      `json:"kills_b,omitempty"`
-	ChangedAt time.Time `json:"changed_at"`
+	KillsA *int `json:"kills_a,omitempty"`
+	KillsB *int `json:"kills_b,omitempty"`
+	// TimesEstimated marks a ChangedAt the upstream did not give: the
+	// producer estimated when the change happened (eo import: a dataset
+	// without start or end times). Optional; nil (omitted) means false.
+	TimesEstimated *bool `json:"times_estimated,omitempty"`
+	// KnownAt is when the change became known, when that is later than
+	// ChangedAt (eo import knows a result from the end of the match's day
+	// on). Optional; omitted when nil.
+	KnownAt   *time.Time `json:"known_at,omitempty"`
+	ChangedAt time.Time  `json:"changed_at"`
 }
 
 // MapResult is one played map.

@@ -178,7 +178,10 @@ var Specs = []Spec{
 		optEnum("result_type", ResultTypes), shaped(opt("live_state", "JSON"), Object),
 		// team-level kills over the match, optional (added for eo import's
 		// cs2-2024 team-level stats; no version bump: a new optional field)
-		opt("kills_a", "INTEGER"), opt("kills_b", "INTEGER"), req("changed_at", "TIMESTAMPTZ")}},
+		opt("kills_a", "INTEGER"), opt("kills_b", "INTEGER"),
+		// an estimated change time and when the change became known,
+		// optional (added for eo import's datasets without times)
+		opt("times_estimated", "BOOLEAN"), opt("known_at", "TIMESTAMPTZ"), req("changed_at", "TIMESTAMPTZ")}},
 	{Entity: MapResults, Key: []string{"match_id", "map_number"}, Order: "changed_at", Fields: cat([]Field{
 		req("match_id", "VARCHAR"), req("map_number", "INTEGER"), req("map_name", "VARCHAR"),
 		req("score_a", "INTEGER"), req("score_b", "INTEGER")},

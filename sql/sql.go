@@ -52,6 +52,17 @@ func Steps(folder string) ([]Step, error) {
 // template with data, and funcs beside the standard ones (join: strings.Join;
 // quote: a SQL string literal).
 func Render(name string, data any, funcs template.FuncMap) (string, error) {
+	return render(name, "", data, funcs)
+}
+
+// Fragment renders the template define of the file name (a piece of a
+// statement, such as a predicate) with data.
+func Fragment(name, define string, data any) (string, error) {
+	q, err := render(name, define, data, nil)
+	return strings.TrimSpace(q), err
+}
+
+func render(name, define string, data any, funcs template.FuncMap) (string, error) {
 	b, err := files.ReadFile(name)
 	if err != nil {
 		return "", fmt.Errorf("sql: read %s: %w", name, err)
@@ -67,7 +78,12 @@ func Render(name string, data any, funcs template.FuncMap) (string, error) {
 		return "", fmt.Errorf("sql: %s: %w", name, err)
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
+	if define == "" {
+		err = t.Execute(&buf, data)
+	} else {
+		err = t.ExecuteTemplate(&buf, define, data)
+	}
+	if err != nil {
 		return "", fmt.Errorf("sql: %s: %w", name, err)
 	}
 	return buf.String(), nil

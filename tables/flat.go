@@ -145,8 +145,8 @@ func idTextColumn(c int, optional, ptr bool) flatColumn {
 // bytesColumn reads a byte array column into []byte (or json.RawMessage)
 // fields that share one allocation a row group, sized by the column
 // chunk (which bounds its values unless they are dictionary-encoded; past
-// it a new block starts): at 100,000 matches, half a million pre-rendered
-// frames in a few dozen allocations instead of one each. The values hold
+// it a new block starts): a snapshot's pre-rendered frames in a few dozen
+// allocations instead of one each. The values hold
 // no pointers: the collector never scans them.
 func bytesColumn(c int, optional bool) flatColumn {
 	var arena []byte

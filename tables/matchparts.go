@@ -26,16 +26,14 @@ import (
 )
 
 // A match's sub-resources (stats, rounds, depth, vetoes, lineups, history,
-// streams) are most of what a load renders: at 100,000 matches, reading
-// their nine tables, rendering them as JSON and compressing them took more
-// than half of a load's CPU. The pipeline renders them once, when it
-// publishes (WriteMatchParts), into match_parts.parquet: one row a match
+// streams) are most of what a load would render. The pipeline renders them
+// once, when it publishes (WriteMatchPartsOf), into match_parts.parquet: one row a match
 // and part, holding the part's packed JSON (the zstd frame a load would
 // have made). A load that finds the table in the format it renders takes
 // the frames as they are and does not read the nine tables; one that does
 // not (a snapshot published before the table existed, or by a pipeline
 // whose rendering differs from this build's) renders the parts from their
-// tables as before, and says so (MatchPartsSource).
+// tables, and says so (view's MatchPartsSource).
 
 // MatchPartsTable is the snapshot table of pre-rendered match parts.
 const MatchPartsTable = "match_parts"
@@ -417,12 +415,12 @@ func (p *partsWriter) abort() {
 
 // PatchMatchParts writes out: the rows of the match_parts file prev except
 // those of the matches in replace, merged in order with every row of the
-// file delta (WriteMatchParts on the tables of those matches alone). A
+// file delta (WriteMatchPartsOf on the tables of those matches alone). A
 // match's parts depend on its own rows only, so the result is the file a
-// WriteMatchParts of the whole snapshot writes: how an incremental
-// pipeline run renders only the matches it touched. prev streams through a
-// row group at a time (at 100,000 matches it is 450 MB), and its row
-// groups without a replaced match or a new row are copied as they are
+// WriteMatchPartsOf of the whole snapshot writes: how a pipeline run renders
+// only the matches it touched. prev streams through a row group at a time
+// (it is the largest file of a snapshot), and its row groups without a
+// replaced match or a new row are copied as they are
 // (patchGroups). Both files must be in this build's rendering, or
 // PatchMatchParts fails.
 func PatchMatchParts(ctx context.Context, prev, delta, out string, replace map[ID]bool) (PatchResult, error) {

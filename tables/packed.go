@@ -10,11 +10,9 @@ import (
 
 // Packed is pre-rendered JSON kept zstd-compressed in memory. A match's
 // sub-resources (stats, rounds, depth, vetoes, lineups, history, streams)
-// are most of a snapshot's rendered data (rounds and depth alone are over
-// 3 GB of JSON at 100,000 matches) and are read once per match page, not
-// per list row, so they are stored at a fifth to a tenth of their size and
-// decompressed into the response (tens of microseconds for a match); the
-// page cache keeps the hot pages rendered. Everything on the list paths
+// are most of a snapshot's rendered data and are read once per match page,
+// not per list row, so they are stored compressed and decompressed into the
+// response; the page cache keeps the hot pages rendered. Everything on the list paths
 // stays plain.
 type Packed struct {
 	z []byte // zstd frame of the JSON; nil: none
@@ -23,8 +21,8 @@ type Packed struct {
 
 // klauspost/compress's Encoder.EncodeAll and Decoder.DecodeAll are safe for
 // concurrent use; one of each serves the whole process. A packed part is
-// one match's (well under a megabyte): a 1 MB window loses nothing, and the
-// encoder keeps 2 MB of history instead of the default window's 16.
+// one match's, well under the 1 MiB window, so the window loses nothing and
+// the encoder keeps a small history.
 var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(1<<20))

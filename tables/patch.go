@@ -49,10 +49,8 @@ func firstSegmentValue(key string) (string, bool) {
 
 // PatchRowGroup is the row group size of a patched file, and of the
 // pipeline's exports of the tables it patches: smaller than DuckDB's
-// default (122880), which held twice the memory while a 500,000-row table
-// was patched (the writer's pages and the rows gathered for a group), and
-// made a patch by row groups encode seven times the rows of a group again,
-// for files 2 % larger.
+// default (122880), so a patch holds and encodes again a few small groups,
+// not a few large ones, for files a little larger.
 const PatchRowGroup = 16384
 
 // groupRows is PatchRowGroup (a variable for tests, which use small
@@ -69,7 +67,7 @@ var groupRows int64 = PatchRowGroup
 // batch at a time, so patching a large table costs its bytes, not its
 // rows in memory: how an incremental pipeline run rewrites a table of
 // which it changed a few matches. The file is written with zstd at its
-// fastest level (files 5 % larger than the default level's, 20 % faster).
+// fastest level (files a little larger than the default level's, faster).
 //
 // Where it can, it copies the row groups of prev the patch does not touch
 // as they are (patchGroups); a file with nested columns is rewritten whole.

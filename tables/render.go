@@ -2,9 +2,10 @@ package tables
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	json "github.com/segmentio/encoding/json"
 )
 
 // Array is a pre-rendered JSON array and its element count.

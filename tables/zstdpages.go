@@ -14,12 +14,10 @@ import (
 const pageWindow = 1 << 20
 
 // zstdPages is arrow-go's zstd codec with encoders of a page-sized window.
-// arrow-go's own takes zstd's default window (8 MiB), whose history buffer
-// is 16 MiB an encoder, from a sync.Pool the garbage collector empties: an
-// incremental pipeline run, which patches a few tables (PatchParquet), made
-// eight of them, held 16 MiB of its 50-60 MiB live heap in one, and the
-// heap the collector lets grow to twice the live heap stayed in the
-// process after (BENCHMARKS.md, issue 17). Decoding is arrow-go's.
+// arrow-go's own takes zstd's default window, whose history buffer is many
+// times a page, from a sync.Pool the garbage collector empties: a pipeline
+// run that patches a few tables (PatchParquet) held most of its heap in
+// them. Decoding is arrow-go's.
 type zstdPages struct {
 	compress.Codec // arrow-go's: Decode and CompressBound
 	pools          sync.Map

@@ -187,30 +187,33 @@ func compareForecasts(t *testing.T, want, got map[string][]float64, n int) {
 
 // honestCapture: every eo_model line is captured before its match starts
 // and no earlier than the latest result known before then (an imported
-// result is known at the end of its UTC day, importer.ResultKnownAt).
+// result is known at the end of its UTC day, or at its estimated end when
+// later: importer.ResultKnownAt); the times of the imported matches are
+// marked as estimates.
 func honestCapture(t *testing.T, db *sql.DB) {
 	t.Helper()
 	bad := 0
 	if err := db.QueryRow(`SELECT count(*) FROM odds_lines o JOIN matches m ON m.id = o.match_id
 		WHERE o.source = 'eo_model' AND (o.captured_at >= m.scheduled_at OR o.captured_at < (
-			SELECT max(p.ended_at) FROM matches p WHERE p.status = 'completed' AND p.ended_at < m.scheduled_at))`).Scan(&bad); err != nil {
+			SELECT max(p.result_known_at) FROM matches p WHERE p.status = 'completed' AND p.result_known_at < m.scheduled_at))`).Scan(&bad); err != nil {
 		t.Fatal(err)
 	}
 	if bad != 0 {
 		t.Errorf("%d eo_model lines captured before the latest result known at their match's start", bad)
 	}
-	rows, err := db.Query(`SELECT scheduled_at, ended_at FROM matches WHERE status = 'completed'`)
+	rows, err := db.Query(`SELECT scheduled_at, started_at, ended_at, result_known_at, times_estimated FROM matches WHERE status = 'completed'`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var at, end time.Time
-		if err := rows.Scan(&at, &end); err != nil {
+		var at, start, end, known time.Time
+		var estimated bool
+		if err := rows.Scan(&at, &start, &end, &known, &estimated); err != nil {
 			t.Fatal(err)
 		}
-		if want := importer.ResultKnownAt(at); !end.Equal(want) {
-			t.Fatalf("match at %s ended_at %s, want the end of its UTC day %s", at, end, want)
+		if want := importer.ResultKnownAt(at, end); !known.Equal(want) || !estimated || !start.Equal(at) || end.Before(start) {
+			t.Fatalf("match at %s: started %s, ended %s, result known %s (want %s), estimated %v", at, start, end, known, want, estimated)
 		}
 	}
 	if err := rows.Err(); err != nil {

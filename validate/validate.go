@@ -96,7 +96,8 @@ func RankHistory(teams []raw.Team) []model.RankObs {
 
 // ModelMatches are the games as eo_model sees them, with what the pipeline
 // reads of each (pipelines/model.go): the scheduled time, the result known
-// at KnownAt (the end of the match's UTC day), format, maps won, map
+// at KnownAt (the end of the match's UTC day, or its estimated end when
+// later), format, maps won, map
 // results, kills (the completed update's team-level kills, else the sums of
 // the map-level stat lines) and the fielded players.
 func ModelMatches(gs []importer.Game) []model.Match {
@@ -104,7 +105,7 @@ func ModelMatches(gs []importer.Game) []model.Match {
 	for i, g := range gs {
 		known := g.KnownAt
 		if known.IsZero() {
-			known = importer.ResultKnownAt(g.ScheduledAt)
+			known = importer.ResultKnownAt(g.ScheduledAt, g.EndedAt)
 		}
 		m := model.Match{ID: g.MatchID, TeamA: g.TeamA, TeamB: g.TeamB, ScheduledAt: g.ScheduledAt,
 			Completed: true, EndedAt: known, WinnerA: g.WinnerA, Format: g.Format, MapsA: g.MapsA, MapsB: g.MapsB,

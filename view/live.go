@@ -600,8 +600,9 @@ func applyState(m *Match, lm *liveMatch) {
 		m.ChangedAt = lm.ChangedAt.UTC()
 	}
 	m.LiveState, m.ScoreA, m.ScoreB, m.StartedAt = nil, nil, nil, nil
-	m.EndedAt, m.WinnerTeamID, m.ResultType = nil, nil, nil
+	m.EndedAt, m.ResultKnownAt, m.WinnerTeamID, m.ResultType = nil, nil, nil, nil
 	if lm.Status != "live" && lm.Status != "completed" {
+		m.TimesEstimated = false
 		return
 	}
 	a, b := ptrOr(lm.ScoreA, 0), ptrOr(lm.ScoreB, 0)
@@ -617,8 +618,10 @@ func applyState(m *Match, lm *liveMatch) {
 		}
 		return
 	}
+	// The live feed's times are its own: only a start the snapshot
+	// estimated stays an estimate.
 	t := lm.ChangedAt.UTC()
-	m.EndedAt = &t
+	m.EndedAt, m.ResultKnownAt = &t, &t
 	switch {
 	case a > b:
 		w := m.TeamAID

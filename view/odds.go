@@ -168,9 +168,9 @@ func newOddsIndex(n int) *oddsIndex {
 }
 
 // readOdds reads odds_lines into a compact index, one row group at a time
-// on workers goroutines: the lines are never held whole as OddsLine
-// (240 bytes and six pointers a line, against oddsRow's 144 and none;
-// 4.6 million lines at 100,000 matches), then prepares it (prepareRows).
+// on workers goroutines: the lines, the snapshot's largest table, are never
+// held whole as OddsLine (several times oddsRow's size, with pointers the
+// collector scans), then prepares it (prepareRows).
 func readOdds(ctx context.Context, path string, workers int) (_ *oddsPrep, err error) {
 	defer tables.RecoverCorrupt(path, &err)
 	pf, binds, err := tables.OpenFlat[OddsLine](path)

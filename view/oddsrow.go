@@ -12,10 +12,9 @@ import (
 )
 
 // oddsRow is a published odds line kept compact and rendered per request.
-// Odds history is the bulk of a snapshot (about 47 lines per match, and
-// millions at 100,000 matches) yet only /odds?match= pages read it, so its
-// lines are not kept as JSON: 144 bytes a line instead of about 600 for the
-// rendered line and its slice header. Strings are indexes into the index's
+// Odds history is the bulk of a snapshot yet only /odds?match= pages read
+// it, so its lines are not kept as JSON but as fixed-size rows with no
+// pointers, a fraction of the rendered line's size. Strings are indexes into the index's
 // table of pre-rendered JSON strings (strs[0] is null); flags says which
 // optional fields are present.
 type oddsRow struct {

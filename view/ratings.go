@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -10,31 +11,67 @@ import (
 // board is one ranking board (team or player) with its rows rendered and
 // one index order per sort spec.
 type board struct {
-	rows   []RankingRow
-	json   [][]byte
-	orders map[string][]int32
+	rows []RankingRow
+	json [][]byte
+	// withHistory are the rows rendered with their rating_history (the
+	// team board's include=rating_history).
+	withHistory [][]byte
+	orders      map[string][]int32
 }
 
-// ratingsData holds the snapshot's rankings, roster history and model
-// metrics.
+// ratingsData holds the snapshot's rankings, rating and roster history and
+// model metrics.
 type ratingsData struct {
 	boards  map[string]*board // entity_type -> board
+	history map[tables.ID]*ratingSeries
 	roster  map[tables.ID]tables.Array
 	metrics tables.Array
 	gate    bool
 	report  []byte // the model review report (modelreview.go)
 }
 
-// buildRatings indexes rankings, roster history (ordered by team, newest
-// first, as the file is) and model metrics.
-func buildRatings(rankings []RankingRow, roster []RosterRow, metrics []ModelMetricsRow) *ratingsData {
-	d := &ratingsData{boards: map[string]*board{}, roster: map[tables.ID]tables.Array{}}
+// ratingSeries is one team's rating history, newest first.
+type ratingSeries struct {
+	json   [][]byte
+	starts []int64 // period_start (Unix µs), descending
+}
+
+// RecentRatings is how many of a team's latest rating history rows a
+// ranking row carries with include=rating_history.
+const RecentRatings = 30
+
+// RatingsSpec is the order of /teams/{id}/ratings: newest period first.
+const RatingsSpec = "-period_start"
+
+// buildRatings indexes rankings, the rating and roster history (ordered by
+// team, newest first, as the files are) and model metrics.
+func buildRatings(rankings []RankingRow, history []RatingRow, roster []RosterRow, metrics []ModelMetricsRow) *ratingsData {
+	d := &ratingsData{boards: map[string]*board{}, history: map[tables.ID]*ratingSeries{}, roster: map[tables.ID]tables.Array{}}
+	for i := range history {
+		h := &history[i]
+		sr := d.history[h.TeamID]
+		if sr == nil {
+			sr = &ratingSeries{}
+			d.history[h.TeamID] = sr
+		}
+		if n := len(sr.starts); n > 0 && sr.starts[n-1] <= h.PeriodStart.UnixMicro() {
+			panic(fmt.Sprintf("rating_history: team %s is not newest first", h.TeamID))
+		}
+		sr.json = append(sr.json, mustJSON(h))
+		sr.starts = append(sr.starts, h.PeriodStart.UnixMicro())
+	}
 	byType := map[string][]RankingRow{}
 	for _, r := range rankings {
 		byType[r.EntityType] = append(byType[r.EntityType], r)
 	}
 	for typ, rs := range byType {
 		d.boards[typ] = newBoard(rs)
+	}
+	if b := d.boards["team"]; b != nil {
+		b.withHistory = make([][]byte, len(b.rows))
+		for i := range b.rows {
+			b.withHistory[i] = withRecent(b.json[i], d.history[b.rows[i].EntityID])
+		}
 	}
 	tables.GroupRender(roster, func(r *RosterRow) tables.ID { return r.TeamID }, func(id tables.ID, a tables.Array) { d.roster[id] = a.Clone() })
 	js := make([][]byte, len(metrics))
@@ -103,10 +140,55 @@ func rankingValue(r *RankingRow, key string) rankVal {
 	return rankVal{v: float64(r.Rank)}
 }
 
+// withRecent is a rendered team ranking row with its latest RecentRatings
+// rating history rows spliced in as rating_history.
+func withRecent(row []byte, sr *ratingSeries) []byte {
+	var recent [][]byte
+	if sr != nil {
+		recent = sr.json[:min(len(sr.json), RecentRatings)]
+	}
+	arr := joinArray(recent)
+	out := make([]byte, 0, len(row)+len(arr)+len(`,"rating_history":`))
+	out = append(out, row[:len(row)-1]...) // the row's closing brace
+	out = append(out, `,"rating_history":`...)
+	out = append(out, arr...)
+	return append(out, '}')
+}
+
+// ratingPage is a page of team's rating history after a cursor's key (the
+// team's own: the key's id is the team).
+func (s *Snapshot) ratingPage(team tables.ID, after *Key, limit int) Page {
+	p := newPage(RatingsSpec)
+	if s.ratings == nil {
+		return p
+	}
+	sr := s.ratings.history[team]
+	if sr == nil {
+		return p
+	}
+	start := 0
+	if after != nil {
+		start = sort.Search(len(sr.starts), func(i int) bool { return sr.starts[i] < after.Val.Num })
+	}
+	for i := start; i < len(sr.json); i++ {
+		if len(p.Rows) == limit {
+			p.More = true
+			break
+		}
+		p.Rows = append(p.Rows, sr.json[i])
+		p.Last = Key{Val: numVal(sr.starts[i]), ID: team}
+	}
+	if !p.More {
+		p.Last = Key{}
+	}
+	return p
+}
+
 // rankings returns the board of typ in the order of spec, filtered by the
 // exact region and role (role matches nothing on the team board: teams have
-// none), truncated to limit.
-func (s *Snapshot) rankings(typ string, region, role AnyOf, spec string, limit int) [][]byte {
+// none), truncated to limit; the team board's rows with their
+// rating_history when withHistory.
+func (s *Snapshot) rankings(typ string, region, role AnyOf, spec string, limit int, withHistory bool) [][]byte {
 	if s.ratings == nil {
 		return nil
 	}
@@ -127,7 +209,11 @@ func (s *Snapshot) rankings(typ string, region, role AnyOf, spec string, limit i
 		if !region.HasPtr(r.Region) || !role.HasPtr(r.Role) {
 			continue
 		}
-		out = append(out, b.json[i])
+		if withHistory && b.withHistory != nil {
+			out = append(out, b.withHistory[i])
+		} else {
+			out = append(out, b.json[i])
+		}
 	}
 	return out
 }

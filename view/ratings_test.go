@@ -59,14 +59,14 @@ func TestRankingsPlayerBoard(t *testing.T) {
 		{AnyOf{"Asia", "Europe"}, AnyOf{"AWP"}, "rank", 100, "2,4"}, // a set: any of its values
 		{nil, AnyOf{"Support", "AWP"}, "rank", 100, "2,4,5"},
 	} {
-		if got := ranks(s.rankings("player", c.region, c.role, c.spec, c.limit)); got != c.want {
+		if got := ranks(s.rankings("player", c.region, c.role, c.spec, c.limit, false)); got != c.want {
 			t.Errorf("region %v role %v sort %s limit %d: %s, want %s", c.region, c.role, c.spec, c.limit, got, c.want)
 		}
 	}
-	if got := s.rankings("player", nil, nil, "-rank", 1); len(got) != 1 || !strings.Contains(string(got[0]), `"region":null`) {
+	if got := s.rankings("player", nil, nil, "-rank", 1, false); len(got) != 1 || !strings.Contains(string(got[0]), `"region":null`) {
 		t.Errorf("rank 5 (unknown region) must serve region null: %s", got)
 	}
-	if got := s.rankings("team", nil, nil, "rank", 10); len(got) != 0 {
+	if got := s.rankings("team", nil, nil, "rank", 10, false); len(got) != 0 {
 		t.Errorf("missing board: %d rows", len(got))
 	}
 }

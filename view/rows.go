@@ -106,6 +106,8 @@ type Match struct {
 	ScheduledAt    time.Time       `col:"scheduled_at" json:"scheduled_at"`
 	StartedAt      *time.Time      `col:"started_at" json:"started_at"`
 	EndedAt        *time.Time      `col:"ended_at" json:"ended_at"`
+	ResultKnownAt  *time.Time      `col:"result_known_at" json:"result_known_at"`
+	TimesEstimated bool            `col:"times_estimated" json:"times_estimated"`
 	ScoreA         *int            `col:"score_a" json:"score_a"`
 	ScoreB         *int            `col:"score_b" json:"score_b"`
 	WinnerTeamID   *tables.ID      `col:"winner_team_id" json:"winner_team_id"`
@@ -207,6 +209,19 @@ type RankingRow struct {
 	RD           *float64   `col:"rd" json:"rd"`
 	Matches      int        `col:"matches" json:"matches"`
 	PreviousRank *int       `col:"previous_rank" json:"previous_rank"`
+}
+
+// RatingRow is a row of rating_history.parquet and of
+// /teams/{id}/ratings.
+type RatingRow struct {
+	TeamID      tables.ID `col:"team_id" json:"-"`
+	PeriodStart time.Time `col:"period_start" json:"period_start"`
+	AsOf        time.Time `col:"as_of" json:"as_of"`
+	Rating      float64   `col:"rating" json:"rating"`
+	RD          float64   `col:"rd" json:"rd"`
+	Volatility  float64   `col:"volatility" json:"volatility"`
+	Value       float64   `col:"value" json:"value"`
+	Rank        *int      `col:"rank" json:"rank"`
 }
 
 // RosterRow is a row of roster_history.parquet and of

@@ -82,7 +82,7 @@ type Snapshot struct {
 	playerSummaries map[tables.ID][]byte
 	coverage        coverageCounts
 	coverageJSON    []byte
-	ratings         *ratingsData // rankings, roster history, model metrics (ratings.go)
+	ratings         *ratingsData // rankings, rating and roster history, model metrics (ratings.go)
 
 	odds *oddsIndex // odds.go
 
@@ -170,6 +170,7 @@ type loaded struct {
 	sample      []SampleRow
 	liveIDs     []liveIDRow
 	rankings    []RankingRow
+	ratingHist  []RatingRow
 	roster      []RosterRow
 	metrics     []ModelMetricsRow
 	cmp         []ModelComparisonRow  // the model review (modelreview.go)
@@ -340,6 +341,7 @@ func (l *loader) readRows(t *loaded) {
 	})
 	readInto(l, "live_ids", &t.liveIDs)
 	readInto(l, "rankings", &t.rankings)
+	readInto(l, "rating_history", &t.ratingHist)
 	readInto(l, "roster_history", &t.roster)
 	readInto(l, "model_metrics", &t.metrics)
 	readInto(l, "model_comparison", &t.cmp)
@@ -416,8 +418,8 @@ func buildSafely(m Meta, t *loaded) (s *Snapshot, err error) {
 func build(m Meta, t *loaded) *Snapshot {
 	s := &Snapshot{ID: m.ID, CreatedAt: m.CreatedAt, Meta: m, teams: t.teams, players: t.players,
 		tournaments: t.tournaments, matches: t.matches}
-	attachComparisons(t.metrics, t.cmp, t.reliability, t.monthly) // modelreview.go
-	s.ratings = buildRatings(t.rankings, t.roster, t.metrics)     // ratings.go
+	attachComparisons(t.metrics, t.cmp, t.reliability, t.monthly)           // modelreview.go
+	s.ratings = buildRatings(t.rankings, t.ratingHist, t.roster, t.metrics) // ratings.go
 	s.ratings.report = reportHTML(t.report)
 	s.indexTeams()
 	s.indexPlayers()

@@ -233,9 +233,17 @@ func (v *View) TournamentTeams(idOrSlug string) (tables.Array, bool) {
 // ---- rankings, coverage, model
 
 // Rankings is the board of typ in the order of spec (RankingSorts),
-// filtered by the exact region and role, truncated to limit.
-func (v *View) Rankings(typ string, region, role AnyOf, spec string, limit int) [][]byte {
-	return v.base.rankings(typ, region, role, spec, limit)
+// filtered by the exact region and role, truncated to limit; with
+// withHistory, each team row carries its latest RecentRatings rating
+// history rows (rating_history).
+func (v *View) Rankings(typ string, region, role AnyOf, spec string, limit int, withHistory bool) [][]byte {
+	return v.base.rankings(typ, region, role, spec, limit, withHistory)
+}
+
+// RatingPage is a page of a team's rating history (/teams/{id}/ratings),
+// newest period first, after a cursor's key.
+func (v *View) RatingPage(team tables.ID, after *Key, limit int) Page {
+	return v.base.ratingPage(team, after, limit)
 }
 
 // Coverage is the /coverage response (whole list envelope): shares count

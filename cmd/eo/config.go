@@ -12,11 +12,9 @@ import (
 )
 
 // DefaultDuckDBMemory is the pipeline's DuckDB memory limit unless
-// EO_DUCKDB_MEMORY or --duckdb-memory says otherwise. Under it a full
-// rebuild of 100,000 matches peaks at 2,767-3,365 MiB of RSS and a run that
-// completes matches at 2,995 MiB, in the time the 3 GB limit took
-// (BENCHMARKS.md, issue 17): the batch fits beside an edge on one machine.
-// DuckDB's own default, 80 % of RAM, let the same rebuild take 14.6 GB.
+// EO_DUCKDB_MEMORY or --duckdb-memory says otherwise: the batch fits beside
+// an edge on one machine (DuckDB's own default, 80 % of RAM, does not;
+// BENCHMARKS.md has a rebuild's peak under it).
 const DefaultDuckDBMemory = "2GB"
 
 // Config is every setting eo takes from the environment: each EO_*

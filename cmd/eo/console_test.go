@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,8 @@ import (
 // a real headless Chromium, against `eo up` with the replay moving matches
 // (at the standard plan's real limits): the page loads with no console error
 // and no request to another host, takes the key out of the address bar,
-// shows a live match's team names and charts a match-winner line, and a
+// shows a live match's team names, charts a match-winner line and draws
+// each ranked team's rating history from the one /rankings request, and a
 // score on the page changes with no REST read in between (the WebSocket
 // carried it). After a dropped connection it subscribes again with
 // since_seq and keeps moving. An internal-plan key opens the model report.
@@ -72,6 +75,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if n := evalUntil[int](t, ctx, `+(document.querySelector("#chart path.line.eo_market")?.dataset.points || 0)`); n < 1 {
 		t.Errorf("the chart has %d points", n)
 	}
+	sparklines(t, ctx, rec, up)
 	scoreMoves(t, ctx, rec)
 
 	// A dropped connection: the page mints a ticket, resumes every target
@@ -113,6 +117,53 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Error("the docs page did not render")
 	}
 	clean("/docs")
+}
+
+// sparklines: the rankings table draws every team's rating history, as
+// many points as /rankings?include=rating_history serves it, from that one
+// request (no request per team).
+func sparklines(t *testing.T, ctx context.Context, rec *chromium.Record, up upStack) {
+	t.Helper()
+	b, code := up.get(t, "/v1/cs2/rankings?type=team&limit=20&include=rating_history", up.keys[0])
+	var board struct {
+		Data []struct {
+			Name    string `json:"name"`
+			History []any  `json:"rating_history"`
+		}
+	}
+	if code != 200 || json.Unmarshal(b, &board) != nil || len(board.Data) == 0 {
+		t.Fatalf("/rankings: %d %s", code, b)
+	}
+	want := make([]int, len(board.Data))
+	for i, r := range board.Data {
+		if want[i] = len(r.History); want[i] < 2 {
+			want[i] = 0 // drawn as words, not a line
+		}
+	}
+	evalUntil[int](t, ctx, `document.querySelectorAll("#rankings tbody tr").length`)
+	var got []int
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, `JSON.stringify([...document.querySelectorAll("#rankings tbody tr")].map(
+		(tr) => +(tr.querySelector("svg.spark")?.dataset.points || 0)))`)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || slices.Max(got) < 2 {
+		t.Errorf("the sparklines have %v points; the board's rating histories %v", got, want)
+	}
+	if label := eval[string](t, ctx, `document.querySelector("#rankings svg.spark")?.getAttribute("aria-label") || ""`); !strings.HasPrefix(label, "Rating ") {
+		t.Errorf("a sparkline is labelled %q, not in words", label)
+	}
+	boards := 0
+	for _, u := range rec.Requests() {
+		switch {
+		case strings.Contains(u, "/v1/cs2/rankings"):
+			boards++
+		case strings.Contains(u, "/ratings"):
+			t.Errorf("the page read a team's rating history on its own: %s", u)
+		}
+	}
+	if boards != 1 {
+		t.Errorf("the page read the rankings %d times, want once", boards)
+	}
 }
 
 // scoreMoves waits for a live score on the page to change while the page

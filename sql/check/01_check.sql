@@ -1,8 +1,8 @@
 -- Reference and plausibility checks on the candidate records: c_<entity>
 -- holds every record that passed the per-line checks (stage.sql.tmpl), every
--- version of every key. A failing record is quarantined with its reason and
--- removed from the candidates; only then does last-write-wins pick each key's
--- winner among the survivors (the template winners makes v_<entity>). So a
+-- version of every key. A failing record is quarantined with its reason (in
+-- bad); last-write-wins then picks each key's winner among the others (the
+-- template winners makes v_<entity>). So a
 -- rejected correction never replaces the record it corrects: the older valid
 -- version wins and stays published, and with it every row that refers to it.
 -- Parents are checked (and their winners picked) before children, and a
@@ -22,7 +22,6 @@ INSERT INTO bad
 SELECT 'players', p.batch_seq, p.line_no, 'unknown team_id'
 FROM c_players p LEFT JOIN v_teams t ON t.id = p.team_id
 WHERE coalesce(p.team_id, '') <> '' AND t.id IS NULL;
-DELETE FROM c_players WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'players');
 {{template "winners" (spec "players")}}
 
 -- matches: known tournament and teams, two different teams
@@ -37,7 +36,6 @@ LEFT JOIN v_tournaments t ON t.id = m.tournament_id
 LEFT JOIN v_teams a ON a.id = m.team_a_id
 LEFT JOIN v_teams b ON b.id = m.team_b_id
 WHERE t.id IS NULL OR a.id IS NULL OR b.id IS NULL OR m.team_a_id = m.team_b_id;
-DELETE FROM c_matches WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'matches');
 {{template "winners" (spec "matches")}}
 
 -- the winning matches' formats and teams, for the children of a match (the
@@ -56,7 +54,6 @@ SELECT 'match_updates', batch_seq, line_no, why FROM (
          ELSE eo_update_problem(u.status, u.result_type, u.score_a, u.score_b, u.kills_a, u.kills_b, n.format) END AS why
   FROM c_match_updates u LEFT JOIN match_formats n ON n.id = u.match_id)
 WHERE why <> '';
-DELETE FROM c_match_updates WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'match_updates');
 {{template "winners" (spec "match_updates")}}
 
 -- map results: a known match, a map number inside the format, a possible score
@@ -68,7 +65,6 @@ SELECT 'map_results', batch_seq, line_no, why FROM (
                              r.second_half_a, r.second_half_b, r.overtime_a, r.overtime_b, n.format) END AS why
   FROM c_map_results r LEFT JOIN match_formats n ON n.id = r.match_id)
 WHERE why <> '';
-DELETE FROM c_map_results WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'map_results');
 {{template "winners" (spec "map_results")}}
 
 -- vetoes: a known match; a child row naming a team must name one of its
@@ -83,7 +79,6 @@ FROM c_vetoes v LEFT JOIN match_formats n ON n.id = v.match_id
 WHERE n.id IS NULL
    OR (v.choice_type = 'decider') = (coalesce(v.team_id, '') <> '')
    OR (coalesce(v.team_id, '') <> '' AND (v.match_id, v.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams));
-DELETE FROM c_vetoes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'vetoes');
 {{template "winners" (spec "vetoes")}}
 
 INSERT INTO bad
@@ -99,7 +94,6 @@ WHERE n.id IS NULL OR p.id IS NULL
    OR (s.match_id, s.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR s.kills < 0 OR s.deaths < 0 OR s.assists < 0 OR s.adr < 0 OR s.rounds_played < 0
    OR s.kast < 0 OR s.kast > 1 OR s.map_number < 1;
-DELETE FROM c_player_stats WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'player_stats');
 {{template "winners" (spec "player_stats")}}
 
 INSERT INTO bad
@@ -112,7 +106,6 @@ WHERE n.id IS NULL
    OR (r.match_id, r.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR r.round_number < 1 OR r.map_number < 1 OR r.kast < 0 OR r.kast > 5 OR r.kills < 0 OR r.deaths < 0
    OR r.round_duration_ms < 0;
-DELETE FROM c_rounds WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'rounds');
 {{template "winners" (spec "rounds")}}
 
 -- depth rows: a known match and player (and a known opponent for a duel:
@@ -130,15 +123,10 @@ CROSS JOIN LATERAL (SELECT CASE
     WHEN x.player_id NOT IN (SELECT id FROM v_players) THEN 'unknown player_id'
     WHEN x.opponent_id NOT IN (SELECT id FROM v_players) THEN 'unknown opponent_id' END AS reason)
 WHERE reason IS NOT NULL;
-DELETE FROM c_depth_weapons WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_weapons');
 {{template "winners" (spec "depth_weapons")}}
-DELETE FROM c_depth_grenades WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_grenades');
 {{template "winners" (spec "depth_grenades")}}
-DELETE FROM c_depth_hitgroups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_hitgroups');
 {{template "winners" (spec "depth_hitgroups")}}
-DELETE FROM c_depth_duels WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_duels');
 {{template "winners" (spec "depth_duels")}}
-DELETE FROM c_depth_flashes WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'depth_flashes');
 {{template "winners" (spec "depth_flashes")}}
 
 -- lineups: a team of the match, a list of known players
@@ -157,13 +145,11 @@ WHERE l.match_id NOT IN (SELECT id FROM match_formats)
    OR (l.match_id, l.team_id) NOT IN (SELECT (match_id, team_id) FROM match_teams)
    OR TRY_CAST(l.player_ids AS VARCHAR[]) IS NULL
    OR (l.batch_seq, l.line_no) IN (SELECT (batch_seq, line_no) FROM lineup_unknown);
-DELETE FROM c_lineups WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'lineups');
 {{template "winners" (spec "lineups")}}
 
 INSERT INTO bad
 SELECT 'streams', s.batch_seq, s.line_no, 'unknown match_id'
 FROM c_streams s WHERE s.match_id NOT IN (SELECT id FROM match_formats);
-DELETE FROM c_streams WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'streams');
 {{template "winners" (spec "streams")}}
 
 -- price captures: exactly one parent, known; a decimal price above 1 and an
@@ -180,7 +166,6 @@ SELECT 'price_captures', batch_seq, line_no, why FROM (
          ELSE eo_price_problem(c.market, c.outcome, c.price) END AS why
   FROM c_price_captures c)
 WHERE why <> '';
-DELETE FROM c_price_captures WHERE (batch_seq, line_no) IN (SELECT (batch_seq, line_no) FROM bad WHERE entity = 'price_captures');
 {{template "winners" (spec "price_captures")}}
 
 INSERT INTO quarantine
@@ -190,10 +175,9 @@ SELECT b.batch_seq, b.entity, b.line_no, b.reason, NULL FROM bad b;
 upstream's change time, then by landing order: the later batch, then the
 later line), or every candidate of an entity without a key. */}}
 {{- define "winners"}}
+CREATE OR REPLACE TABLE v_{{.Entity}} AS SELECT * FROM c_{{.Entity}} c
+WHERE NOT EXISTS (SELECT 1 FROM bad b WHERE b.entity = '{{.Entity}}' AND b.batch_seq = c.batch_seq AND b.line_no = c.line_no)
 {{- if .Key}}
-CREATE OR REPLACE TABLE v_{{.Entity}} AS SELECT * FROM c_{{.Entity}}
-QUALIFY row_number() OVER (PARTITION BY {{range $i, $k := .Key}}{{if $i}}, {{end}}"{{$k}}"{{end}} ORDER BY "{{.Order}}" DESC, batch_seq DESC, line_no DESC) = 1;
-{{- else}}
-CREATE OR REPLACE TABLE v_{{.Entity}} AS SELECT * FROM c_{{.Entity}};
-{{- end}}
+QUALIFY row_number() OVER (PARTITION BY {{range $i, $k := .Key}}{{if $i}}, {{end}}"{{$k}}"{{end}} ORDER BY "{{.Order}}" DESC, batch_seq DESC, line_no DESC) = 1
+{{- end}};
 {{- end}}

@@ -62,13 +62,22 @@ LEFT JOIN n_matches m ON m.id = k.match_id
 LEFT JOIN out_teams ta ON ta.id = m.team_a_id
 LEFT JOIN out_teams tb ON tb.id = m.team_b_id;
 
+-- the outcomes', contributors' and books' names by a dense index (the walk
+-- reads the captures as numbers)
+CREATE OR REPLACE TEMP TABLE odds_names AS
+SELECT name, CAST(row_number() OVER (ORDER BY name) - 1 AS INTEGER) AS ni
+FROM (SELECT outcome AS name FROM odds_caps_raw UNION SELECT contributor FROM odds_caps_raw UNION SELECT book FROM odds_caps_raw);
+
 -- the captures by market, for the walk
 CREATE OR REPLACE TEMP TABLE odds_caps AS
-SELECT k.mi, c.outcome, c.contributor, c.book, c.price, c.captured_at, c.batch_seq, c.line_no
+SELECT k.mi, o.ni AS oi, ct.ni AS ci, b.ni AS bi, c.price, c.captured_at, c.batch_seq, c.line_no
 FROM odds_caps_raw c
 JOIN odds_markets k ON k.market = c.market AND k.match_id IS NOT DISTINCT FROM c.match_id
   AND k.tournament_id IS NOT DISTINCT FROM c.tournament_id AND k.map_number IS NOT DISTINCT FROM c.map_number
-  AND k.line IS NOT DISTINCT FROM c.line;
+  AND k.line IS NOT DISTINCT FROM c.line
+JOIN odds_names o ON o.name = c.outcome
+JOIN odds_names ct ON ct.name = c.contributor
+JOIN odds_names b ON b.name = c.book;
 DROP TABLE odds_caps_raw;
 
 -- what the Go walk writes: every published line, ids and labels made

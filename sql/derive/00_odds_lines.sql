@@ -18,3 +18,4 @@ DROP TABLE odds_series;
 DROP TABLE odds_caps;
 DROP TABLE odds_markets;
 DROP TABLE odds_book_root;
+DROP TABLE odds_names;

@@ -1,4 +1,6 @@
--- Match status and scores from the latest update, winner, start and end, the
+-- Match status and scores from the latest update, winner, start and end (and
+-- whether an upstream without times made them estimates), when the result
+-- became known, the
 -- list-row names, and data_available (each flag true iff the sub-resource has
 -- rows). out_odds may not exist yet when odds are not computed; odds_matches
 -- is created by the pipeline before this step (empty when there are none).
@@ -9,6 +11,7 @@ QUALIFY row_number() OVER (PARTITION BY match_id ORDER BY seq DESC) = 1;
 CREATE OR REPLACE TEMP TABLE event_times AS
 SELECT match_id,
        min(changed_at) FILTER (WHERE status IN ('live', 'completed')) AS started_at,
+       coalesce(bool_or(times_estimated) FILTER (WHERE status IN ('live', 'completed')), false) AS times_estimated,
        max(changed_at) AS last_changed
 FROM out_match_events GROUP BY match_id;
 
@@ -33,6 +36,8 @@ SELECT m.id, m.game_id, m.tournament_id, m.team_a_id, m.team_b_id, m.format,
        coalesce(e.status, 'scheduled') AS status, m.stage, m.scheduled_at,
        CASE WHEN e.status IN ('live', 'completed') THEN t.started_at END AS started_at,
        CASE WHEN e.status = 'completed' THEN e.changed_at END AS ended_at,
+       CASE WHEN e.status = 'completed' THEN e.known_at END AS result_known_at,
+       coalesce(e.status IN ('live', 'completed') AND t.times_estimated, false) AS times_estimated,
        CASE WHEN e.status IN ('live', 'completed') THEN coalesce(e.score_a, 0) END AS score_a,
        CASE WHEN e.status IN ('live', 'completed') THEN coalesce(e.score_b, 0) END AS score_b,
        CASE WHEN e.status = 'completed' AND e.score_a > e.score_b THEN m.team_a_id

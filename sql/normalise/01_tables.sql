@@ -48,7 +48,9 @@ CROSS JOIN game g;
 CREATE OR REPLACE TABLE out_match_events AS
 SELECT mi.id AS match_id,
        CAST(row_number() OVER (PARTITION BY u.match_id ORDER BY u.changed_at, u.batch_seq, u.line_no) AS INTEGER) AS seq,
-       u.status, u.score_a, u.score_b, u.result_type, CAST(u.live_state AS VARCHAR) AS live_state, u.changed_at
+       u.status, u.score_a, u.score_b, u.result_type, CAST(u.live_state AS VARCHAR) AS live_state, u.changed_at,
+       greatest(coalesce(u.known_at, u.changed_at), u.changed_at) AS known_at,
+       coalesce(u.times_estimated, false) AS times_estimated
 FROM v_match_updates u
 JOIN id_map mi ON mi.kind = 'match' AND mi.ukey = u.match_id;
 

@@ -1,0 +1,1 @@
+SELECT name FROM odds_names ORDER BY ni;
