@@ -480,8 +480,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	now := time.Now()
 	for i := 0; i < 777; i++ {
-		e.Consume(ctx(), now, []Counter{{Key: "q:month:acct", Limit: 1 << 30}})
-		e.Record(ctx(), UsageEvent{Time: now, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 200})
+		_, _ = e.Consume(ctx(), now, []Counter{{Key: "q:month:acct", Limit: 1 << 30}})
+		_ = e.Record(ctx(), UsageEvent{Time: now, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 200})
 	}
 	fmt.Println("COUNTED")
 	time.Sleep(time.Minute) // killed by the parent

@@ -103,7 +103,7 @@ func TestRedisRacingExporters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 3000; j++ {
-				r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x", Status: 200,
+				_ = r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x", Status: 200,
 					RequestID: fmt.Sprintf("%s-%06d", prefix, j)})
 				if j%100 == 0 {
 					time.Sleep(time.Millisecond)

@@ -418,7 +418,7 @@ func TestLegacyCountersDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = db.Update(func(tx *bolt.Tx) error {
-				tx.CreateBucketIfNotExists(bucketCounters)
+				_, _ = tx.CreateBucketIfNotExists(bucketCounters)
 				u, _ := tx.CreateBucketIfNotExists(bucketUsage)
 				for i := 0; i < 200; i++ {
 					seq, _ := u.NextSequence()
@@ -426,7 +426,7 @@ func TestLegacyCountersDB(t *testing.T) {
 					binary.BigEndian.PutUint64(k[:], seq)
 					v, _ := json.Marshal(UsageEvent{Time: time.Now().UTC(), KeyID: "k", AccountID: "a", Endpoint: "GET /x",
 						Status: 200, RequestID: fmt.Sprintf("old-%06d", i)})
-					u.Put(k[:], v)
+					_ = u.Put(k[:], v)
 				}
 				return nil
 			})
@@ -593,7 +593,7 @@ func TestUsageMetrics(t *testing.T) {
 	defer e.Close()
 	x := NewUsageExporter(e, store.NewMemory(), time.Hour, nil)
 	for i := 0; i < 12; i++ {
-		e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
+		_ = e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
 	}
 	get := func() map[string]float64 {
 		out, err := proctest.Values(Metrics(e, x)...)

@@ -891,7 +891,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 		mu.Unlock()
 		if resp != nil {
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	})

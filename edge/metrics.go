@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/eodata/eo/internal/scrape"
@@ -81,7 +82,7 @@ func newMetrics() *metrics {
 		Name: "eo_export_streamed_bytes_total", Help: "Bytes of export files streamed by this instance (not the presigned ones).",
 	})
 	m.reg.MustRegister(m.requests, m.latency, m.exports, m.exportBytes,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

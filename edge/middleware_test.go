@@ -208,7 +208,7 @@ func TestSandboxScope(t *testing.T) {
 		inSample[id] = true
 	}
 	other := anyMatch(t, s, func(m *Match) bool { return !inSample[m.ID] })
-	tourSlug := (*s.Tournament(sampleTour)).Slug
+	tourSlug := s.Tournament(sampleTour).Slug
 	allowed := []string{
 		"/v1/cs2/matches?tournament=" + sampleTour.String(),
 		"/v1/cs2/matches/" + sampleMatch.String(),

@@ -61,7 +61,7 @@ func TestPageCache(t *testing.T) {
 	c.send(map[string]string{"type": "subscribe", "target": mt})
 	c.expect("subscribed", mt)
 	c.expect("snapshot", mt)
-	ls.feed.Publish(context.Background(), live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
+	_ = ls.feed.Publish(context.Background(), live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
 		ScoreA: intp(0), ScoreB: intp(0), ChangedAt: fixtureNow.Add(time.Hour).UTC()})
 	c.expect("update", mt)
 	after := ls.get(t, list)
@@ -247,7 +247,7 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 	}
 	ctx := context.Background()
 	at := fixtureNow.Add(time.Hour).UTC()
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
 		LiveState: json.RawMessage(`{"map_number":1,"map_name":"de_nuke","round":2,"rounds_a":1,"rounds_b":0,"side_a":"ct"}`),
 		ChangedAt: at})
 	c.expect("update", mt)
@@ -255,7 +255,7 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 		book, outcome string
 		price         float64
 	}{{"bk-01", "home", 1.60}, {"bk-01", "away", 2.40}, {"bk-02", "home", 1.55}, {"bk-02", "away", 2.50}} {
-		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, Market: "match_winner",
+		_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, Market: "match_winner",
 			Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
 	}
 	for {

@@ -240,7 +240,7 @@ func TestParseLimit(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
+		_, _ = b.ReadFrom(resp.Body)
 		n, err := strconv.Atoi(b.String())
 		if resp.StatusCode != 200 || err != nil {
 			t.Fatalf("%s%s: %d %q", name, rawQuery, resp.StatusCode, b.String())

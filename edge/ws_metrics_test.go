@@ -65,7 +65,7 @@ func TestWSMetrics(t *testing.T) {
 	c.expect("unsubscribed", ot)
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_subscriptions": 1, sent("unsubscribed"): 1})
 
-	c.c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	_ = c.c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	c.c.Close()
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_connections": 0, "eo_ws_connections_total": 1,
 		"eo_ws_subscriptions": 0, "eo_ws_frames_dropped_total": 0, "eo_ws_slow_consumer_closes_total": 0})

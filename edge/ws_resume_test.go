@@ -204,7 +204,7 @@ func TestWSResumeEndToEnd(t *testing.T) {
 	replayed(t, "live after the resume", got, wantRaw)
 
 	// Past the buffer: more than 20 updates of each target missed.
-	nm, no = lastSeq(got, mt, nm), lastSeq(got, ot, no)
+	nm = lastSeq(got, mt, nm)
 	c2.c.Close()
 	play(rs[12:36])
 	missed = drain(t, obs, sentinel)

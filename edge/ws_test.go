@@ -58,7 +58,7 @@ func listen(t testing.TB, ts *testServer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ts.App().Listener(ln)
+	go func() { _ = ts.App().Listener(ln) }()
 	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
 	return ln.Addr().String()
 }
@@ -329,7 +329,7 @@ func TestWSConnectionCap(t *testing.T) {
 	waitMetrics(t, ls.testServer, map[string]float64{`eo_ws_connections_refused_total{reason="connection_limit"}`: 1,
 		"eo_ws_connections_total": 5, "eo_ws_connections": 5})
 	// The refused connection holds no slot; closing one frees a slot at once.
-	conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	_ = conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	conns[0].c.Close()
 	waitFor(t, "the slot to be freed", func() bool { return ls.Push().Stats().Connections == 4 })
 	again := ls.open(t)
@@ -514,7 +514,7 @@ func TestWSEndToEnd(t *testing.T) {
 	// A score change.
 	ctx := context.Background()
 	at := fixtureNow.Add(time.Hour).UTC()
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
 		LiveState: json.RawMessage(`{"map_number":2,"map_name":"de_nuke","round":4,"rounds_a":3,"rounds_b":0,"side_a":"ct"}`),
 		Maps:      []live.MapScore{{MapNumber: 1, MapName: "de_mirage", ScoreA: 13, ScoreB: 7, Done: true}, {MapNumber: 2, MapName: "de_nuke", ScoreA: 3}},
 		ChangedAt: at.Add(123456789 * time.Nanosecond)})
@@ -543,13 +543,13 @@ func TestWSEndToEnd(t *testing.T) {
 	// A score the pipeline would quarantine (a live series cannot stand at
 	// 9:0 in any format) changes nothing: no frame (the price updates
 	// below come first), REST keeps 1:0, and it is counted by reason.
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
 		ChangedAt: at.Add(time.Second)})
 
 	// A price the pipeline would quarantine (a draw in a two-way market)
 	// is not in the line: the de-vigged prices below are those of the
 	// home and away prices alone.
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: "bk-01", Market: "match_winner",
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: "bk-01", Market: "match_winner",
 		Outcome: "draw", Price: 3.2, CapturedAt: at.Add(time.Second)})
 
 	// Price changes: two contributors pricing both legs publish a line.
@@ -558,7 +558,7 @@ func TestWSEndToEnd(t *testing.T) {
 		price                 float64
 	}{{"bk-01", "", "home", 1.60}, {"bk-01", "", "away", 2.40}, {"bk-06", "bk-01", "home", 1.60},
 		{"bk-02", "", "home", 1.55}, {"bk-02", "", "away", 2.50}} {
-		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
+		_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
 			Market: "match_winner", Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
 	}
 	// The first lines also flip the match's data_available.odds: its
@@ -606,7 +606,7 @@ func TestWSEndToEnd(t *testing.T) {
 	var page struct {
 		Data []view.OddsLine `json:"data"`
 	}
-	json.Unmarshal(r.body, &page)
+	_ = json.Unmarshal(r.body, &page)
 	if r.status != 200 || len(page.Data) < 2 || page.Data[0].BookCount == nil || len(page.Data) > 3 {
 		t.Fatalf("/odds?match= without the live lines: %s", r.body)
 	}
@@ -618,7 +618,7 @@ func TestWSEndToEnd(t *testing.T) {
 	// Unsubscribe stops the updates.
 	c.send(map[string]string{"type": "unsubscribe", "target": mt})
 	c.expect("unsubscribed", mt)
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
 	c.send(map[string]string{"type": "subscribe", "target": ot})
 	c.expect("subscribed", ot) // not an update of mt in between
 }

@@ -101,7 +101,7 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	kill := func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
+	kill := func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
 	defer kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -123,7 +123,7 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 		t.Fatalf("a refused run must not publish: %v", err)
 	}
 	kill()
-	holder.Wait()
+	_ = holder.Wait()
 	// The group's last process gone, the kernel drops the lock.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		lock, err := lockWork(work)

@@ -174,12 +174,6 @@ FROM latest GROUP BY ALL`)
 
 // --- hand-made captures -----------------------------------------------------
 
-// book is one hand-made contributor's quote set in a hand test.
-type quote struct {
-	book  string
-	probs map[string]float64 // outcome -> 1/price
-}
-
 // reference computes the eo_market line from each contributor's current
 // prices, independently of the SQL: de-vig per contributor (>= 2 outcomes),
 // median per outcome (>= 2 contributors), renormalise, invert.

@@ -121,10 +121,7 @@ func checkDocFigures(t *testing.T, doc string, rep pipelines.Report) {
 	}
 	slices.Sort(internal)
 	names := func(list string) []string {
-		var out []string
-		for _, m := range regexp.MustCompile("[a-z_]+").FindAllString(list, -1) {
-			out = append(out, m)
-		}
+		out := regexp.MustCompile("[a-z_]+").FindAllString(list, -1)
 		slices.Sort(out)
 		return out
 	}
@@ -136,7 +133,8 @@ func checkDocFigures(t *testing.T, doc string, rep pipelines.Report) {
 	if m := regexp.MustCompile(`The (\d+) internal tables are for the edge`).FindStringSubmatch(doc); m == nil || m[1] != strconv.Itoa(len(internal)) {
 		t.Errorf("SNAPSHOT.md, Internal tables: %q; the pipeline publishes %d", m, len(internal))
 	}
-	layout, _, _ := strings.Cut(doc[strings.Index(doc, "## Layout in the store"):], "\n## ")
+	_, layout, _ := strings.Cut(doc, "## Layout in the store")
+	layout, _, _ = strings.Cut(layout, "\n## ")
 	if m := regexp.MustCompile(`internal tables \(([^)]+)\)`).FindStringSubmatch(layout); m == nil || !slices.Equal(names(m[1]), internal) {
 		t.Errorf("SNAPSHOT.md, Layout: the internal tables are %q; the pipeline publishes %v", m, internal)
 	}

@@ -125,10 +125,12 @@ func testSnapshots(t *testing.T, s store.Store) {
 	}
 
 	src := t.TempDir()
-	files1 := writeTables(t, filepath.Join(src), "players", "matches", "teams")
+	files1 := writeTables(t, src, "players", "matches", "teams")
 	m1 := mustPublish(t, s, newManifest(now.Add(-48*time.Hour)), files1)
 	src2 := filepath.Join(src, "two")
-	os.Mkdir(src2, 0o755)
+	if err := os.Mkdir(src2, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	files2 := writeTables(t, src2, "matches", "players", "teams")
 	m2 := mustPublish(t, s, newManifest(now.Add(-time.Hour)), files2)
 
@@ -327,7 +329,7 @@ func TestNewSnapshotID(t *testing.T) {
 	if !regexp.MustCompile(`^20261123T085500Z-[0-9a-f]{6}$`).MatchString(id) {
 		t.Errorf("NewSnapshotID = %q", id)
 	}
-	if NewSnapshotID(at) == id && NewSnapshotID(at) == id {
+	if a, b := NewSnapshotID(at), NewSnapshotID(at); a == id && b == id {
 		t.Errorf("NewSnapshotID is not random: %q three times", id)
 	}
 	if later := NewSnapshotID(at.Add(time.Second)); later <= id {
@@ -389,7 +391,7 @@ func (f *faultStore) fault(key string) bool {
 
 func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if f.fault(key) {
-		io.CopyN(io.Discard, r, size/2) // a partial read, like a dropped connection
+		_, _ = io.CopyN(io.Discard, r, size/2) // a partial read, like a dropped connection
 		return fmt.Errorf("put %s: %w", key, errInjected)
 	}
 	return f.Store.Put(ctx, key, r, size)
@@ -427,7 +429,9 @@ func TestPublishCrashSafety(t *testing.T) {
 				m1 := mustPublish(t, base, newManifest(time.Now().Add(-time.Hour)), files1)
 
 				src2 := filepath.Join(src, "2")
-				os.Mkdir(src2, 0o755)
+				if err := os.Mkdir(src2, 0o755); err != nil {
+					t.Fatal(err)
+				}
 				fs := &faultStore{Store: base, failAt: failAt}
 				m2 := newManifest(time.Now())
 				_, err := Publish(ctx, fs, m2, writeTables(t, src2, "matches", "players", "teams"))

@@ -82,7 +82,7 @@ func eachStore(t *testing.T, prefix string, test func(t *testing.T, s store.Stor
 // lock file, which stays, aside).
 func assertNoTempFiles(t *testing.T, dir string) {
 	t.Helper()
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			t.Fatal(err)
 		}

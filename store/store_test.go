@@ -331,7 +331,7 @@ func newTestLocal(t *testing.T) *Local {
 // lock file, which stays, aside).
 func assertNoTempFiles(t *testing.T, dir string) {
 	t.Helper()
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			t.Fatal(err)
 		}

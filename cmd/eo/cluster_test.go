@@ -157,7 +157,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Second)
 		for i, ws := range open {
 			// The open connections are told and closed (1008).
-			ws.SetReadDeadline(deadline.Add(time.Second)) // the edges check every second
+			_ = ws.SetReadDeadline(deadline.Add(time.Second)) // the edges check every second
 			_, msg, err := ws.ReadMessage()
 			if err != nil || !strings.Contains(string(msg), `"code":"invalid_api_key"`) {
 				t.Fatalf("edge %s: the revoked key's WebSocket got %s %v, want an invalid_api_key frame", c.edges[i].addr, msg, err)
@@ -184,7 +184,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	})
 
 	// kill -9 edge A: B serves and streams on.
-	c.edges[0].cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.edges[0].cmd.Process.Signal(syscall.SIGKILL)
 	if code, body := c.edges[1].get("/v1/cs2/matches/"+id, c.keys["internal"]); code != 200 {
 		t.Fatalf("edge B after edge A was killed: %d %s", code, body)
 	}
@@ -560,7 +560,7 @@ func (c *cluster) ticket(t *testing.T, mint *edgeProc, key string) string {
 
 func (ws *wsConn) read(t *testing.T) wsFrame {
 	t.Helper()
-	ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(15 * time.Second))
 	_, msg, err := ws.ReadMessage()
 	if err != nil {
 		t.Fatalf("websocket read: %v", err)

@@ -144,7 +144,9 @@ func settingsTable(t *testing.T, readme string) []string {
 // flag and quota); a malformed plan fails with its name.
 func TestPlansOverrideFieldByField(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plans.json")
-	os.WriteFile(path, []byte(`{"internal": {"burst": 5}, "gold": {"rate": 7, "exports": true}}`), 0o600)
+	if err := os.WriteFile(path, []byte(`{"internal": {"burst": 5}, "gold": {"rate": 7, "exports": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p, err := plans(path)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +163,9 @@ func TestPlansOverrideFieldByField(t *testing.T) {
 	if g := p["gold"]; g != (access.PlanLimits{Rate: 7, Exports: true}) {
 		t.Errorf("a new plan: %+v", g)
 	}
-	os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600)
+	if err := os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := plans(path); err == nil || !strings.Contains(err.Error(), "internal") {
 		t.Errorf("a malformed plan: %v", err)
 	}

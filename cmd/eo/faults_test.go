@@ -139,7 +139,9 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	addr := ln.Addr().String()
 	ln.Close()
 	plans := filepath.Join(work, "plans.json")
-	os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644)
+	if err := os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env = append([]string{"EO_PLANS=" + plans, "EO_USAGE_EXPORT_INTERVAL=1h"}, env...)
 	p := startEO(t, nofile, env, "serve", "--store", store, "--work", work, "--addr", addr)
 	p.addr, p.key, p.work = addr, key, work
@@ -183,12 +185,12 @@ func startEO(t *testing.T, nofile int, env []string, args ...string) *edgeProc {
 	go func() { p.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if p.alive() {
-			cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-p.exited:
+			case <-p.exited: //nolint:errcheck // its exit status is the test's business, not the cleanup's
 			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-p.exited
+				_ = cmd.Process.Kill()
+				<-p.exited //nolint:errcheck // killed: its exit status says only that
 			}
 		}
 		if t.Failed() {
@@ -249,7 +251,7 @@ func TestConnectionFloodDoesNotStopTheEdge(t *testing.T) {
 	}
 	// A connection over the limit is answered 503 and closed at once.
 	for _, c := range conns[len(conns)-20:] {
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil && resp.StatusCode == 503 {
 			shed++
@@ -384,7 +386,7 @@ func waitFor(t *testing.T, p *edgeProc, s string) {
 // stop ends the edge with SIGTERM and waits for it.
 func (p *edgeProc) stop(t *testing.T) {
 	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.exited:
 		p.exited <- err // alive() reads it too

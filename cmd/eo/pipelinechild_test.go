@@ -146,7 +146,7 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(child, syscall.SIGKILL)
+	defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 	if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	if !errors.Is(err, jobs.ErrBusy) || !strings.Contains(err.Error(), "another process's run holds") {
 		t.Fatalf("a run while the orphaned child lives: %v, want ErrBusy", err)
 	}
-	syscall.Kill(child, syscall.SIGCONT)
+	_ = syscall.Kill(child, syscall.SIGCONT)
 	if !proctest.Within(2*time.Minute, 20*time.Millisecond, func() bool { return gone(child) }) {
 		t.Fatal("the orphaned child never ended")
 	}
@@ -221,7 +221,7 @@ func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 				if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				defer syscall.Kill(child, syscall.SIGKILL)
+				defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 				if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
 					t.Fatal(err)
 				}

@@ -143,7 +143,7 @@ func softMemoryLimit(log *slog.Logger, operatorLimit bool) {
 	var kb int64
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, "MemTotal:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
+			_, _ = fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
 		}
 	}
 	if kb <= 0 {

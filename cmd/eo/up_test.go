@@ -35,7 +35,9 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		t.Skip("runs the whole system for about a minute")
 	}
 	plans := filepath.Join(t.TempDir(), "plans.json")
-	os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644)
+	if err := os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("EO_PLANS", plans)
 	up := startUp(t, []string{access.PlanStandard, access.PlanInternal}, "--matches", "300",
 		"--schedule", "@every 15s", "--live-speed", "10", "--live-matches", "2", "--land-every", "1s")

@@ -158,7 +158,7 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(sig)
+		_ = s.cmd.Process.Signal(sig)
 	}
 }
 
@@ -208,7 +208,7 @@ func (s *Server) reap(wait time.Duration) bool {
 		return true
 	}
 	select {
-	case <-exited:
+	case <-exited: //nolint:errcheck // stopped on purpose: how it exited says nothing
 		s.mu.Lock()
 		if s.cmd == cmd {
 			s.cmd = nil

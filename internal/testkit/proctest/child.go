@@ -42,7 +42,7 @@ func StartChild(t testing.TB, test string, env ...string) *Child {
 // Kill kills the child with SIGKILL (if it still runs) and waits for it to
 // exit.
 func (c *Child) Kill() {
-	c.Cmd.Process.Kill()
+	_ = c.Cmd.Process.Kill()
 	<-c.Exited
 }
 

@@ -14,7 +14,7 @@ func TestWaitStopped(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	if err := WaitStopped(cmd.Process.Pid, 50*time.Millisecond); err == nil {
 		t.Fatal("a running process was reported stopped")
 	}
@@ -24,5 +24,5 @@ func TestWaitStopped(t *testing.T) {
 	if err := WaitStopped(cmd.Process.Pid, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
 }

@@ -85,9 +85,9 @@ func (s *Server) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGCONT)
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
 	s.cmd = nil
 }
 
