@@ -139,6 +139,9 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	addr := ln.Addr().String()
 	ln.Close()
 	plans := filepath.Join(work, "plans.json")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
