@@ -22,9 +22,6 @@ import (
 // download would. Without since, the answer is a cursor for now. A cursor
 // older than the log's horizon is 410 cursor_expired: the client resyncs.
 
-// limChanges are the feed's page limits.
-var limChanges = pageLimits{100, 1000}
-
 // errCursorExpired answers a cursor older than the change log kept.
 var errCursorExpired = apiErr(fiber.StatusGone, "cursor_expired",
 	"this cursor is older than the change history kept; resync: download the data again (the lists or /exports), then call /changes without since for a new cursor and follow it")
@@ -53,7 +50,7 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 		s.metrics.changesExpired.Add(1)
 		return errCursorExpired
 	}
-	limit := parseLimit(c, limChanges)
+	limit := parseLimit(c)
 	out := make([]changeEntry, 0, min(limit, 64))
 	next := cur
 	more := false

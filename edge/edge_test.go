@@ -529,11 +529,11 @@ func TestLimit(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%s: %d", c.q, r.status)
 		}
-		if n := len(r.data(t)); n != c.want && !(c.want == 160 && n == limMatches.max) {
+		if n := len(r.data(t)); n != c.want && !(c.want == 160 && n == routeLimits["/matches"].max) {
 			t.Errorf("matches?%s: %d rows, want %d", c.q, n, c.want)
 		}
 	}
-	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().Teams()) || n > limTeams.max {
+	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().Teams()) || n > routeLimits["/teams"].max {
 		t.Errorf("teams clamp: %d", n)
 	}
 }

@@ -63,14 +63,17 @@ var routeParams = map[string][]string{
 	"/ws-token":                 nil,
 }
 
-// routeLimits are the page limits of the routes that take limit: a value
-// above the maximum is clamped (the spec's rule) and the response says so
-// in X-Limit-Clamped.
+// routeLimits are the page limits of the routes that take limit: the
+// default when limit is missing or nonsensical, and the maximum a larger
+// value is clamped to (the spec's rule; the response says so in
+// X-Limit-Clamped).
 var routeLimits = map[string]pageLimits{
-	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
-	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings, "/changes": limChanges,
-	"/teams/:id/ratings": limRatings,
+	"/matches": {50, 200}, "/teams": {50, 200}, "/players": {50, 200}, "/tournaments": {50, 200},
+	"/odds": {100, 1000}, "/odds/closing": {100, 1000}, "/rankings": {100, 500}, "/changes": {100, 1000},
+	"/teams/:id/ratings": {100, 1000},
 }
+
+type pageLimits struct{ def, max int }
 
 // maxQueryParams bounds the parameters one request may carry: no route
 // takes more than eight, and a hostile query of thousands is refused
@@ -101,6 +104,7 @@ func (s *Server) checkParams(path string) fiber.Handler {
 		list = strings.Join(accepted, ", ") + " (and apiKey)"
 	}
 	return func(c *fiber.Ctx) error {
+		requestState(c).limits = lim // parseLimit's
 		args := c.Context().QueryArgs()
 		if args.Len() == 0 {
 			return c.Next()
@@ -171,7 +175,7 @@ func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string
 	switch {
 	case name == "apiKey":
 		return nil
-	case !contains(accepted, k):
+	case !slices.Contains(accepted, name):
 		return badParam("unknown parameter %q; this endpoint accepts %s", k, list)
 	case countArg(args, k) > 1:
 		return badParam("parameter %q is given more than once; give it once (a comma-separated list where it takes several values)", k)
@@ -179,15 +183,6 @@ func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string
 		return badParam("parameter %q is empty; give a value or leave it out", k)
 	}
 	return nil
-}
-
-func contains(names []string, k []byte) bool {
-	for _, n := range names {
-		if n == string(k) {
-			return true
-		}
-	}
-	return false
 }
 
 func countArg(args *fasthttp.Args, k []byte) int {
@@ -300,24 +295,11 @@ func readSets(c *fiber.Ctx, ps ...setParam) error {
 	return nil
 }
 
-// Page size limits per endpoint: the default when limit is missing or
-// nonsensical, and the maximum a larger value is clamped to.
-type pageLimits struct{ def, max int }
-
-var (
-	limMatches     = pageLimits{50, 200}
-	limTeams       = pageLimits{50, 200}
-	limPlayers     = pageLimits{50, 200}
-	limTournaments = pageLimits{50, 200}
-	limOdds        = pageLimits{100, 1000}
-	limClosing     = pageLimits{100, 1000}
-	limRankings    = pageLimits{100, 500}
-	limRatings     = pageLimits{100, 1000}
-)
-
-// parseLimit reads limit: missing, non-numeric or below 1 gives the default;
-// above the maximum is clamped. Never an error.
-func parseLimit(c *fiber.Ctx, l pageLimits) int {
+// parseLimit reads limit against the route's limits (routeLimits):
+// missing, non-numeric or below 1 gives the default; above the maximum is
+// clamped. Never an error.
+func parseLimit(c *fiber.Ctx) int {
+	l := requestState(c).limits
 	n, err := atoiLimit(c.Query("limit"))
 	if err != nil || n < 1 {
 		return l.def
@@ -330,7 +312,7 @@ func parseLimit(c *fiber.Ctx, l pageLimits) int {
 
 // atoiLimit parses a limit value. A whole number too large for an int
 // (limit=99999999999999999999) is the largest int: above the maximum,
-// clamped like any other, where it used to be an error and so the default.
+// clamped like any other.
 func atoiLimit(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.HasPrefix(v, "-") {

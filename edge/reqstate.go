@@ -40,6 +40,8 @@ type reqState struct {
 	cache uint8
 	// hdr are the request headers every request reads.
 	hdr reqHeaders
+	// limits are the route's page limits (checkParams).
+	limits pageLimits
 }
 
 // reqHeaders are the request headers the edge reads on every request,
