@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/eo
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: run test build vet fmt bench clean docs
+.PHONY: run test lint build vet fmt bench clean docs
 
 build:
 	$(GO) build -o $(BIN) ./cmd/eo
@@ -14,9 +14,15 @@ build:
 run: build
 	./$(BIN) up --addr $(ADDR)
 
-test:
+test: lint
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 14m ./...
+
+# golangci-lint with the checked-in .golangci.yml; .ci/run installs the
+# version CI uses.
+lint:
+	@command -v golangci-lint >/dev/null || { echo "make lint: golangci-lint is not on PATH; .ci/run installs it (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)" >&2; exit 1; }
+	golangci-lint run ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/store"
 )
 
 // clock is a fake clock.
@@ -168,7 +168,7 @@ func TestCountersUsage(t *testing.T) {
 			t.Fatalf("rest: %v %v", rest, err)
 		}
 		// The export writes Parquet and advances a watermark.
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		n, err := ExportUsage(ctx(), c, st, 20)
 		if err != nil || n != 25 {
 			t.Fatalf("export: %d %v", n, err)
@@ -480,8 +480,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	now := time.Now()
 	for i := 0; i < 777; i++ {
-		e.Consume(ctx(), now, []Counter{{Key: "q:month:acct", Limit: 1 << 30}})
-		e.Record(ctx(), UsageEvent{Time: now, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 200})
+		_, _ = e.Consume(ctx(), now, []Counter{{Key: "q:month:acct", Limit: 1 << 30}})
+		_ = e.Record(ctx(), UsageEvent{Time: now, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 200})
 	}
 	fmt.Println("COUNTED")
 	time.Sleep(time.Minute) // killed by the parent

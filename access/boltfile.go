@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrDamaged is returned when a database file (counters.db, access.db)
@@ -52,11 +53,11 @@ func openBoltFile(path string, o *bolt.Options, inUse string) (db *bolt.DB, err 
 	}()
 	db, err = bolt.Open(path, 0o600, o)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			// The bare "timeout" said nothing of why.
 			return nil, fmt.Errorf("%w (waited %s): %s", ErrInUse, o.Timeout, inUse)
 		}
-		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
 			return nil, damaged(err.Error())
 		}
 		return nil, err

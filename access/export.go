@@ -21,7 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // UsagePrefix is where usage exports land in the store, one Parquet file per
@@ -111,13 +111,13 @@ var usageSchema = arrow.NewSchema([]arrow.Field{
 // back, and the events after it are then exported a second time (to other
 // file names). Every event has a unique request_id, so the billing side can
 // always de-duplicate; it never loses one.
-func ExportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int) (int, error) {
+func ExportUsage(ctx context.Context, c UsageLog, st store.Store, batch int) (int, error) {
 	return exportUsage(ctx, c, st, batch, nil, slog.Default())
 }
 
 // exportUsage is ExportUsage with its reading and writing paced by p (nil:
 // as fast as it can).
-func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p *pacer, lg *slog.Logger) (int, error) {
+func exportUsage(ctx context.Context, c UsageLog, st store.Store, batch int, p *pacer, lg *slog.Logger) (int, error) {
 	if batch <= 0 {
 		batch = DefaultExportBatch
 	}
@@ -178,7 +178,7 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 			if err != nil {
 				return total, err
 			}
-			if err := publish.PutBytes(ctx, st, wm.PendingFile, body); err != nil {
+			if err := store.PutBytes(ctx, st, wm.PendingFile, body); err != nil {
 				return total, fmt.Errorf("access: export usage: %w", err)
 			}
 		}
@@ -206,24 +206,24 @@ func exportUsage(ctx context.Context, c UsageLog, st publish.Store, batch int, p
 // loadWatermark reads the source's watermark. A source without one starts
 // from its beginning, unless it is a legacy source and the old store-wide
 // watermark can be its own (at or before the last position it held then).
-func loadWatermark(ctx context.Context, st publish.Store, key string, src UsageSource) (watermark, error) {
+func loadWatermark(ctx context.Context, st store.Store, key string, src UsageSource) (watermark, error) {
 	wm := watermark{Source: src.ID}
-	b, err := publish.GetBytes(ctx, st, key)
+	b, err := store.GetBytes(ctx, st, key)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &wm); err != nil {
 			return wm, fmt.Errorf("access: usage watermark %s: %w", key, err)
 		}
 		return wm, nil
-	case !errors.Is(err, publish.ErrNotFound):
+	case !errors.Is(err, store.ErrNotFound):
 		return wm, fmt.Errorf("access: read usage watermark: %w", err)
 	}
 	if src.LegacyUpTo == "" {
 		return wm, nil
 	}
-	b, err = publish.GetBytes(ctx, st, usageLegacyWatermark)
+	b, err = store.GetBytes(ctx, st, usageLegacyWatermark)
 	switch {
-	case errors.Is(err, publish.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return wm, nil
 	case err != nil:
 		return wm, fmt.Errorf("access: read usage watermark: %w", err)
@@ -304,10 +304,10 @@ func eventDigest(ev UsageEvent) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-func saveWatermark(ctx context.Context, st publish.Store, key string, wm watermark) error {
+func saveWatermark(ctx context.Context, st store.Store, key string, wm watermark) error {
 	wm.Updated = time.Now().UTC()
 	b, _ := json.Marshal(wm)
-	if err := publish.PutBytes(ctx, st, key, b); err != nil {
+	if err := store.PutBytes(ctx, st, key, b); err != nil {
 		return fmt.Errorf("access: save usage watermark: %w", err)
 	}
 	return nil

@@ -11,8 +11,8 @@ import (
 
 	"github.com/eodata/eo/internal/gcpace"
 	"github.com/eodata/eo/internal/scrape"
-	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/reload"
+	"github.com/eodata/eo/internal/tick"
+	"github.com/eodata/eo/store"
 )
 
 // UsageExporter runs ExportUsage periodically while the edge serves and
@@ -35,7 +35,7 @@ type UsageExporter struct {
 	Duty float64
 
 	log   UsageLog
-	st    publish.Store
+	st    store.Store
 	every time.Duration
 	batch int
 	lg    *slog.Logger
@@ -47,7 +47,7 @@ type UsageExporter struct {
 }
 
 // NewUsageExporter exports l's events to st every `every`.
-func NewUsageExporter(l UsageLog, st publish.Store, every time.Duration, lg *slog.Logger) *UsageExporter {
+func NewUsageExporter(l UsageLog, st store.Store, every time.Duration, lg *slog.Logger) *UsageExporter {
 	if lg == nil {
 		lg = slog.Default()
 	}
@@ -75,12 +75,12 @@ var earlyCheck = time.Second
 func (x *UsageExporter) Run(ctx context.Context) {
 	early := x.early()
 	stats, _ := x.log.(StatsReporter)
-	tick := min(x.every, earlyCheck)
+	every := min(x.every, earlyCheck)
 	last := time.Now()
 	// Once logs and records its failures (health, metrics): nothing more
 	// to do with them here; the next run exports what this one did not.
-	reload.Every(ctx, tick, func(ctx context.Context) error {
-		due := time.Since(last) >= x.every-tick/2
+	tick.Every(ctx, every, func(ctx context.Context) error {
+		due := time.Since(last) >= x.every-every/2
 		if !due && early > 0 && stats != nil && stats.UsageStats().Retained >= early {
 			due = true
 		}

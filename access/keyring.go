@@ -224,7 +224,7 @@ func copyLocked(path string, timeout time.Duration) (string, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
 	before, err := f.Stat()
 	if err != nil {
 		return "", err

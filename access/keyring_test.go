@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/reload"
 )
 
@@ -182,7 +182,9 @@ func TestKeyringWatchAndBadFile(t *testing.T) {
 	// A file that is not a bolt database: OpenKeyring fails with a clear
 	// error; an existing keyring whose file is damaged keeps its keys.
 	junk := filepath.Join(t.TempDir(), "junk.db")
-	os.WriteFile(junk, []byte("not a database"), 0o600)
+	if err := os.WriteFile(junk, []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := OpenKeyring(junk, clk.Now); err == nil || !strings.Contains(err.Error(), "keyring") {
 		t.Fatalf("junk file: %v", err)
 	}
@@ -229,7 +231,7 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	stop := proctest.Hammer(1, func(int) { kr.Reload() })
+	stop := proctest.Hammer(1, func(int) { _, _ = kr.Reload() })
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		// What cp does: truncate, then write the bytes back in chunks.
@@ -239,7 +241,7 @@ func TestKeyringSurvivesAFileRewrittenUnderIt(t *testing.T) {
 		}
 		for off := 0; off < len(good); off += 64 << 10 {
 			end := min(off+64<<10, len(good))
-			f.Write(good[off:end])
+			_, _ = f.Write(good[off:end])
 		}
 		f.Close()
 	}

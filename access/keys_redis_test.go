@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // TestRedisKeysAreSharedByEveryHost: two `eo keys` hosts and two edges'
@@ -145,7 +145,7 @@ func TestCopyFromMovesAKeyFileIntoRedis(t *testing.T) {
 	a, _ := file.CreateAccount("acme", 14)
 	plain, _, _ := file.CreateKey(a.ID, PlanTrial)
 	revoked, rk, _ := file.CreateKey(a.ID, PlanStandard)
-	file.Revoke(rk.ID)
+	_ = file.Revoke(rk.ID)
 	shared := openRedisStore(t, url, clk)
 	if na, nk, err := shared.CopyFrom(file); err != nil || na != 1 || nk != 2 {
 		t.Fatalf("copy: %d accounts, %d keys, %v; want 1, 2", na, nk, err)

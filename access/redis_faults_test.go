@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/store"
 )
 
 // Fault 12: a hung Redis (SIGSTOP) held every metering call for 3-12 s
@@ -81,7 +81,7 @@ func TestRedisFrozenFailsFast(t *testing.T) {
 // exactly once (the export lock, the announced batch) and pruned.
 func TestRedisRacingExporters(t *testing.T) {
 	url := redistest.Start(t)
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	var edges []*Redis
 	for i := 0; i < 2; i++ {
 		r := openRedis(t, url, "eo:")
@@ -103,7 +103,7 @@ func TestRedisRacingExporters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 3000; j++ {
-				r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x", Status: 200,
+				_ = r.Record(ctx(), UsageEvent{Time: time.Now(), KeyID: "k", AccountID: "a", Endpoint: "GET /x", Status: 200,
 					RequestID: fmt.Sprintf("%s-%06d", prefix, j)})
 				if j%100 == 0 {
 					time.Sleep(time.Millisecond)
@@ -140,7 +140,7 @@ func TestRedisRacingExporters(t *testing.T) {
 func TestRedisEmptiedIsNewSource(t *testing.T) {
 	srv := redistest.StartServer(t)
 	r := openRedis(t, srv.URL, "eo:")
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	recordN(t, r, "before", 30)
 	if n, err := ExportUsage(ctx(), r, st, 0); err != nil || n != 30 {
 		t.Fatalf("%d %v", n, err)

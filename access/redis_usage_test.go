@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // Usage events are buffered per instance: another instance sees them once
@@ -41,7 +41,7 @@ func TestRedisUsageBatches(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Close writes what is still buffered.
-	a.Record(ctx(), UsageEvent{Time: t0, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 429, RequestID: "d"})
+	_ = a.Record(ctx(), UsageEvent{Time: t0, KeyID: "k", AccountID: "acct", Endpoint: "GET /x", Status: 429, RequestID: "d"})
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}

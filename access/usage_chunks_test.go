@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // TestUsageChunks: events stored one per key (before chunks) and in chunks
@@ -173,7 +173,7 @@ func BenchmarkExportUsage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	const n = DefaultExportBatch
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/store"
 )
 
 // A batch of several write steps is written paced, both when it is new and
@@ -23,7 +23,7 @@ import (
 // in exactly one file.
 func TestExportInPacedSteps(t *testing.T) {
 	backends(t, func(t *testing.T, c Counters) {
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		n := 3*exportChunk + 100
 		recordN(t, c, "a", n)
 		// Puts: the announcement of the batch, its file, then the advance
@@ -66,7 +66,7 @@ func TestPacerPause(t *testing.T) {
 // behindFactor x EarlyAt: then it exports as fast as it can.
 func TestExporterDutyFollowsTheBacklog(t *testing.T) {
 	e := openEmbedded(t, t.TempDir()+"/counters.db", time.Hour)
-	x := NewUsageExporter(e, publish.NewMemory(), time.Hour, nil)
+	x := NewUsageExporter(e, store.NewMemory(), time.Hour, nil)
 	x.EarlyAt = 10
 	if got := x.duty(); got != DefaultExportDuty {
 		t.Fatalf("no backlog: duty %v, want the default %v", got, DefaultExportDuty)
@@ -99,7 +99,7 @@ func TestExportFileMatchesEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	if n, err := exportUsage(ctx(), e, st, 0, newPacer(0.9), slog.Default()); err != nil || n != len(want) {
 		t.Fatalf("export: %d %v", n, err)
 	}
@@ -166,7 +166,7 @@ func TestPacedExportKilledMidway(t *testing.T) {
 	}
 	before := files()
 	e := openEmbedded(t, filepath.Join(dir, "counters.db"), time.Hour)
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestPacedExportChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordN(t, e, "k", exportKillEvents)
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/scrape"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/store"
 )
 
 // exportedIDs reads every usage export file in st and counts each
 // request_id: billing needs every event at least once, ideally exactly once.
-func exportedIDs(t testing.TB, st publish.Store) map[string]int {
+func exportedIDs(t testing.TB, st store.Store) map[string]int {
 	t.Helper()
 	objs, err := st.List(ctx(), UsagePrefix)
 	if err != nil {
@@ -56,9 +56,9 @@ func exportedIDs(t testing.TB, st publish.Store) map[string]int {
 
 // readExportFile reads the usage export file at key in st (the caller
 // releases the table).
-func readExportFile(t testing.TB, st publish.Store, key string) arrow.Table {
+func readExportFile(t testing.TB, st store.Store, key string) arrow.Table {
 	t.Helper()
-	b, err := publish.GetBytes(ctx(), st, key)
+	b, err := store.GetBytes(ctx(), st, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func idSet(prefix string, n int, into map[string]bool) map[string]bool {
 // counters.db (deleted file, new host) starts its positions over, so its
 // first events sat under the old watermark and were never exported.
 func TestExportAfterNewCountersDB(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	path := filepath.Join(t.TempDir(), "counters.db")
 	e, err := OpenEmbedded(path, time.Hour)
 	if err != nil {
@@ -150,7 +150,7 @@ func TestExportAfterNewCountersDB(t *testing.T) {
 // Fault 7: two hosts (each its own counters.db) export to one store: neither
 // may skip the other's events or overwrite the other's files.
 func TestExportTwoHostsOneStore(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	a := openEmbedded(t, filepath.Join(t.TempDir(), "counters.db"), time.Hour)
 	b := openEmbedded(t, filepath.Join(t.TempDir(), "counters.db"), time.Hour)
 	recordN(t, a, "a", 120)
@@ -167,7 +167,7 @@ func TestExportTwoHostsOneStore(t *testing.T) {
 // the Redis stream grew with every request forever.
 func TestUsagePrunedAfterExport(t *testing.T) {
 	backends(t, func(t *testing.T, c Counters) {
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		recordN(t, c, "x", 1000)
 		if n, err := ExportUsage(ctx(), c, st, 300); err != nil || n != 1000 {
 			t.Fatalf("export: %d %v", n, err)
@@ -194,7 +194,7 @@ func TestUsagePrunedAfterExport(t *testing.T) {
 func TestEmbeddedFileStaysFlat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counters.db")
 	e := openEmbedded(t, path, time.Hour)
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	size := func() int64 {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -274,7 +274,7 @@ func reopen(t *testing.T, e *Embedded, maxSize int) {
 
 // failingStore fails Puts of keys with a prefix while fail is set.
 type failingStore struct {
-	publish.Store
+	store.Store
 	mu     sync.Mutex
 	prefix string
 	fail   int // fail this many more Puts of prefix (-1: all)
@@ -304,7 +304,7 @@ func (f *failingStore) set(prefix string, n int) {
 // more events arrived in between. No loss, no duplicate.
 func TestExportRedoneAfterFailure(t *testing.T) {
 	backends(t, func(t *testing.T, c Counters) {
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		recordN(t, c, "a", 70)
 		// Puts: the announcement of the first batch, its file, then the
 		// advance of the watermark, which fails.
@@ -325,7 +325,7 @@ func TestExportRedoneAfterFailure(t *testing.T) {
 
 // onceFailing fails its failAt-th Put (1-based).
 type onceFailing struct {
-	publish.Store
+	store.Store
 	failAt int
 	puts   *int
 }
@@ -360,7 +360,7 @@ func TestRetainedCapWhileExportFails(t *testing.T) {
 				c = r
 			}
 			defer c.Close()
-			st := &failingStore{Store: publish.NewMemory()}
+			st := &failingStore{Store: store.NewMemory()}
 			st.set("", -1) // the store is down
 			kept := 0
 			for i := 0; i < 150; i++ {
@@ -418,7 +418,7 @@ func TestLegacyCountersDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = db.Update(func(tx *bolt.Tx) error {
-				tx.CreateBucketIfNotExists(bucketCounters)
+				_, _ = tx.CreateBucketIfNotExists(bucketCounters)
 				u, _ := tx.CreateBucketIfNotExists(bucketUsage)
 				for i := 0; i < 200; i++ {
 					seq, _ := u.NextSequence()
@@ -426,7 +426,7 @@ func TestLegacyCountersDB(t *testing.T) {
 					binary.BigEndian.PutUint64(k[:], seq)
 					v, _ := json.Marshal(UsageEvent{Time: time.Now().UTC(), KeyID: "k", AccountID: "a", Endpoint: "GET /x",
 						Status: 200, RequestID: fmt.Sprintf("old-%06d", i)})
-					u.Put(k[:], v)
+					_ = u.Put(k[:], v)
 				}
 				return nil
 			})
@@ -436,11 +436,11 @@ func TestLegacyCountersDB(t *testing.T) {
 			}
 			// A local store: the old watermark is a file where a folder of
 			// per-source watermarks could not be.
-			st, err := publish.NewLocal(t.TempDir())
+			st, err := store.NewLocal(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := publish.PutBytes(ctx(), st, usageLegacyWatermark, []byte(tc.legacy)); err != nil {
+			if err := store.PutBytes(ctx(), st, usageLegacyWatermark, []byte(tc.legacy)); err != nil {
 				t.Fatal(err)
 			}
 			e, err := OpenEmbedded(path, time.Hour)
@@ -591,12 +591,12 @@ func TestUsageMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	x := NewUsageExporter(e, publish.NewMemory(), time.Hour, nil)
+	x := NewUsageExporter(e, store.NewMemory(), time.Hour, nil)
 	for i := 0; i < 12; i++ {
-		e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
+		_ = e.Record(ctx(), UsageEvent{Time: time.Now(), RequestID: fmt.Sprint(i)})
 	}
 	get := func() map[string]float64 {
-		out, err := scrape.Values(Metrics(e, x)...)
+		out, err := proctest.Values(Metrics(e, x)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -623,7 +623,7 @@ func TestExporterExportsEarly(t *testing.T) {
 	defer func(d time.Duration) { earlyCheck = d }(earlyCheck)
 	earlyCheck = 20 * time.Millisecond
 	e := openEmbedded(t, filepath.Join(t.TempDir(), "c.db"), 10*time.Millisecond)
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	x := NewUsageExporter(e, st, time.Hour, nil)
 	x.EarlyAt = 100
 	c, cancel := context.WithCancel(ctx())
@@ -676,7 +676,7 @@ func TestRestoredCountersDBLosesNoEvents(t *testing.T) {
 		{name: "copy of what was exported", backupAt: "ab", after: 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := publish.NewMemory()
+			st := store.NewMemory()
 			dir := t.TempDir()
 			path, backup := filepath.Join(dir, "counters.db"), filepath.Join(dir, "backup.db")
 			e := openEmbedded(t, path, time.Hour)

@@ -1,9 +1,9 @@
-// Package deps holds no code: its test keeps the module's house rules, as
-// tailscale's deptest does. Which packages may import DuckDB, Fiber,
-// minio-go and go-redis (allow-lists as tight as today's tree); that the
-// view reaches no other package and the edge never the pipeline; that
-// nothing imports cmd; that no library reads the environment (cmd/eo reads
-// it once, into its Config); that every package has one package doc
-// comment; and that no function runs over 100 lines unless its comment says
-// why.
+// Package deps holds no code: its test keeps the house rules that need a
+// package's transitive imports or the whole module, as tailscale's deptest
+// does: the layering (the view reaches no heavy dependency, the edge never
+// the pipeline, the push side and the snapshot keeper never each other,
+// raw, access, live and the importer the object store but never the
+// snapshots) and one package doc comment per package. The rules on direct
+// imports, the environment and function length are golangci-lint's
+// (.golangci.yml).
 package deps

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/snapshot"
 )
 
 // TestHotPathAllocs: a list page with a next cursor, through the whole
@@ -30,7 +31,7 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { counters.Close() })
-	metered, err := New(Options{Store: fixtureStore(t), Auth: keys, CacheDir: t.TempDir(),
+	metered, err := New(Options{Snapshots: snapshot.Options{Store: fixtureStore(t), CacheDir: t.TempDir()}, Auth: keys,
 		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
 		Meter: &access.Meter{C: counters, Plans: benchPlans(), Accounts: keys, Now: time.Now}})
 	if err != nil {

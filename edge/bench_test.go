@@ -24,7 +24,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/snapshot"
 )
 
 const benchEndpoint = "GET /v1/{game}/matches"
@@ -192,7 +193,7 @@ func (im *inMemory) do() *fasthttp.Response {
 // meteredBenchServer is the fixture edge as eo serve runs it: keyring
 // authentication and a Meter on the backend's counters (internal plan).
 func meteredBenchServer(b *testing.B, keys *access.Keyring, backend string) *Server {
-	srv, err := New(Options{Store: fixtureStore(b), Auth: keys, CacheDir: b.TempDir(),
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: fixtureStore(b), CacheDir: b.TempDir()}, Auth: keys,
 		CursorSecret: []byte("test-secret"), Now: func() time.Time { return fixtureNow }, Logger: quietLog,
 		Meter: &access.Meter{C: benchCounters(b, backend), Plans: benchPlans(), Accounts: keys, Now: time.Now}})
 	if err != nil {

@@ -1,13 +1,13 @@
 package edge
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/eodata/eo/cursor"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/tables"
 )
@@ -15,73 +15,16 @@ import (
 // The changes feed: GET /v1/{game}/changes?since=<cursor> lists what
 // changed since the cursor, oldest first: first the served snapshot's
 // change log (the pipeline's, SNAPSHOT.md "changes": entries after the
-// cursor's position), then this edge's live changes (liveChanges: the
+// cursor's position), then this edge's live changes (push.Changes: the
 // matches and odds the live path changed, after the cursor's feed
 // position). An entry says which entity to fetch again (or drop, when
 // deleted); a mirror that applies the entries in order holds what a full
 // download would. Without since, the answer is a cursor for now. A cursor
 // older than the log's horizon is 410 cursor_expired: the client resyncs.
 
-// limChanges are the feed's page limits.
-var limChanges = pageLimits{100, 1000}
-
 // errCursorExpired answers a cursor older than the change log kept.
 var errCursorExpired = apiErr(fiber.StatusGone, "cursor_expired",
 	"this cursor is older than the change history kept; resync: download the data again (the lists or /exports), then call /changes without since for a new cursor and follow it")
-
-// changesCursor is a position in the feed: in the snapshot change log
-// (Pos: the last entry seen) and in the live changes (Seq and Key: the last
-// live entry seen; Key.typ keyAll: every live change at Seq).
-type changesCursor struct {
-	Pos int64
-	Seq uint64
-	Key changeKey
-}
-
-// cursorChanges starts a changes cursor's body; list cursors start with
-// cursorV2 or '{', so neither decodes as the other.
-const cursorChanges = 'C'
-
-// keyAll, as a live key's type, is past every change of its seq.
-const keyAll = 0xff
-
-func (cc cursorCodec) encodeChanges(dst []byte, c changesCursor) []byte {
-	cb := cc.bufs.Get().(*cursorBuf)
-	b := append(cb.body[:0], cursorChanges)
-	b = binary.AppendVarint(b, c.Pos)
-	b = binary.AppendUvarint(b, c.Seq)
-	b = append(b, c.Key.typ)
-	b = append(b, c.Key.id[:]...)
-	cb.body = b
-	dst = base64.RawURLEncoding.AppendEncode(dst, b)
-	dst = append(dst, '.')
-	dst = base64.RawURLEncoding.AppendEncode(dst, cb.tag(b))
-	cc.bufs.Put(cb)
-	return dst
-}
-
-func (cc cursorCodec) decodeChanges(s string) (c changesCursor, ok bool) {
-	ok = cc.open(s, func(b []byte) bool {
-		if len(b) == 0 || b[0] != cursorChanges {
-			return false
-		}
-		b = b[1:]
-		n, k := binary.Varint(b)
-		if k <= 0 {
-			return false
-		}
-		c.Pos, b = n, b[k:]
-		u, k := binary.Uvarint(b)
-		if k <= 0 || len(b)-k != 1+len(c.Key.id) {
-			return false
-		}
-		c.Seq, b = u, b[k:]
-		c.Key.typ = b[0]
-		copy(c.Key.id[:], b[1:])
-		return true
-	})
-	return c, ok
-}
 
 // changeEntry is one entry of a /changes page.
 type changeEntry struct {
@@ -93,13 +36,13 @@ type changeEntry struct {
 // listChanges serves GET /v1/{game}/changes.
 func (s *Server) listChanges(c *fiber.Ctx) error {
 	log := viewOf(c).Snapshot().Changes()
-	lc := s.live.changes
+	lc := s.push.Changes()
 	since := c.Query("since")
 	if since == "" {
-		seq, _ := lc.head()
-		return s.sendChanges(c, nil, changesCursor{Pos: log.Head(), Seq: seq, Key: changeKey{typ: keyAll}}, false)
+		seq, _ := lc.Head()
+		return s.sendChanges(c, nil, cursor.Changes{Pos: log.Head(), Seq: seq, Key: cursor.ChangeKey{Type: push.KeyAll}}, false)
 	}
-	cur, ok := s.cursors.decodeChanges(since)
+	cur, ok := s.cursors.DecodeChanges(since)
 	if !ok {
 		return apiErr(fiber.StatusBadRequest, "invalid_cursor", "since must be a cursor from /changes; call /changes without since for a new one")
 	}
@@ -107,7 +50,7 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 		s.metrics.changesExpired.Add(1)
 		return errCursorExpired
 	}
-	limit := parseLimit(c, limChanges)
+	limit := parseLimit(c)
 	out := make([]changeEntry, 0, min(limit, 64))
 	next := cur
 	more := false
@@ -122,10 +65,12 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 	if !more {
 		// The live changes after the cursor's (after the snapshot's: the
 		// page has room left).
-		var live []liveChange
-		live, more, next.Seq, next.Key = lc.after(cur.Seq, cur.Key, limit-len(out))
+		var live []push.Change
+		var key push.ChangeKey
+		live, more, next.Seq, key = lc.After(cur.Seq, push.ChangeKey(cur.Key), limit-len(out))
+		next.Key = cursor.ChangeKey(key)
 		for _, e := range live {
-			out = append(out, changeEntry{typ: changeTypeNames[e.key.typ], kind: "updated", source: "live", id: e.key.id, at: e.at})
+			out = append(out, changeEntry{typ: changeTypeNames[e.Key.Type], kind: "updated", source: "live", id: e.Key.ID, at: e.At})
 		}
 	}
 	s.metrics.changesServed(out)
@@ -133,11 +78,11 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 }
 
 // changeTypeNames name the live changes' entity types.
-var changeTypeNames = map[uint8]string{keyMatch: "match", keyOdds: "odds"}
+var changeTypeNames = map[uint8]string{push.KeyMatch: "match", push.KeyOdds: "odds"}
 
 // sendChanges writes a /changes page: its entries, the cursor after them
 // (always: the feed goes on) and whether more follow at once.
-func (s *Server) sendChanges(c *fiber.Ctx, es []changeEntry, next changesCursor, more bool) error {
+func (s *Server) sendChanges(c *fiber.Ctx, es []changeEntry, next cursor.Changes, more bool) error {
 	r := jsonBody(c)
 	game := c.Params("game")
 	r.AppendBodyString(`{"data":[`)
@@ -154,7 +99,7 @@ func (s *Server) sendChanges(c *fiber.Ctx, es []changeEntry, next changesCursor,
 	r.AppendBodyString(`],"meta":{"count":`)
 	r.AppendBody(strconv.AppendInt(num[:0], int64(len(es)), 10))
 	r.AppendBodyString(`,"next_cursor":"`)
-	r.AppendBody(s.cursors.encodeChanges(b[:0], next))
+	r.AppendBody(s.cursors.AppendChanges(b[:0], next))
 	r.AppendBodyString(`","has_more":`)
 	r.AppendBodyString(strconv.FormatBool(more))
 	r.AppendBodyString(`}}`)

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // mirror is a client's local copy of the matches (each as GET
@@ -229,7 +230,7 @@ func (m *mirror) diff(t *testing.T) string {
 
 // fixtureLine is the line of a raw entity file of the fixture store whose
 // "id" is id, decoded.
-func fixtureLine(t *testing.T, st publish.Store, entity raw.Entity, id string) map[string]any {
+func fixtureLine(t *testing.T, st store.Store, entity raw.Entity, id string) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := st.List(ctx, raw.BatchesPrefix)
@@ -240,7 +241,7 @@ func fixtureLine(t *testing.T, st publish.Store, entity raw.Entity, id string) m
 		if !strings.HasSuffix(o.Key, "/"+string(entity)+".ndjson") {
 			continue
 		}
-		b, err := publish.GetBytes(ctx, st, o.Key)
+		b, err := store.GetBytes(ctx, st, o.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +273,7 @@ func jsonLine(t *testing.T, m map[string]any) string {
 // match added, the second with that match removed again): after each swap
 // and at the end the mirror equals a fresh full download.
 func TestChangesFeedKeepsAMirrorInSync(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	ts := ls.testServer
 	ctx := context.Background()
 	m, up := liveMatchOf(t, ls)
@@ -326,7 +327,7 @@ func TestChangesFeedKeepsAMirrorInSync(t *testing.T) {
 	var added string
 	swapped := false
 	for i, b := range batches {
-		ls.live.tracker.Apply(b)
+		ls.Push().Tracker().Apply(b)
 		landed = append(landed, b...)
 		mir.sync(t)
 		// The live match, as the mirror holds it, is what REST serves.

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/cursor"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
-	"github.com/eodata/eo/tables"
 )
 
 // replayBatches plays a match of ls's snapshot out with the local replay and
@@ -51,7 +52,7 @@ func replayRounds(t *testing.T, up string, seed uint64) [][]live.Event {
 // caught-up cursor lists nothing and stays usable; a cursor taken before
 // changes sees them all.
 func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	ts := ls.testServer
 	m, batches := replayBatches(t, ls)
 	start := getChanges(t, ts, "/v1/cs2/changes").Meta.NextCursor
@@ -60,7 +61,7 @@ func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
 	}
 	ls.now = ls.now.Add(123456789 * time.Nanosecond) // the edge's clock has nanoseconds; changed_at does not
 	for _, b := range batches[:4] {
-		ls.live.tracker.Apply(b)
+		ls.Push().Tracker().Apply(b)
 	}
 	// Paged one entry at a time: the match and its odds, once each.
 	var got []string
@@ -93,7 +94,7 @@ func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
 	}
 	// A later round: listed after the caught-up cursor, and once after the
 	// first cursor too.
-	ls.live.tracker.Apply(batches[4])
+	ls.Push().Tracker().Apply(batches[4])
 	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(caught))
 	if len(p.Data) == 0 || p.Data[0].EntityType != "match" {
 		t.Fatalf("after another round: %+v", p)
@@ -103,7 +104,7 @@ func TestChangesLiveEntriesPageAndSupersede(t *testing.T) {
 		t.Fatalf("from the first cursor after five rounds: %+v", p)
 	}
 	served += 2
-	if n := ls.live.changes.size.Load(); n != 2 {
+	if _, n := ls.Push().Changes().Head(); n != 2 {
 		t.Fatalf("%d live changes held, want 2 (the match, its odds)", n)
 	}
 	waitMetrics(t, ts, map[string]float64{`eo_changes_entries_total{source="live"}`: float64(served), "eo_changes_live_entries": 2})
@@ -119,13 +120,13 @@ func TestChangesCursorErrors(t *testing.T) {
 	if !log.Present || log.Horizon <= 0 {
 		t.Fatalf("the fixture snapshot's change log: %+v", log)
 	}
-	old := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon - 1, Key: changeKey{typ: keyAll}})
+	old := ts.cursors.AppendChanges(nil, cursor.Changes{Pos: log.Horizon - 1, Key: cursor.ChangeKey{Type: push.KeyAll}})
 	r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(string(old)))
 	if r.status != 410 || r.code(t) != "cursor_expired" {
 		t.Fatalf("an expired cursor: %d %s", r.status, r.body)
 	}
 	listCursor := ts.get(t, "/v1/cs2/matches?limit=1").json(t)["meta"].(map[string]any)["next_cursor"].(string)
-	forged := newCursorCodec([]byte("another secret")).encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	forged := cursor.NewCodec([]byte("another secret")).AppendChanges(nil, cursor.Changes{Pos: log.Horizon})
 	for _, since := range []string{"nope", listCursor, string(forged)} {
 		if r := ts.get(t, "/v1/cs2/changes?since="+url.QueryEscape(since)); r.status != 400 || r.code(t) != "invalid_cursor" {
 			t.Errorf("since=%s: %d %s", since, r.status, r.body)
@@ -134,13 +135,13 @@ func TestChangesCursorErrors(t *testing.T) {
 	// A cursor at the horizon reads the log's entries (none in the
 	// fixture's first snapshot) and a cursor ahead of the log (another
 	// instance's, on a newer snapshot) keeps its position.
-	at := ts.cursors.encodeChanges(nil, changesCursor{Pos: log.Horizon})
+	at := ts.cursors.AppendChanges(nil, cursor.Changes{Pos: log.Horizon})
 	if p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(at))); len(p.Data) != len(log.Entries) {
 		t.Fatalf("from the horizon: %+v", p)
 	}
-	ahead := changesCursor{Pos: log.Head() + 10, Seq: 99, Key: changeKey{typ: keyAll}}
-	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(ts.cursors.encodeChanges(nil, ahead))))
-	if next, ok := ts.cursors.decodeChanges(p.Meta.NextCursor); len(p.Data) != 0 || !ok || next != ahead {
+	ahead := cursor.Changes{Pos: log.Head() + 10, Seq: 99, Key: cursor.ChangeKey{Type: push.KeyAll}}
+	p := getChanges(t, ts, "/v1/cs2/changes?since="+url.QueryEscape(string(ts.cursors.AppendChanges(nil, ahead))))
+	if next, ok := ts.cursors.DecodeChanges(p.Meta.NextCursor); len(p.Data) != 0 || !ok || next != ahead {
 		t.Fatalf("a cursor ahead: %+v, next %+v", p, next)
 	}
 	waitMetrics(t, ts, map[string]float64{"eo_changes_expired_total": 1})
@@ -170,63 +171,6 @@ func TestChangesIsMeteredLikeAList(t *testing.T) {
 	}
 	if r := ms.get(t, "/v1/cs2/changes", sandbox); r.status != 403 || r.code(t) != "sandbox_scope" || r.header.Get("X-Quota-Remaining") != "" {
 		t.Fatalf("a sandbox key: %d %s", r.status, r.body)
-	}
-}
-
-// atSeq is keys' changes, all at seq.
-func atSeq(seq uint64, keys ...changeKey) []liveChange {
-	out := make([]liveChange, len(keys))
-	for i, k := range keys {
-		out[i] = liveChange{seq: seq, key: k}
-	}
-	return out
-}
-
-// TestLiveChangesLog: the live log keeps each entity's latest change in
-// (seq, key) order, pages by key within a seq, drops the matches a swap
-// removed, compacts what later changes superseded, and starts again when
-// the feed's numbering does.
-func TestLiveChangesLog(t *testing.T) {
-	l := newLiveChanges()
-	id := func(n byte) tables.ID { return tables.ID{15: n} }
-	at := fixtureNow
-	l.record(10, at, atSeq(10, changeKey{keyOdds, id(2)}, changeKey{keyMatch, id(2)}, changeKey{keyMatch, id(1)}, changeKey{keyMatch, id(1)}))
-	l.record(11, at, atSeq(11, changeKey{keyMatch, id(2)}))
-	keys := func(es []liveChange) string {
-		s := ""
-		for _, e := range es {
-			s += fmt.Sprintf("%d:%d/%d ", e.seq, e.key.typ, e.key.id[15])
-		}
-		return s
-	}
-	all, more, seq, key := l.after(0, changeKey{}, 10)
-	if keys(all) != "10:1/1 10:2/2 11:1/2 " || more || seq != 11 || key.typ != keyAll {
-		t.Fatalf("all: %s more %v next %d/%v", keys(all), more, seq, key)
-	}
-	page, more, seq, key := l.after(0, changeKey{}, 1)
-	if keys(page) != "10:1/1 " || !more || seq != 10 || key != (changeKey{keyMatch, id(1)}) {
-		t.Fatalf("first page: %s %v %d %v", keys(page), more, seq, key)
-	}
-	if page, _, _, _ = l.after(seq, key, 1); keys(page) != "10:2/2 " {
-		t.Fatalf("second page: %s", keys(page))
-	}
-	// A cursor ahead of the log keeps its position.
-	if _, _, seq, key = l.after(50, changeKey{typ: keyMatch}, 10); seq != 50 || key.typ != keyMatch {
-		t.Fatalf("ahead: %d %v", seq, key)
-	}
-	l.drop(func(x tables.ID) bool { return x != id(1) })
-	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "10:2/2 11:1/2 " || l.size.Load() != 2 {
-		t.Fatalf("after the drop: %s (%d held)", keys(all), l.size.Load())
-	}
-	for i := range 3000 {
-		l.record(uint64(12+i), at, atSeq(uint64(12+i), changeKey{keyMatch, id(2)}))
-	}
-	if len(l.entries) > 2100 || l.size.Load() != 2 {
-		t.Fatalf("%d entries for 2 changes held", len(l.entries))
-	}
-	l.record(5, at, atSeq(5, changeKey{keyMatch, id(3)}))
-	if all, _, _, _ = l.after(0, changeKey{}, 10); keys(all) != "5:1/3 " {
-		t.Fatalf("after the numbering restarted: %s", keys(all))
 	}
 }
 

@@ -2,17 +2,25 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -23,7 +31,7 @@ import (
 // match the corrupt bytes, as when a writer produced them corrupt).
 func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (string, []publish.TableFile) {
 	t.Helper()
-	src := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	src := ts.Current().Meta.Dir
 	dst := t.TempDir()
 	var files []publish.TableFile
 	meta := ts.Current().Meta
@@ -87,7 +95,9 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 // fetched again), removed from the local cache, and a restart with the store
 // unreachable serves the last good cached snapshot instead of panicking.
 func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
-	ts := newTestServer(t)
+	st := fixtureStore(t)
+	counting := &countingStore{Store: st}
+	ts := testServerOf(t, st, func(o *Options) { o.Snapshots.Store = counting })
 	good := ts.Current().ID
 	// Find a corruption that fails the load (most do).
 	var files []publish.TableFile
@@ -111,7 +121,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	if r := ts.get(t, "/v1/cs2/matches?limit=1"); r.status != 200 {
 		t.Fatalf("after the rejection: %d %s", r.status, r.body)
 	}
-	if _, err := os.Stat(filepath.Join(ts.cacheRoot(), bad.SnapshotID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(ts.cachedDir(bad.SnapshotID)); !os.IsNotExist(err) {
 		t.Fatalf("the rejected snapshot is still in the cache: %v", err)
 	}
 	// /ready: still serving (200), degraded, the store check names it.
@@ -121,20 +131,19 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 		t.Fatalf("/ready after the rejection: %d %s", r.status, r.body)
 	}
 	// Not fetched again while the pointer names it.
-	counting := &countingStore{Store: ts.store}
-	ts.o.Store = counting
+	counting.gets.Store(0)
 	if err := ts.Load(context.Background()); err != nil {
 		t.Fatalf("second Load: %v", err)
 	}
-	if counting.gets > 2 { // the pointer and the manifest
-		t.Fatalf("the rejected snapshot was fetched again (%d gets)", counting.gets)
+	if n := counting.gets.Load(); n > 2 { // the pointer and the manifest
+		t.Fatalf("the rejected snapshot was fetched again (%d gets)", n)
 	}
 	if body := operatorMetrics(t, ts); !strings.Contains(body, "\neo_snapshot_rejected_total 1\n") {
 		t.Fatalf("metrics do not count the rejection:\n%s", body)
 	}
 
 	// A restart with the store down serves the good cached snapshot.
-	srv, err := New(Options{Store: downStore{}, Auth: &testAuth{}, CacheDir: ts.o.CacheDir, Logger: quietLog,
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: downStore{}, CacheDir: ts.o.Snapshots.CacheDir}, Auth: &testAuth{}, Logger: quietLog,
 		Now: func() time.Time { return fixtureNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +160,12 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 
 // countingStore counts Gets.
 type countingStore struct {
-	publish.Store
-	gets int
+	store.Store
+	gets atomic.Int64
 }
 
 func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.gets++
+	c.gets.Add(1)
 	return c.Store.Get(ctx, key)
 }
 
@@ -167,11 +176,11 @@ var errDown = errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
 
 func (downStore) Put(context.Context, string, io.Reader, int64) error { return errDown }
 func (downStore) Get(context.Context, string) (io.ReadCloser, error)  { return nil, errDown }
-func (downStore) Stat(context.Context, string) (publish.ObjectInfo, error) {
-	return publish.ObjectInfo{}, errDown
+func (downStore) Stat(context.Context, string) (store.ObjectInfo, error) {
+	return store.ObjectInfo{}, errDown
 }
-func (downStore) List(context.Context, string) ([]publish.ObjectInfo, error) { return nil, errDown }
-func (downStore) Delete(context.Context, string) error                       { return errDown }
+func (downStore) List(context.Context, string) ([]store.ObjectInfo, error) { return nil, errDown }
+func (downStore) Delete(context.Context, string) error                     { return errDown }
 func (downStore) Update(context.Context, string, func([]byte) ([]byte, error)) error {
 	return errDown
 }
@@ -197,7 +206,7 @@ func operatorMetrics(t *testing.T, ts *testServer) string {
 // and keeps a fresh one.
 func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
 	ts := newTestServer(t)
-	dir := filepath.Join(ts.cacheRoot(), ts.Current().ID)
+	dir := ts.Current().Meta.Dir
 	old, fresh := filepath.Join(dir, ".tmp-odds_lines.parquet-1"), filepath.Join(dir, ".tmp-teams.parquet-2")
 	for _, p := range []string{old, fresh} {
 		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
@@ -218,5 +227,85 @@ func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a fresh temp file was removed: %v", err)
+	}
+}
+
+// corruptUnread publishes, after ts's snapshot, a copy whose rounds table
+// (which no resource reads: the match parts come from match_parts) is
+// corrupt with checksums that match it, as when a writer produced it
+// corrupt, and returns the new snapshot's manifest.
+func corruptUnread(t *testing.T, ts *testServer) publish.Manifest {
+	t.Helper()
+	for i := 1; i < 40; i++ {
+		dir, files := corruptCopy(t, ts, "rounds", float64(i)/41)
+		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
+			return ts.publishNext(t, files)
+		}
+	}
+	t.Fatal("no corruption of rounds fails the load: the table is not verified")
+	return publish.Manifest{}
+}
+
+// exportSum downloads /exports/{table} through srv and returns its
+// SHA-256.
+func exportSum(t *testing.T, srv *Server, table string) string {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/v1/cs2/exports/"+table, nil)
+	req.Header.Set("Authorization", "Bearer "+opsKey)
+	resp, err := srv.App().Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/exports/%s: %d %v %.200s", table, resp.StatusCode, err, b)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestCorruptUnreadTableIsRejected: a snapshot whose corrupt table is one
+// the edge does not read (its checksums forged to match) is rejected like
+// any corrupt snapshot: the last good one keeps serving, and exporting the
+// corrupt table's good bytes. An edge started with an empty cache on that
+// store serves the newest good snapshot instead of failing.
+func TestCorruptUnreadTableIsRejected(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	good := ts.Current()
+	i := slices.IndexFunc(good.Meta.Exports, func(e view.ExportTable) bool { return e.Name == "rounds" })
+	if i < 0 {
+		t.Fatal("the fixture exports no rounds table")
+	}
+	goodSum := good.Meta.Exports[i].SHA256
+	bad := corruptUnread(t, ts)
+	if err := ts.Load(ctx); !errors.Is(err, tables.ErrCorrupt) {
+		t.Fatalf("Load of the snapshot with a corrupt unread table: %v, want tables.ErrCorrupt", err)
+	}
+	if ts.Current().ID != good.ID {
+		t.Fatalf("serving %s, want the last good %s", ts.Current().ID, good.ID)
+	}
+	if sum := exportSum(t, ts.Server, "rounds"); sum != goodSum {
+		t.Fatalf("/exports/rounds streams %s, want the good snapshot's %s", sum, goodSum)
+	}
+
+	restarted, err := New(Options{Snapshots: snapshot.Options{Store: ts.store, CacheDir: t.TempDir()}, Auth: ts.o.Auth, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := restarted.Start(cctx); err != nil {
+		t.Fatalf("an edge with an empty cache on a store whose newest snapshot is corrupt: %v", err)
+	}
+	if restarted.Current().ID != good.ID {
+		t.Fatalf("the restarted edge serves %s, want the newest good %s", restarted.Current().ID, good.ID)
+	}
+	if c := readyCheck(t, restarted, "store"); c.OK || c.Error == nil || !strings.Contains(*c.Error, bad.SnapshotID+" is rejected") {
+		t.Fatalf("/ready's store check on the restarted edge: %+v", c)
+	}
+	if sum := exportSum(t, restarted, "rounds"); sum != goodSum {
+		t.Fatalf("the restarted edge's /exports/rounds streams %s, want the good snapshot's %s", sum, goodSum)
 	}
 }

@@ -17,11 +17,14 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/cursor"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 	"github.com/eodata/eo/view"
 )
@@ -40,23 +43,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func publishOnce(ctx context.Context, st publish.Store, work string) (publish.Manifest, error) {
+func publishOnce(ctx context.Context, st store.Store, work string) (publish.Manifest, error) {
 	r := jobs.NewRunner(jobs.Options{Pipeline: pipelines.Options{Store: st, WorkDir: work, Logger: quietLog}, Force: true})
 	res, err := r.RunOnce(ctx)
 	return res.Manifest, err
 }
 
 // fixtureStore returns a copy of the fixture store (tests may publish into it).
-func fixtureStore(t testing.TB) *publish.Local {
+func fixtureStore(t testing.TB) *store.Local {
 	t.Helper()
-	fixtureDir, _ := fixture.Get(t, func(ctx context.Context, st *publish.Local, dir string) (publish.Manifest, error) {
+	fixtureDir, _ := fixture.Get(t, func(ctx context.Context, st *store.Local, dir string) (publish.Manifest, error) {
 		return publishOnce(ctx, st, filepath.Join(dir, "work"))
 	})
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join(fixtureDir, "store"))); err != nil {
 		t.Fatal(err)
 	}
-	st, err := publish.NewLocal(dst)
+	st, err := store.NewLocal(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,28 +93,41 @@ func (a *testAuth) Authenticate(_ context.Context, key string) (access.Principal
 
 type testServer struct {
 	*Server
-	store *publish.Local
+	store *store.Local
 	now   time.Time
 }
 
 func newTestServer(t testing.TB) *testServer {
 	t.Helper()
-	return loadedTestServer(t, fixtureStore(t), &testAuth{keys: map[string]access.Principal{
-		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
-		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
-	}}, nil)
+	return testServerOf(t, fixtureStore(t), nil)
 }
 
 // loadedTestServer builds an unmetered edge on st with auth and loads its
 // snapshot; now is the clock (nil: the testServer's settable now).
-func loadedTestServer(t testing.TB, st *publish.Local, auth Authenticator, now func() time.Time) *testServer {
+func loadedTestServer(t testing.TB, st *store.Local, auth Authenticator, now func() time.Time) *testServer {
+	t.Helper()
+	return testServerOf(t, st, func(o *Options) {
+		o.Auth = auth
+		if now != nil {
+			o.Now = now
+		}
+	})
+}
+
+// testServerOf builds an unmetered edge on st (where the test publishes)
+// with the test keys and the testServer's settable clock, options changes
+// what else it needs, and loads its snapshot.
+func testServerOf(t testing.TB, st *store.Local, options func(*Options)) *testServer {
 	t.Helper()
 	ts := &testServer{store: st, now: fixtureNow}
-	if now == nil {
-		now = func() time.Time { return ts.now }
+	o := Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: &testAuth{keys: map[string]access.Principal{
+		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
+		opsKey:  {KeyID: "k3", AccountID: "a3", Plan: access.PlanInternal, Display: "eo_live_…0003"},
+	}}, CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog}
+	if options != nil {
+		options(&o)
 	}
-	srv, err := New(Options{Store: st, Auth: auth, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"),
-		Now: now, Logger: quietLog})
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +216,42 @@ func (ts *testServer) snap() *Snapshot { return ts.Current() }
 // publishNext publishes files to the server's store as a snapshot created a
 // minute from now, of the serving snapshot's schema and pipeline versions,
 // and returns its manifest.
+// readyCheck is /ready's check of that name.
+func readyCheck(t *testing.T, srv *Server, name string) Check {
+	t.Helper()
+	resp, err := srv.App().Test(httptest.NewRequest(http.MethodGet, "/ready", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h readyBody
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatalf("/ready: %d %v", resp.StatusCode, err)
+	}
+	c, ok := h.Checks[name]
+	if !ok {
+		t.Fatalf("/ready has no %s check: %+v", name, h)
+	}
+	return c
+}
+
+// servedFiles are the table files of the snapshot being served, to
+// publish again under a new id.
+func servedFiles(t *testing.T, ts *testServer) []publish.TableFile {
+	t.Helper()
+	m := ts.Current().Meta
+	var files []publish.TableFile
+	for _, name := range m.Tables {
+		files = append(files, publish.TableFile{Name: name, Path: filepath.Join(m.Dir, m.File(name)), Internal: m.Internal(name)})
+	}
+	return files
+}
+
+// cachedDir is the folder of snapshot id in the edge's cache.
+func (ts *testServer) cachedDir(id string) string {
+	return filepath.Join(ts.o.Snapshots.CacheDir, "snapshots", id)
+}
+
 func (ts *testServer) publishNext(t testing.TB, files []publish.TableFile) publish.Manifest {
 	t.Helper()
 	m := ts.Current().Meta
@@ -477,11 +529,11 @@ func TestLimit(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%s: %d", c.q, r.status)
 		}
-		if n := len(r.data(t)); n != c.want && !(c.want == 160 && n == limMatches.max) {
+		if n := len(r.data(t)); n != c.want && !(c.want == 160 && n == routeLimits["/matches"].max) {
 			t.Errorf("matches?%s: %d rows, want %d", c.q, n, c.want)
 		}
 	}
-	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().Teams()) || n > limTeams.max {
+	if n := len(ts.get(t, "/v1/cs2/teams?limit=100000").data(t)); n != len(ts.snap().Teams()) || n > routeLimits["/teams"].max {
 		t.Errorf("teams clamp: %d", n)
 	}
 }
@@ -544,7 +596,7 @@ func TestCursorRejections(t *testing.T) {
 		t.Errorf("valid cursor refused: %s", r.body)
 	}
 	// A cursor minted without a sort (before sort support) pages the default order.
-	legacy := ts.cursors.encode(cursor{Kind: "teams", Val: view.SortVal{}, ID: ID{}})
+	legacy := ts.cursors.Encode(cursor.List{Kind: "teams", Val: view.SortVal{}, ID: ID{}})
 	if r := ts.get(t, "/v1/cs2/teams?limit=2&cursor="+legacy); r.status != 200 {
 		t.Errorf("legacy cursor: %d %s", r.status, r.body)
 	}
@@ -839,7 +891,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 		mu.Unlock()
 		if resp != nil {
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	})
@@ -904,11 +956,11 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 	// The new snapshot's tables are the bytes of the one served, which the
 	// edge would link from its cache; without the cache, matches.parquet is
 	// downloaded, and what the store holds must not pass.
-	if err := os.RemoveAll(filepath.Join(ts.cacheRoot(), good)); err != nil {
+	if err := os.RemoveAll(ts.cachedDir(good)); err != nil {
 		t.Fatal(err)
 	}
 	err = ts.Load(ctx)
-	if !errors.Is(err, publish.ErrChecksum) {
+	if !errors.Is(err, store.ErrChecksum) {
 		t.Fatalf("corrupt snapshot load: %v", err)
 	}
 	if ts.Current().ID != good {
@@ -923,13 +975,13 @@ func TestCorruptSnapshotNeverServed(t *testing.T) {
 // serves the snapshot cached on local disk.
 func TestStoreUnreachableServesCache(t *testing.T) {
 	ts := newTestServer(t)
-	cache := ts.o.CacheDir
+	cache := ts.o.Snapshots.CacheDir
 	id := ts.Current().ID
-	gone, err := publish.NewLocal(filepath.Join(t.TempDir(), "empty"))
+	gone, err := store.NewLocal(filepath.Join(t.TempDir(), "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: cache, Logger: quietLog})
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: gone, CacheDir: cache}, Auth: ts.o.Auth, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -938,11 +990,12 @@ func TestStoreUnreachableServesCache(t *testing.T) {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Current() == nil || srv.Current().ID != id || !srv.fromCache.Load() {
-		t.Fatalf("not serving the cached snapshot")
+	if c := readyCheck(t, srv, "store"); srv.Current() == nil || srv.Current().ID != id || c.Error == nil ||
+		!strings.HasSuffix(*c.Error, "serving "+id+" from the local cache") {
+		t.Fatalf("not serving the cached snapshot: /ready says %+v", c)
 	}
 	// With neither store nor cache, start fails.
-	srv2, _ := New(Options{Store: gone, Auth: ts.o.Auth, CacheDir: t.TempDir(), Logger: quietLog})
+	srv2, _ := New(Options{Snapshots: snapshot.Options{Store: gone, CacheDir: t.TempDir()}, Auth: ts.o.Auth, Logger: quietLog})
 	if err := srv2.Start(ctx); err == nil {
 		t.Fatal("start with no snapshot anywhere must fail")
 	}

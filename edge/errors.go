@@ -43,12 +43,15 @@ func notFound(what string) *APIError {
 var errBadCursor = apiErr(fiber.StatusBadRequest, "invalid_cursor",
 	"cursor is malformed or was issued for another list (another sort or other filters); restart from the first page")
 
+// errorBody is the error envelope.
 type errorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id"`
-	} `json:"error"`
+	Error errorFields `json:"error"`
+}
+
+type errorFields struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
 }
 
 // errorHandler writes the spec's error envelope for every error, mapping
@@ -79,17 +82,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if ae.Status >= 500 {
 		s.log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", ae.Error())
 	}
-	// Errors fasthttp raises before any middleware (431 headers too large,
-	// 413 body too large, 408 read timeout) get an id here.
-	id := requestState(c).id
-	var body errorBody
-	body.Error.Code = ae.Code
-	body.Error.Message = ae.Message
-	body.Error.RequestID = id
-	if ae.RetryAfter > 0 {
-		c.Set(fiber.HeaderRetryAfter, fmt.Sprint(ae.RetryAfter))
-	}
-	return c.Status(ae.Status).JSON(body)
+	return writeError(c, ae)
 }
 
 // publicMessage is the message of an error fasthttp raised while it read a

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/eodata/eo/push"
 )
 
 var updateExamples = flag.Bool("update-examples", false,
@@ -89,7 +91,7 @@ var sampleURL = regexp.MustCompile(`"\$API_BASE(/v1/[^"]+)"`)
 // contract and curl and Python samples; the curl sample's request, sent to
 // the fixture server, succeeds.
 func TestOpenAPIExamplesAndSamples(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	ts := ls.testServer
 	if *updateExamples {
 		writeExamples(t, ts) // the checks below read the compiled-in contract: run again

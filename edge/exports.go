@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/view"
 )
 
@@ -113,7 +113,7 @@ func (s *Server) getExport(c *fiber.Ctx) error {
 			name, c.Params("game"))
 	}
 	t := m.Exports[i]
-	if p, ok := s.o.Store.(publish.Presigner); ok {
+	if p, ok := s.o.Snapshots.Store.(store.Presigner); ok {
 		u, err := p.PresignGet(c.UserContext(), publish.TableKey(m.ID, t.File), exportURLExpiry)
 		if err == nil {
 			s.metrics.exports.WithLabelValues(t.Name, "presigned").Inc()
@@ -176,18 +176,4 @@ func (s *Server) streamExport(c *fiber.Ctx, m view.Meta, t view.ExportTable) err
 	s.metrics.exports.WithLabelValues(t.Name, "streamed").Inc()
 	s.metrics.exportBytes.Add(float64(t.Bytes))
 	return nil
-}
-
-// warmPresign signs one URL of the served snapshot at load time, so that
-// the S3 client learns the bucket's region (one call to the store, when
-// EO_S3_REGION is unset) outside any request: a request's presign is then
-// a signature only.
-func (s *Server) warmPresign(ctx context.Context, m publish.Manifest) {
-	p, ok := s.o.Store.(publish.Presigner)
-	if !ok || len(m.Tables) == 0 {
-		return
-	}
-	if _, err := p.PresignGet(ctx, publish.TableKey(m.SnapshotID, m.Tables[0].File), exportURLExpiry); err != nil {
-		s.log.Warn("export links: presign failed; exports are streamed from this instance until it works", "err", err)
-	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/publish"
 )
 

@@ -39,6 +39,19 @@ func CheckOf(h access.Health) Check {
 	return c
 }
 
+// stateCheck is the check of a dependency whose state reports its problem
+// ("" when it has none) and since when.
+func stateCheck(required bool, state func() (problem string, since time.Time)) HealthCheck {
+	return func() Check {
+		problem, since := state()
+		c := Check{OK: problem == "", Required: required, Since: since.UTC().Format(time.RFC3339)}
+		if problem != "" {
+			c.Error = &problem
+		}
+		return c
+	}
+}
+
 // healthChecks are /ready's checks: Options.Health, the edge's own "snapshot" (required: a
 // snapshot is served) and "store" (not required: the store answers and the
 // served snapshot is its newest good one), with a feed configured
@@ -46,10 +59,10 @@ func CheckOf(h access.Health) Check {
 // metering is on, "counters": the counters backend's cached health.
 func (s *Server) healthChecks() map[string]HealthCheck {
 	checks := make(map[string]HealthCheck, len(s.o.Health)+3)
-	checks["snapshot"] = s.state.snapshotCheck
-	checks["store"] = func() Check { return s.state.storeCheck(s.fromCache.Load()) }
-	if s.live != nil && s.live.o.Feed != nil {
-		checks["live_feed"] = s.feed.check
+	checks["snapshot"] = stateCheck(true, s.snaps.SnapshotState)
+	checks["store"] = stateCheck(false, s.snaps.StoreState)
+	if s.push.HasFeed() {
+		checks["live_feed"] = stateCheck(false, s.push.FeedState)
 	}
 	for name, f := range s.o.Health {
 		checks[name] = f
@@ -75,11 +88,7 @@ type readyBody struct {
 	Status string           `json:"status"`
 	Checks map[string]Check `json:"checks"`
 	// Error is the API's error envelope, present with the 503.
-	Error *struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id"`
-	} `json:"error,omitempty"`
+	Error *errorFields `json:"error,omitempty"`
 }
 
 // readinessHandler answers /ready, the readiness probe a load balancer
@@ -116,12 +125,8 @@ func (s *Server) readinessHandler() fiber.Handler {
 		if len(failing) == 0 {
 			return c.JSON(body)
 		}
-		body.Error = &struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			RequestID string `json:"request_id"`
-		}{Code: "unavailable", Message: "a dependency the edge cannot serve without is failing: " + strings.Join(failing, "; "),
-			RequestID: requestID(c)}
+		body.Error = &errorFields{Code: "unavailable", Message: "a dependency the edge cannot serve without is failing: " +
+			strings.Join(failing, "; "), RequestID: requestID(c)}
 		return c.Status(fiber.StatusServiceUnavailable).JSON(body)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // healthOf reads /ready: its status code and the counters check.
@@ -103,7 +103,7 @@ func TestEmbeddedWriteFailureDegradesHealth(t *testing.T) {
 	acct, _ := ms.keys.CreateAccount("acme", 0)
 	key, _, _ := ms.keys.CreateKey(acct.ID, access.PlanInternal)
 	for i := 0; i < 3000; i++ {
-		e.Record(context.Background(), access.UsageEvent{Time: fixtureNow, KeyID: "k", AccountID: acct.ID, Endpoint: "GET /x",
+		_ = e.Record(context.Background(), access.UsageEvent{Time: fixtureNow, KeyID: "k", AccountID: acct.ID, Endpoint: "GET /x",
 			Status: 200, RequestID: fmt.Sprintf("%032x", i)})
 	}
 	eventually(t, 5*time.Second, "/ready degraded", func() bool {

@@ -22,7 +22,7 @@ func listenTestServer(t *testing.T, ts *testServer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ts.App().Listener(ln)
+	go func() { _ = ts.App().Listener(ln) }()
 	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
 	return ln.Addr().String()
 }
@@ -36,7 +36,7 @@ func rawExchange(t *testing.T, addr, req string) []*http.Response {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	go func() { _, _ = io.WriteString(conn, req) }()
 	br := bufio.NewReader(conn)
 	var out []*http.Response

@@ -11,7 +11,8 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/importer"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 )
 
 // Imported real data (eo import) lacks values the synthetic feed always has:
@@ -28,7 +29,7 @@ var importerExcerpt = map[string]string{
 
 // importedServer lands the excerpt of source into st, runs the pipeline and
 // serves the snapshot at now.
-func importedServer(t *testing.T, st *publish.Local, source string, now time.Time) *testServer {
+func importedServer(t *testing.T, st *store.Local, source string, now time.Time) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := importer.Read(source, filepath.Join("..", "importer", "testdata", importerExcerpt[source]))
@@ -42,9 +43,9 @@ func importedServer(t *testing.T, st *publish.Local, source string, now time.Tim
 		t.Fatal(err)
 	}
 	ts := &testServer{store: st, now: now}
-	srv, err := New(Options{Store: st, Auth: &testAuth{keys: map[string]access.Principal{
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: &testAuth{keys: map[string]access.Principal{
 		goodKey: {KeyID: "k1", AccountID: "a1", Plan: "standard", Display: "eo_live_…0001"},
-	}}, CacheDir: t.TempDir(), CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
+	}}, CursorSecret: []byte("test-secret"), Now: func() time.Time { return ts.now }, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestImportedNullsServedAsNull(t *testing.T) {
 // board ranks the imported teams with region null; a region filter matches
 // none of them.
 func TestImportedRankingRegionNull(t *testing.T) {
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestImportedRankingRegionNull(t *testing.T) {
 func TestImportedDatasetsConform(t *testing.T) {
 	for _, source := range []string{"csgo2015", "cs2-2024", "cs2-2026"} {
 		t.Run(source, func(t *testing.T) {
-			st, err := publish.NewLocal(t.TempDir())
+			st, err := store.NewLocal(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 )
 
@@ -124,7 +125,7 @@ func nanos(t time.Time) time.Time {
 // pipeline), checks that REST and the WebSocket agree and that REST never
 // contradicts itself.
 func TestLiveReplayEndToEnd(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	ctx := context.Background()
 	m, up := liveMatchOf(t, ls)
 	id := m.ID.String()
@@ -316,7 +317,7 @@ func TestLiveReplayEndToEnd(t *testing.T) {
 	}
 	mapDone := false
 	for i, b := range batches {
-		ls.live.tracker.Apply(b)
+		ls.Push().Tracker().Apply(b)
 		landed = append(landed, b...)
 		barrier(t, c, sentinel, mt, ot, st, seq)
 		check(fmt.Sprintf("after batch %d of %d", i+1, len(batches)))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 )
 
 // settlement matches the two fields only the pipeline sets (README, "Live
@@ -28,7 +29,7 @@ var settlement = regexp.MustCompile(`"is_winner":[a-z]+,"is_closing":[a-z]+`)
 // price of a map-2 series was a last bit off.
 func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		ls := newLiveServer(t, LiveOptions{})
+		ls := newLiveServer(t, push.Options{})
 		m, up := liveMatchOf(t, ls)
 		var evs []live.Event
 		for _, r := range replayRounds(t, up, seed) {
@@ -51,7 +52,7 @@ func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 		cut := len(feed) / 2
 		for _, part := range [][]live.Event{feed[:cut], feed[cut:]} {
 			for i := range part {
-				ls.live.tracker.Apply(part[i : i+1])
+				ls.Push().Tracker().Apply(part[i : i+1])
 			}
 			before := ls.get(t, path).body
 			landAndSwap(t, ls, part, fixtureNow.Add(2*time.Hour))
@@ -87,7 +88,7 @@ func TestShuffledFeedAgreesWithTheNextSnapshot(t *testing.T) {
 // at once, keeps it across a swap to a snapshot that does not hold it yet,
 // and the swap to the one that does changes nothing.
 func TestSameInstantCorrectionShowsLive(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	at := fixtureNow.Add(time.Hour).UTC()
 	first := live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0), ChangedAt: at}
@@ -98,7 +99,7 @@ func TestSameInstantCorrectionShowsLive(t *testing.T) {
 	}
 	fix := first
 	fix.ScoreB = intp(1)
-	ls.live.tracker.Apply([]live.Event{fix})
+	ls.Push().Tracker().Apply([]live.Event{fix})
 	before := ls.get(t, path).body
 	if !bytes.Contains(before, []byte(`"score_a":1,"score_b":1`)) {
 		t.Fatalf("the correction at the same instant is not shown live: %s", before)

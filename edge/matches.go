@@ -63,7 +63,7 @@ func (s *Server) listMatches(c *fiber.Ctx) error {
 			f.Has |= flag
 		}
 	}
-	limit := parseLimit(c, limMatches)
+	limit := parseLimit(c)
 	after, err := s.decodeCursor(c, "matches", view.MatchSorts.Def, view.MatchSorts.Def)
 	if err != nil {
 		return err

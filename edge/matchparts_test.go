@@ -25,7 +25,7 @@ func TestMatchPartsEqualPartsRenderedAtLoad(t *testing.T) {
 	if got := cur.MatchPartsSource(); got != tables.MatchPartsTable {
 		t.Fatalf("the published snapshot's parts came from %q, want the pipeline's %s table", got, tables.MatchPartsTable)
 	}
-	dir := filepath.Join(ts.cacheRoot(), cur.ID)
+	dir := cur.Meta.Dir
 	meta := cur.Meta
 	meta.Tables = slices.DeleteFunc(slices.Clone(meta.Tables), func(n string) bool { return n == tables.MatchPartsTable })
 	rendered, err := view.Load(context.Background(), dir, meta)
@@ -73,7 +73,7 @@ func TestCorruptMatchPartsFailTheLoad(t *testing.T) {
 	ts := newTestServer(t)
 	cur := ts.Current()
 	dir := t.TempDir()
-	src := filepath.Join(ts.cacheRoot(), cur.ID)
+	src := cur.Meta.Dir
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}

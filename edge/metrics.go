@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,29 +10,18 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/eodata/eo/internal/scrape"
-	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/view"
 )
 
 // metrics are the operator metrics served at /metrics in Prometheus text
 // format (client_golang: a well-kept exposition implementation).
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	snapInfo  *prometheus.GaugeVec
-	snapAge   prometheus.GaugeFunc
-	createdAt atomic.Int64 // the served snapshot's creation, unix nanoseconds (0: none)
-	reloads   prometheus.Counter
-	rejected  prometheus.Counter
-	// fetched counts the bytes of fetched snapshots' tables by where they
-	// came from (publish.FetchStats): the store, or a snapshot already in
-	// the local cache.
-	fetched *prometheus.CounterVec
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
 	// exports counts the files handed over by /exports/{table}, by table
 	// and how (edge/exports.go); exportBytes the bytes streamed.
 	exports     *prometheus.CounterVec
@@ -73,24 +61,8 @@ func newMetrics() *metrics {
 		Name: "eo_http_request_duration_seconds", Help: "HTTP request latency by route, of one request in 8 chosen at random (eo_http_requests_total counts every request).",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"route"})
-	m.snapInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "eo_snapshot_info", Help: "The snapshot being served (value 1), by id and pipeline version.",
-	}, []string{"snapshot_id", "pipeline_version", "schema_version"})
-	m.snapAge = scrape.Gauge("eo_snapshot_age_seconds", "Seconds since the served snapshot was created.", func() float64 {
-		ns := m.createdAt.Load()
-		if ns == 0 {
-			return 0
-		}
-		return time.Since(time.Unix(0, ns)).Seconds()
-	})
-	m.reloads = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "eo_snapshot_reload_failures_total", Help: "Snapshot reloads that failed (the last good snapshot kept serving).",
-	})
-	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "eo_snapshot_rejected_total", Help: "Snapshots rejected as corrupt although their checksums matched (not served, removed from the local cache).",
-	})
 	m.reg.MustRegister(
-		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (edge/pagecache.go).", scrape.Float(m.pageCacheHits.Load)),
+		scrape.Counter("eo_page_cache_hits_total", "List requests answered from the served view's page cache (package pagecache).", scrape.Float(m.pageCacheHits.Load)),
 		scrape.Counter("eo_page_cache_misses_total", "Cacheable list requests assembled from the view (the first of their page on a view).", scrape.Float(m.pageCacheMisses.Load)))
 	for _, src := range []struct {
 		name string
@@ -109,11 +81,8 @@ func newMetrics() *metrics {
 	m.exportBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eo_export_streamed_bytes_total", Help: "Bytes of export files streamed by this instance (not the presigned ones).",
 	})
-	m.fetched = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "eo_snapshot_fetch_bytes_total", Help: "Bytes of the fetched snapshots' tables, by source: store (downloaded), cache (the same bytes linked from a snapshot already cached: an incremental run changes a few tables).",
-	}, []string{"source"})
-	m.reg.MustRegister(m.requests, m.latency, m.snapInfo, m.snapAge, m.reloads, m.rejected, m.fetched, m.exports, m.exportBytes,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.requests, m.latency, m.exports, m.exportBytes,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -124,13 +93,6 @@ func (m *metrics) registerConns(open func() float64, max int) {
 		scrape.Gauge("eo_http_connections_max", "HTTP connections served at once; one more is answered 503 and closed.", func() float64 { return float64(max) }),
 		scrape.Counter("eo_accept_errors_total", "Failed accepts (out of file descriptors, ...); the listener backs off and retries.", scrape.Float(m.acceptErrs.Load)),
 	)
-}
-
-// registerChanges exports the size of the live changes /changes serves
-// (edge/changes_live.go), read through held when scraped.
-func (m *metrics) registerChanges(held func() int64) {
-	m.reg.MustRegister(scrape.Gauge("eo_changes_live_entries", "Live changes (matches and odds, the latest of each) held on this instance for /changes.",
-		func() float64 { return float64(held()) }))
 }
 
 // changesServed counts the entries of a /changes page.
@@ -144,79 +106,10 @@ func (m *metrics) changesServed(es []changeEntry) {
 	}
 }
 
-// registerLive exports the live path's counters (read when scraped).
-func (m *metrics) registerLive(stats func() LiveStats, version func() float64) {
-	m.reg.MustRegister(
-		scrape.Counter("eo_live_events_total", "Live feed events applied to the served view.", func() float64 { return float64(stats().Events) }),
-		scrape.Counter("eo_live_events_dropped_total", "Live feed events for matches the snapshot does not know.", func() float64 { return float64(stats().DroppedEvents) }),
-		scrape.Counter("eo_live_lines_withheld_total", "Live eo_market lines not served because they count fewer books than the snapshot's line of their series (the edge has not seen every book price since it started, or an instant's prices arrived in two batches and this was the first); the snapshot's line is served meanwhile.", func() float64 { return float64(stats().WithheldLines) }),
-		scrape.Gauge("eo_live_matches", "Matches with live state or odds lines newer than the served snapshot.", func() float64 { return float64(stats().OverlayMatches) }),
-		scrape.Gauge("eo_live_view_version", "Changes (live batches, snapshot swaps) applied to the served view since start.", version),
-		scrape.Gauge("eo_ws_connections", "WebSocket connections open on this instance.", func() float64 { return float64(stats().Connections) }),
-	)
-	for _, why := range slices.Concat(live.RejectReasons, live.PriceRejectReasons) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_live_events_rejected_total", Help: "Live score and price events (reason \"map: …\": a finished map of a score event) refused because the next pipeline run would quarantine what they land as, by the pipeline's reason.",
-			ConstLabels: prometheus.Labels{"reason": why},
-		}, func() float64 { return float64(stats().RejectedEvents[why]) }))
-	}
-}
-
-// registerWS exports the WebSocket channel's counters (edge/ws.go), read
-// through ws when scraped (tests replace the live state after New).
-func (m *metrics) registerWS(ws func() *wsStats, hist func() live.HistoryStats) {
-	m.reg.MustRegister(
-		scrape.Counter("eo_ws_resume_updates_total", "Held updates sent to clients that resumed a subscription with since_seq.", func() float64 { return float64(ws().replayed.Load()) }),
-		scrape.Gauge("eo_ws_resume_buffer_targets", "Targets with updates held on this instance for clients that resume.", func() float64 { return float64(hist().Targets) }),
-		scrape.Gauge("eo_ws_resume_buffer_frames", "Update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Frames) }),
-		scrape.Gauge("eo_ws_resume_buffer_bytes", "Bytes of the update frames held on this instance for clients that resume.", func() float64 { return float64(hist().Bytes) }),
-		scrape.Counter("eo_ws_connections_total", "WebSocket connections admitted on this instance (past the per-key cap).", func() float64 { return float64(ws().accepted.Load()) }),
-		scrape.Counter("eo_ws_frames_dropped_total", "Frames not queued because the connection's send queue was full (the connection is then cut off as a slow consumer).", func() float64 { return float64(ws().dropped.Load()) }),
-		scrape.Counter("eo_ws_slow_consumer_closes_total", "WebSocket connections cut off as slow consumers.", func() float64 { return float64(ws().slowCloses.Load()) }),
-		scrape.Counter("eo_ws_revoked_key_closes_total", "WebSocket connections closed because their key was revoked or expired.", func() float64 { return float64(ws().revokedCloses.Load()) }),
-		scrape.Gauge("eo_ws_subscriptions", "Subscriptions (connection, target) held by the open WebSocket connections.", func() float64 { return float64(ws().subs.Load()) }),
-	)
-	for k := range numFrameKinds {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_frames_sent_total", Help: "Frames written to WebSocket clients, by type.",
-			ConstLabels: prometheus.Labels{"type": frameKindNames[k]},
-		}, func() float64 { return float64(ws().sent[k].Load()) }))
-	}
-	for i, outcome := range resumeOutcomes {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_resumes_total", Help: "Subscribes with since_seq, by outcome: replayed (every update after since_seq was held and sent), resync (a snapshot frame with resync true).",
-			ConstLabels: prometheus.Labels{"outcome": outcome},
-		}, func() float64 { return float64(ws().resumes[i].Load()) }))
-	}
-	for i, reason := range refuseReasons {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "eo_ws_connections_refused_total", Help: "WebSocket handshakes refused after the upgrade, by reason: connection_limit (the key's cap), unavailable (the connection leases could not be reached).",
-			ConstLabels: prometheus.Labels{"reason": reason},
-		}, func() float64 { return float64(ws().refused[i].Load()) }))
-	}
-}
-
-func (m *metrics) snapshotLoaded(s *view.Snapshot) {
-	m.snapInfo.Reset()
-	m.snapInfo.WithLabelValues(s.ID, s.Meta.PipelineVersion, strconv.Itoa(s.Meta.SchemaVersion)).Set(1)
-	m.createdAt.Store(s.CreatedAt.UnixNano())
-}
-
-func (m *metrics) reloadFailed() { m.reloads.Inc() }
-
-func (m *metrics) snapshotRejected() { m.rejected.Inc() }
-
-// snapshotFetched counts a fetch's bytes by where they came from.
-func (m *metrics) snapshotFetched(st publish.FetchStats) {
-	m.fetched.WithLabelValues("store").Add(float64(st.Downloaded))
-	m.fetched.WithLabelValues("cache").Add(float64(st.Reused))
-}
-
-// latencySample: one request in latencySample has its latency observed.
-// A histogram's counts are shared by every core, and observing each
-// request's latency made them the most contended memory of a request
-// (about 6 % of a metered request's CPU with two cores serving); a
-// uniform sample keeps the distribution and its quantiles.
+// latencySample: one request in latencySample has its latency observed. A
+// histogram's counts are shared by every core, and observing every request
+// made them the most contended memory of a request; a uniform sample keeps
+// the distribution and its quantiles.
 const latencySample = 8
 
 // sampled reports whether this request's latency is to be observed.

@@ -1,10 +1,12 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,17 +204,14 @@ func (s *Server) meterMiddleware(endpoint string, drawQuota bool) fiber.Handler 
 	}
 }
 
-// writeError writes ae's error envelope (as the error handler does) without
-// logging it.
+// writeError writes ae's error envelope without logging it. Errors
+// fasthttp raises before any middleware (431 headers too large, 413 body
+// too large, 408 read timeout) get their request id here.
 func writeError(c *fiber.Ctx, ae *APIError) error {
-	var body errorBody
-	body.Error.Code = ae.Code
-	body.Error.Message = ae.Message
-	body.Error.RequestID = requestID(c)
 	if ae.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
 	}
-	return c.Status(ae.Status).JSON(body)
+	return c.Status(ae.Status).JSON(errorBody{errorFields{ae.Code, ae.Message, requestState(c).id}})
 }
 
 var errSandboxScope = apiErr(fiber.StatusForbidden, "sandbox_scope", "a sandbox key reads only the sample tournaments and their matches")
@@ -331,3 +330,110 @@ var decisionHeaderNames = func() [len(access.DecisionHeaders)][]byte {
 	}
 	return out
 }()
+
+// requestMiddleware assigns the request id (header and error bodies share
+// it), picks the view the request reads (one atomic load: every part of the
+// response comes from the same instant) and records metrics.
+func (s *Server) requestMiddleware(c *fiber.Ctx) error {
+	// The server reads the clock as it hands the request over; a request
+	// run without a server (tests) reads it here.
+	start := c.Context().Time()
+	if start.IsZero() {
+		start = time.Now()
+	}
+	st := requestState(c) // the request id, in the header and in error bodies
+	if smuggled(c) {
+		// RFC 9112 §6.1: a request with both framings may be a smuggling
+		// attempt; reject it and close the connection, so bytes after its
+		// chunked body are never read as another request.
+		c.Context().SetConnectionClose()
+		err := s.app.Config().ErrorHandler(c, badParam("a request may not carry both Content-Length and Transfer-Encoding"))
+		s.finished(c, st, "unmatched", start)
+		return err
+	}
+	v := s.view.Load()
+	if cv := c.Query("cursor"); cv != "" && v != nil {
+		// A cursor minted on a snapshot swapped out since continues on
+		// this one by key; the page says so.
+		s.cursors.WithSnapshot(cv, func(snap []byte) {
+			if string(snap) != v.ID() {
+				c.Set(HeaderCursorContinued, "true")
+			}
+		})
+	}
+	st.view = v
+	err := s.nextRecovering(c)
+	if err != nil {
+		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
+			c.Status(fiber.StatusInternalServerError)
+		}
+	}
+	finishWire(c) // edge/wire.go: ETag, 304, Cache-Control, compression
+	route := "unmatched"
+	if r := c.Route(); r != nil && (r.Path != "/" || c.Locals(staticKey) != nil) { // "/": the console, or the middleware
+		route = r.Path
+	}
+	s.finished(c, st, route, start)
+	releaseState(c, st)
+	return nil
+}
+
+// finished records a request whose response is complete: its metrics and,
+// when on, its access log line.
+func (s *Server) finished(c *fiber.Ctx, st *reqState, route string, start time.Time) {
+	timed := sampled()
+	var d time.Duration
+	if timed || s.o.AccessLog != nil {
+		d = time.Since(start)
+	}
+	s.metrics.observe(route, c.Response().StatusCode(), timed, d)
+	if s.o.AccessLog != nil {
+		s.logAccess(c, st, route, d)
+	}
+}
+
+func (s *Server) gameMiddleware(c *fiber.Ctx) error {
+	if !Games[c.Params("game")] {
+		return apiErr(fiber.StatusNotFound, "unknown_game", "game %q is not onboarded", c.Params("game"))
+	}
+	if viewOf(c) == nil {
+		return apiErr(fiber.StatusServiceUnavailable, "unavailable", "no snapshot loaded yet")
+	}
+	return c.Next()
+}
+
+// smuggled reports a request framed by both Transfer-Encoding and
+// Content-Length. fasthttp frames it by the chunked encoding and then
+// rewrites both headers to the body it read, so the raw header block is
+// scanned (a few lines, no allocation).
+func smuggled(c *fiber.Ctx) bool {
+	raw := c.Request().Header.RawHeaders()
+	var te, cl bool
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		te = te || hasHeaderName(line, "transfer-encoding:")
+		cl = cl || hasHeaderName(line, "content-length:")
+	}
+	return te && cl
+}
+
+func hasHeaderName(line []byte, name string) bool {
+	return len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name))
+}
+
+// nextRecovering runs the rest of the request's handlers, turning a panic
+// into the internal_error envelope.
+func (s *Server) nextRecovering(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic", "request_id", requestID(c), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))
+			err = &APIError{Status: fiber.StatusInternalServerError, Code: "internal_error", Message: "internal error"}
+		}
+	}()
+	return c.Next()
+}

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
+	"github.com/eodata/eo/snapshot"
 )
 
 // meteredServer is a test edge with real keys and a real counters backend.
@@ -42,7 +43,7 @@ func newMeteredServer(t testing.TB, ctr access.Counters, keys *access.Store, pla
 		plans = access.DefaultPlans()
 	}
 	ts := &testServer{store: st, now: fixtureNow}
-	srv, err := New(Options{Store: st, Auth: keys, CacheDir: t.TempDir(), CursorSecret: []byte("s"),
+	srv, err := New(Options{Snapshots: snapshot.Options{Store: st, CacheDir: t.TempDir()}, Auth: keys, CursorSecret: []byte("s"),
 		Now: clk.Now, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		CORSOrigins: []string{"https://app.example.com"},
 		Meter:       &access.Meter{C: ctr, Plans: plans, Accounts: keys, Now: clk.Now}})
@@ -207,7 +208,7 @@ func TestSandboxScope(t *testing.T) {
 		inSample[id] = true
 	}
 	other := anyMatch(t, s, func(m *Match) bool { return !inSample[m.ID] })
-	tourSlug := (*s.Tournament(sampleTour)).Slug
+	tourSlug := s.Tournament(sampleTour).Slug
 	allowed := []string{
 		"/v1/cs2/matches?tournament=" + sampleTour.String(),
 		"/v1/cs2/matches/" + sampleMatch.String(),

@@ -17,7 +17,7 @@ func (s *Server) listOdds(c *fiber.Ctx) error {
 	if source != "" && !view.OddsSources[source] {
 		return badParam("source must be eo_market or eo_model")
 	}
-	limit := parseLimit(c, limOdds)
+	limit := parseLimit(c)
 	v := viewOf(c)
 	if match == nil {
 		return sendList(c, v.OddsBulk(source, limit, s.o.Now()), nil)
@@ -45,5 +45,5 @@ func (s *Server) listClosing(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.sendPage(c, "odds_closing", viewOf(c).ClosingPage(f, after, parseLimit(c, limClosing)))
+	return s.sendPage(c, "odds_closing", viewOf(c).ClosingPage(f, after, parseLimit(c)))
 }

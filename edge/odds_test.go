@@ -84,13 +84,13 @@ func fieldOrder(t testing.TB, body []byte) []string {
 		t.Fatalf("no rows: %s", body)
 	}
 	dec := json.NewDecoder(bytes.NewReader(env.Data[0]))
-	dec.Token() // {
+	_, _ = dec.Token() // {
 	var keys []string
 	for dec.More() {
 		k, _ := dec.Token()
 		keys = append(keys, k.(string))
 		var skip json.RawMessage
-		dec.Decode(&skip)
+		_ = dec.Decode(&skip)
 	}
 	return keys
 }
@@ -248,7 +248,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 		}
 		if l.MatchID != nil {
 			mid, _ := ParseID(*l.MatchID)
-			if st := (*snap.MatchRow(mid)).Status; st == "scheduled" || st == "live" {
+			if st := snap.MatchRow(mid).Status; st == "scheduled" || st == "live" {
 				open++
 			}
 		}
@@ -262,7 +262,7 @@ func TestOddsSnapshotOnlyOpenMarkets(t *testing.T) {
 			continue
 		}
 		id, _ := ParseID(*row.MatchID)
-		if st := (*snap.MatchRow(id)).Status; st != "scheduled" && st != "live" {
+		if st := snap.MatchRow(id).Status; st != "scheduled" && st != "live" {
 			t.Errorf("snapshot holds a line of a %s match", st)
 		}
 	}
@@ -454,7 +454,7 @@ func TestOddsNoBookLeaks(t *testing.T) {
 	root := ts.store.Dir()
 	// The raw area does carry the books (so this test is not vacuous).
 	rawHit := false
-	filepath.WalkDir(filepath.Join(root, "raw"), func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(root, "raw"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, "books.ndjson") {
 			b, _ := os.ReadFile(p)
 			rawHit = rawHit || bytes.Contains(b, []byte("Ravenwager"))
@@ -538,7 +538,7 @@ func benchOdds(b *testing.B, path func(s *Snapshot) string) {
 		b.Fatalf("%s: %v %v", p, resp.StatusCode, err)
 	}
 	var body bytes.Buffer
-	body.ReadFrom(resp.Body)
+	_, _ = body.ReadFrom(resp.Body)
 	fixed := body.Bytes()
 	bare := bareFiber(fixed)
 	for _, c := range []struct {

@@ -22,7 +22,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
@@ -43,7 +44,7 @@ func (oapiAuth) Authenticate(_ context.Context, key string) (access.Principal, e
 // newOAPIServer builds a server with no snapshot loaded (New does not load).
 func newOAPIServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := New(Options{Store: publish.NewMemory(), Auth: oapiAuth{}, CacheDir: t.TempDir(),
+	s, err := New(Options{Snapshots: snapshot.Options{Store: store.NewMemory(), CacheDir: t.TempDir()}, Auth: oapiAuth{},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

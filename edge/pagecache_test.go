@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/live"
-	"github.com/zeebo/xxh3"
+	"github.com/eodata/eo/push"
 )
 
 // TestPageCache: a list page asked a third time on the same view is
@@ -18,7 +18,7 @@ import (
 // query is a miss; a live change makes a new view whose pages are assembled afresh,
 // so the next request after the WebSocket update shows the change.
 func TestPageCache(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	hits := func() uint64 { return ls.metrics.pageCacheHits.Load() }
 	misses := func() uint64 { return ls.metrics.pageCacheMisses.Load() }
@@ -26,7 +26,7 @@ func TestPageCache(t *testing.T) {
 	const list = "/v1/cs2/matches?status=scheduled&limit=200"
 	h0, m0 := hits(), misses()
 	a := ls.get(t, list)
-	if pc := ls.pages.Load(); pc == nil || pc.slots[xxh3.HashString(list)%pageCacheSlots].Load() != nil {
+	if pc := ls.pages.For(ls.View(), ls.View()); pc == nil || pc.Get([]byte(list), 0) != nil {
 		t.Fatal("a page was stored the first time it was asked")
 	}
 	ls.get(t, list)
@@ -61,7 +61,7 @@ func TestPageCache(t *testing.T) {
 	c.send(map[string]string{"type": "subscribe", "target": mt})
 	c.expect("subscribed", mt)
 	c.expect("snapshot", mt)
-	ls.feed.Publish(context.Background(), live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
+	_ = ls.feed.Publish(context.Background(), live.Event{Kind: live.KindScore, MatchID: up, Status: "live",
 		ScoreA: intp(0), ScoreB: intp(0), ChangedAt: fixtureNow.Add(time.Hour).UTC()})
 	c.expect("update", mt)
 	after := ls.get(t, list)
@@ -171,7 +171,7 @@ func TestPageCacheFollowsTheClock(t *testing.T) {
 // kept or not, reads the same as one built on the new view without the
 // cache.
 func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	var other *Match
 	for i := range ls.snap().Matches() {
@@ -220,12 +220,11 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 
 	// The cache is direct-mapped: a URI whose slot a later one took is not
 	// cached, and can't be kept.
+	pc := ls.pages.For(ls.View(), ls.View())
 	stored := map[string]bool{}
-	pc := ls.pages.Load()
-	for i := range pc.slots {
-		if e := pc.slots[i].Load(); e != nil {
-			stored[strings.ReplaceAll(e.uri, "%2C", ",")] = true // as the test client sends it
-		}
+	for _, uri := range kept {
+		// As the test client sends it.
+		stored[uri] = pc.Get([]byte(uri), 0) != nil || pc.Get([]byte(strings.ReplaceAll(uri, ",", "%2C")), 0) != nil
 	}
 	n := 0
 	for _, uri := range kept {
@@ -248,7 +247,7 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 	}
 	ctx := context.Background()
 	at := fixtureNow.Add(time.Hour).UTC()
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(0), ScoreB: intp(0),
 		LiveState: json.RawMessage(`{"map_number":1,"map_name":"de_nuke","round":2,"rounds_a":1,"rounds_b":0,"side_a":"ct"}`),
 		ChangedAt: at})
 	c.expect("update", mt)
@@ -256,7 +255,7 @@ func TestPageCacheKeepsWhatLiveLeaves(t *testing.T) {
 		book, outcome string
 		price         float64
 	}{{"bk-01", "home", 1.60}, {"bk-01", "away", 2.40}, {"bk-02", "home", 1.55}, {"bk-02", "away", 2.50}} {
-		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, Market: "match_winner",
+		_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, Market: "match_winner",
 			Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
 	}
 	for {

@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,14 +63,17 @@ var routeParams = map[string][]string{
 	"/ws-token":                 nil,
 }
 
-// routeLimits are the page limits of the routes that take limit: a value
-// above the maximum is clamped (the spec's rule) and the response says so
-// in X-Limit-Clamped.
+// routeLimits are the page limits of the routes that take limit: the
+// default when limit is missing or nonsensical, and the maximum a larger
+// value is clamped to (the spec's rule; the response says so in
+// X-Limit-Clamped).
 var routeLimits = map[string]pageLimits{
-	"/matches": limMatches, "/teams": limTeams, "/players": limPlayers, "/tournaments": limTournaments,
-	"/odds": limOdds, "/odds/closing": limClosing, "/rankings": limRankings, "/changes": limChanges,
-	"/teams/:id/ratings": limRatings,
+	"/matches": {50, 200}, "/teams": {50, 200}, "/players": {50, 200}, "/tournaments": {50, 200},
+	"/odds": {100, 1000}, "/odds/closing": {100, 1000}, "/rankings": {100, 500}, "/changes": {100, 1000},
+	"/teams/:id/ratings": {100, 1000},
 }
+
+type pageLimits struct{ def, max int }
 
 // maxQueryParams bounds the parameters one request may carry: no route
 // takes more than eight, and a hostile query of thousands is refused
@@ -81,8 +85,9 @@ const maxQueryParams = 32
 const HeaderLimitClamped = "X-Limit-Clamped"
 
 // HeaderCursorContinued is set (to "true") on a page whose cursor was
-// minted on a snapshot the edge no longer keeps: the walk continues on the
-// newest snapshot by key, so rows may have been skipped or repeated.
+// minted on a snapshot swapped out since: the walk continues on the newest
+// snapshot by key, so a row whose sort value changed in between may have
+// been skipped or repeated.
 const HeaderCursorContinued = "X-Cursor-Continued"
 
 // checkParams is the strict-parameter check of the route at path (a key of
@@ -99,6 +104,7 @@ func (s *Server) checkParams(path string) fiber.Handler {
 		list = strings.Join(accepted, ", ") + " (and apiKey)"
 	}
 	return func(c *fiber.Ctx) error {
+		requestState(c).limits = lim // parseLimit's
 		args := c.Context().QueryArgs()
 		if args.Len() == 0 {
 			return c.Next()
@@ -169,7 +175,7 @@ func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string
 	switch {
 	case name == "apiKey":
 		return nil
-	case !contains(accepted, k):
+	case !slices.Contains(accepted, name):
 		return badParam("unknown parameter %q; this endpoint accepts %s", k, list)
 	case countArg(args, k) > 1:
 		return badParam("parameter %q is given more than once; give it once (a comma-separated list where it takes several values)", k)
@@ -177,15 +183,6 @@ func checkParam(args *fasthttp.Args, k, v []byte, path string, accepted []string
 		return badParam("parameter %q is empty; give a value or leave it out", k)
 	}
 	return nil
-}
-
-func contains(names []string, k []byte) bool {
-	for _, n := range names {
-		if n == string(k) {
-			return true
-		}
-	}
-	return false
 }
 
 func countArg(args *fasthttp.Args, k []byte) int {
@@ -296,4 +293,44 @@ func readSets(c *fiber.Ctx, ps ...setParam) error {
 		}
 	}
 	return nil
+}
+
+// parseLimit reads limit against the route's limits (routeLimits):
+// missing, non-numeric or below 1 gives the default; above the maximum is
+// clamped. Never an error.
+func parseLimit(c *fiber.Ctx) int {
+	l := requestState(c).limits
+	n, err := atoiLimit(c.Query("limit"))
+	if err != nil || n < 1 {
+		return l.def
+	}
+	if n > l.max {
+		return l.max
+	}
+	return n
+}
+
+// atoiLimit parses a limit value. A whole number too large for an int
+// (limit=99999999999999999999) is the largest int: above the maximum,
+// clamped like any other.
+func atoiLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && !strings.HasPrefix(v, "-") {
+		return math.MaxInt, nil
+	}
+	return n, err
+}
+
+// queryID parses an optional id query parameter (nil when absent, 400
+// when malformed).
+func queryID(c *fiber.Ctx, name string) (*tables.ID, error) {
+	v := c.Query(name)
+	if v == "" {
+		return nil, nil
+	}
+	id, ok := tables.ParseID(v)
+	if !ok {
+		return nil, badParam("%s must be a canonical lowercase UUID", name)
+	}
+	return &id, nil
 }

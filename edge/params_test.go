@@ -164,10 +164,10 @@ func TestLimitClampedHeader(t *testing.T) {
 	ts := newTestServer(t)
 	for range 3 { // the second request stores the page, the third is a cache hit
 		r := ts.get(t, "/v1/cs2/matches?limit=100000")
-		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(limMatches.max) {
-			t.Errorf("limit=100000: %s %q, want %d", HeaderLimitClamped, got, limMatches.max)
+		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(routeLimits["/matches"].max) {
+			t.Errorf("limit=100000: %s %q, want %d", HeaderLimitClamped, got, routeLimits["/matches"].max)
 		}
-		if n := len(r.data(t)); n > limMatches.max {
+		if n := len(r.data(t)); n > routeLimits["/matches"].max {
 			t.Errorf("limit=100000 gave %d rows", n)
 		}
 	}
@@ -176,8 +176,8 @@ func TestLimitClampedHeader(t *testing.T) {
 	const small = "/v1/cs2/matches?status=live&limit=100000"
 	h0 := ts.metrics.pageCacheHits.Load()
 	for range 3 {
-		if got := ts.get(t, small).header.Get(HeaderLimitClamped); got != fmt.Sprint(limMatches.max) {
-			t.Errorf("%s: %s %q, want %d", small, HeaderLimitClamped, got, limMatches.max)
+		if got := ts.get(t, small).header.Get(HeaderLimitClamped); got != fmt.Sprint(routeLimits["/matches"].max) {
+			t.Errorf("%s: %s %q, want %d", small, HeaderLimitClamped, got, routeLimits["/matches"].max)
 		}
 	}
 	if ts.metrics.pageCacheHits.Load() == h0 {
@@ -191,12 +191,12 @@ func TestLimitClampedHeader(t *testing.T) {
 	// Past what an int holds: clamped, not the default page.
 	for _, big := range []string{"9223372036854775808", "99999999999999999999"} {
 		r := ts.get(t, "/v1/cs2/teams?limit="+big)
-		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(limTeams.max) || len(r.data(t)) <= limTeams.def {
+		if got := r.header.Get(HeaderLimitClamped); got != fmt.Sprint(routeLimits["/teams"].max) || len(r.data(t)) <= routeLimits["/teams"].def {
 			t.Errorf("teams limit=%s: %s %q and %d rows, want %d and more than the default %d", big, HeaderLimitClamped,
-				got, len(r.data(t)), limTeams.max, limTeams.def)
+				got, len(r.data(t)), routeLimits["/teams"].max, routeLimits["/teams"].def)
 		}
 	}
-	if got := ts.get(t, "/v1/cs2/odds?limit=5000").header.Get(HeaderLimitClamped); got != fmt.Sprint(limOdds.max) {
+	if got := ts.get(t, "/v1/cs2/odds?limit=5000").header.Get(HeaderLimitClamped); got != fmt.Sprint(routeLimits["/odds"].max) {
 		t.Errorf("odds limit=5000: %s %q", HeaderLimitClamped, got)
 	}
 }

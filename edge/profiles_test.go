@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/publish"
 )
 
@@ -68,7 +68,8 @@ var profileTables = []string{"player_map_summaries", "player_summaries", "team_m
 // player summary is the empty one, and the edge logs a warning naming the
 // missing tables. The fixture's own snapshot lacks no table the view reads.
 func TestProfilesOfAnOlderSnapshot(t *testing.T) {
-	ts := newTestServer(t)
+	logs := &proctest.Buffer{}
+	ts := testServerOf(t, fixtureStore(t), func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	if miss := ts.Current().MissingTables(); len(miss) > 0 {
 		t.Fatalf("the pipeline does not publish tables the view reads: %v", miss)
 	}
@@ -85,8 +86,6 @@ func TestProfilesOfAnOlderSnapshot(t *testing.T) {
 		}
 	}
 	old := ts.publishNext(t, files)
-	logs := &proctest.Buffer{}
-	ts.log = slog.New(slog.NewTextHandler(logs, nil))
 	if err := ts.Load(context.Background()); err != nil {
 		t.Fatalf("loading a snapshot without the profile tables: %v", err)
 	}

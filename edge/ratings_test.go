@@ -156,7 +156,7 @@ func TestRosterHistoryEndpoint(t *testing.T) {
 		}
 	}
 	// Slug addressing works, unknown team is 404, a team without history is [].
-	slug := (*snap.Team(mustID(t, best))).Slug
+	slug := snap.Team(mustID(t, best)).Slug
 	if got := ts.get(t, "/v1/cs2/teams/"+slug+"/roster-history").data(t); len(got) != n {
 		t.Errorf("by slug: %d rows", len(got))
 	}

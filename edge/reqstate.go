@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/pagecache"
 	"github.com/eodata/eo/view"
 )
 
@@ -33,12 +34,14 @@ type reqState struct {
 	// page is the page cache's entry the body came from or went to:
 	// finishWire takes its tag (no hashing again) and its compressed
 	// forms (each coding compressed once per page, not per request).
-	page *cachedPage
+	page *pagecache.Page
 	// cache is the page cache's outcome (cacheNone, cacheHit, cacheMiss),
 	// for the access log.
 	cache uint8
 	// hdr are the request headers every request reads.
 	hdr reqHeaders
+	// limits are the route's page limits (checkParams).
+	limits pageLimits
 }
 
 // reqHeaders are the request headers the edge reads on every request,
@@ -103,10 +106,8 @@ var (
 // to be unique, not unguessable. fasthttp numbers connections per process,
 // so the pair is unique within the process, and the prefix, drawn at start,
 // tells processes and hosts apart (48 random bits). No state is shared
-// between cores. Random ids (two draws of the runtime's ChaCha8 source a
-// request) did not compress: the usage export's request_id column took 15
-// of a file's 17 bytes an event; these take about 1 (BenchmarkExportUsage:
-// 17.2 against 2.1 bytes an event, and a tenth less time).
+// between cores, and the ids compress in the usage export, where random
+// ones took most of its bytes.
 func assignedID(conn, num uint64) (b [16]byte) {
 	copy(b[:6], idPrefix[:])
 	for i := range 5 {

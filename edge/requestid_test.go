@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 )
 
 // A client's X-Request-Id is the request's id when it is 1-128 characters

@@ -30,7 +30,7 @@ func (s *Server) decodeCursor(c *fiber.Ctx, kind, spec, def string) (*view.Key, 
 	if v == "" {
 		return nil, nil
 	}
-	cur, ok := s.cursors.decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
+	cur, ok := s.cursors.Decode(v, kind, spec, def, filterHash(c.Context().QueryArgs()))
 	if !ok {
 		return nil, errBadCursor
 	}
@@ -56,7 +56,7 @@ func (s *Server) listTeams(c *fiber.Ctx) error {
 	if f.Region, err = anyOf(c, "region", enumRegion); err != nil {
 		return err
 	}
-	return s.sendPage(c, "teams", viewOf(c).TeamPage(f, spec, after, parseLimit(c, limTeams)))
+	return s.sendPage(c, "teams", viewOf(c).TeamPage(f, spec, after, parseLimit(c)))
 }
 
 func (s *Server) getTeam(c *fiber.Ctx) error {
@@ -86,7 +86,7 @@ func (s *Server) ratingHistory(c *fiber.Ctx) error {
 	if after != nil && after.ID != id {
 		return errBadCursor
 	}
-	return s.sendPage(c, "ratings", v.RatingPage(id, after, parseLimit(c, limRatings)))
+	return s.sendPage(c, "ratings", v.RatingPage(id, after, parseLimit(c)))
 }
 
 func (s *Server) teamProfile(c *fiber.Ctx) error {
@@ -157,7 +157,7 @@ func (s *Server) listPlayers(c *fiber.Ctx) error {
 			f.IDs[id] = true
 		}
 	}
-	return s.sendPage(c, "players", viewOf(c).PlayerPage(f, spec, after, parseLimit(c, limPlayers)))
+	return s.sendPage(c, "players", viewOf(c).PlayerPage(f, spec, after, parseLimit(c)))
 }
 
 func (s *Server) getPlayer(c *fiber.Ctx) error {
@@ -191,7 +191,7 @@ func (s *Server) listTournaments(c *fiber.Ctx) error {
 		}
 		f.Year = y
 	}
-	return s.sendPage(c, "tournaments", viewOf(c).TournamentPage(f, s.o.Now(), after, parseLimit(c, limTournaments)))
+	return s.sendPage(c, "tournaments", viewOf(c).TournamentPage(f, s.o.Now(), after, parseLimit(c)))
 }
 
 func (s *Server) getTournament(c *fiber.Ctx) error {
@@ -230,7 +230,7 @@ func (s *Server) listRankings(c *fiber.Ctx) error {
 	if len(include) > 0 && typ != "team" {
 		return badParam("include=rating_history is for the team board (type=team): players have no rating history")
 	}
-	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c, limRankings), len(include) > 0), nil)
+	return sendList(c, viewOf(c).Rankings(typ, region, role, spec, parseLimit(c), len(include) > 0), nil)
 }
 
 func (s *Server) coverage(c *fiber.Ctx) error { return sendJSON(c, viewOf(c).Coverage()) }

@@ -9,6 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 	"github.com/zeebo/xxh3"
+
+	"github.com/eodata/eo/pagecache"
 )
 
 // The wire: what every data response carries besides its JSON (edge/
@@ -30,7 +32,7 @@ import (
 //     br, then gzip); bodies under compressMin bytes are sent as they are.
 //     Vary: Accept-Encoding on every such response. A body is compressed
 //     once: the contract and the docs at start (staticBody), a page of the
-//     page cache by the first request for each coding (cachedPage.enc),
+//     page cache by the first request for each coding (pagecache.Page.Enc),
 //     others per request with a pooled encoder.
 
 // compressMin is the smallest body worth compressing: below about a kilobyte
@@ -48,6 +50,12 @@ const (
 	zstdCoding
 	brCoding
 	gzipCoding
+)
+
+// A cached page keeps a compressed form a coding (identity's slot unused).
+var (
+	_ [pagecache.Codings - len(codings) - 1]struct{}
+	_ [len(codings) + 1 - pagecache.Codings]struct{}
 )
 
 // codings in the server's order of preference.
@@ -159,7 +167,7 @@ func finishWire(c *fiber.Ctx) {
 	case static != nil:
 		base = append(tag[:0], static.base...)
 	case page != nil:
-		base = append(tag[:0], page.etag...)
+		base = append(tag[:0], page.ETag...)
 	default:
 		base = strconv.AppendUint(append(tag[:0], '"'), xxh3.Hash(body), 36)
 	}
@@ -179,14 +187,14 @@ func finishWire(c *fiber.Ctx) {
 		resp.SetBodyRaw(static.encoded(cd)) // shared, never written to
 		resp.Header.Set(fiber.HeaderContentEncoding, codingName(cd))
 	case page != nil:
-		if enc := page.enc[cd].Load(); enc != nil {
+		if enc := page.Enc[cd].Load(); enc != nil {
 			resp.SetBodyRaw(*enc) // shared, never written to
 			resp.Header.Set(fiber.HeaderContentEncoding, codingName(cd))
 			return
 		}
 		compress(resp, cd, body)
 		enc := bytes.Clone(resp.Body())
-		page.enc[cd].Store(&enc) // two requests racing store equal bytes
+		page.Enc[cd].Store(&enc) // two requests racing store equal bytes
 	default:
 		compress(resp, cd, body)
 	}
@@ -207,9 +215,8 @@ const staticKey = "wire_static"
 // staticBody is a body that never changes while the process runs (the
 // contract, the docs page): its tag is computed once, and each coding's
 // compressed form once, on first use, at a high level (gzip and zstd best,
-// brotli's default: its best takes seconds on the 2.7 MB docs page). Per
-// request, that page would cost milliseconds of CPU a hit, on a route that
-// needs no key.
+// brotli's default: its best takes seconds on the docs page), rather than
+// per request on a route that needs no key.
 type staticBody struct {
 	body []byte
 	base string // `"` + hash, as finishWire's tag base
@@ -217,12 +224,8 @@ type staticBody struct {
 	enc  [len(codings) + 1][]byte
 }
 
-// etagBase is a body's tag before its coding suffix and closing quote: `"`
-// and the body's xxh3 in base 36.
-func etagBase(b []byte) string { return `"` + strconv.FormatUint(xxh3.Hash(b), 36) }
-
 func newStaticBody(b []byte) *staticBody {
-	return &staticBody{body: b, base: etagBase(b)}
+	return &staticBody{body: b, base: pagecache.ETag(b)}
 }
 
 func (sb *staticBody) encoded(cd coding) []byte {

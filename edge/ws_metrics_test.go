@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-
 	"github.com/fasthttp/websocket"
+
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/push"
 )
 
 // waitMetrics reads /metrics until every series has its value (a frame is
@@ -37,7 +38,7 @@ func waitMetrics(t *testing.T, ts *testServer, want map[string]float64) {
 // A real client's connection, subscriptions and frames show on /metrics:
 // connections open and admitted, subscriptions held, frames by type.
 func TestWSMetrics(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, _ := liveMatchOf(t, ls)
 	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
 	sent := func(typ string) string { return `eo_ws_frames_sent_total{type="` + typ + `"}` }
@@ -54,7 +55,7 @@ func TestWSMetrics(t *testing.T) {
 	}
 	c.send(map[string]string{"type": "subscribe", "target": "match:nope"})
 	c.expect("error", "match:nope")
-	ls.Server.live.hub.Broadcast(mt, []byte(`{"type":"update","target":"`+mt+`","seq":1,"data":{}}`))
+	ls.Push().Hub().Broadcast(mt, push.Frame([]byte(`{"type":"update","target":"`+mt+`","seq":1,"data":{}}`)))
 	c.expect("update", mt)
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_connections": 1, "eo_ws_connections_total": 1,
 		"eo_ws_subscriptions": 2, sent("subscribed"): 2, sent("snapshot"): 2, sent("error"): 1, sent("update"): 1,
@@ -64,7 +65,7 @@ func TestWSMetrics(t *testing.T) {
 	c.expect("unsubscribed", ot)
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_subscriptions": 1, sent("unsubscribed"): 1})
 
-	c.c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	_ = c.c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	c.c.Close()
 	waitMetrics(t, ls.testServer, map[string]float64{"eo_ws_connections": 0, "eo_ws_connections_total": 1,
 		"eo_ws_subscriptions": 0, "eo_ws_frames_dropped_total": 0, "eo_ws_slow_consumer_closes_total": 0})

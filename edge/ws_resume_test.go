@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/view"
 )
 
 // appliedSeq is the feed position the server's view has applied.
 func appliedSeq(ls *liveServer) uint64 {
 	var p live.Position
-	ls.view.Hold(func(*view.View) { p = ls.live.tracker.Position() })
+	ls.view.Hold(func(*view.View) { p = ls.Push().Tracker().Position() })
 	return p.Seq
 }
 
@@ -139,7 +140,7 @@ func rounds(evs []live.Event) [][]live.Event {
 // buffer it gets a snapshot frame with resync true, equal to REST; ahead of
 // the server too.
 func TestWSResumeEndToEnd(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{ResumeBuffer: 20})
+	ls := newLiveServer(t, push.Options{ResumeBuffer: 20})
 	m, up := liveMatchOf(t, ls)
 	id := m.ID.String()
 	mt, ot := "match:"+id, "odds:"+id
@@ -203,7 +204,7 @@ func TestWSResumeEndToEnd(t *testing.T) {
 	replayed(t, "live after the resume", got, wantRaw)
 
 	// Past the buffer: more than 20 updates of each target missed.
-	nm, no = lastSeq(got, mt, nm), lastSeq(got, ot, no)
+	nm = lastSeq(got, mt, nm)
 	c2.c.Close()
 	play(rs[12:36])
 	missed = drain(t, obs, sentinel)

@@ -16,14 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-
 	"github.com/fasthttp/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
+	"github.com/eodata/eo/push"
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/view"
 )
@@ -36,25 +36,31 @@ type liveServer struct {
 	feed live.Feed
 }
 
-func newLiveServer(t testing.TB, o LiveOptions) *liveServer {
+func newLiveServer(t testing.TB, o push.Options) *liveServer {
 	t.Helper()
-	ts := newTestServer(t)
 	if o.Feed == nil {
 		o.Feed = live.NewMemoryFeed()
 	}
-	ts.Server.live = newLiveState(ts.Server, o)
+	ts := testServerOf(t, fixtureStore(t), func(lo *Options) { lo.Live = o })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := ts.RunLive(ctx); err != nil {
+	if err := ts.Push().RunLive(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return &liveServer{testServer: ts, addr: listen(t, ts), feed: o.Feed}
+}
+
+// listen serves ts's app on a loopback port until the test ends and
+// returns its address.
+func listen(t testing.TB, ts *testServer) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ts.App().Listener(ln)
+	go func() { _ = ts.App().Listener(ln) }()
 	t.Cleanup(func() { _ = ts.App().ShutdownWithTimeout(2 * time.Second) })
-	return &liveServer{testServer: ts, addr: ln.Addr().String(), feed: o.Feed}
+	return ln.Addr().String()
 }
 
 // mint mints a ticket through the app (auth, contract check) and returns it.
@@ -223,7 +229,7 @@ func sentinelOf(ls *liveServer, m *Match) string {
 }
 
 func TestWSTicketSingleUseAndExpiry(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	tok := ls.mint(t, goodKey)
 	c, _, err := ls.dial(t, "token="+tok)
 	if err != nil {
@@ -272,13 +278,46 @@ func TestWSTicketSingleUseAndExpiry(t *testing.T) {
 	}
 }
 
+// The per-key cap is the key's plan's ws_connections (which EO_PLANS
+// overrides), not a number of the edge's own.
+func TestWSConnectionCapIsThePlans(t *testing.T) {
+	clk := &fakeClock{t: fixtureNow}
+	ctr, err := access.OpenEmbedded(t.TempDir()+"/counters.db", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctr.Close() })
+	keys := openTestKeys(t, clk)
+	plans := access.DefaultPlans()
+	std := plans[access.PlanStandard]
+	std.WSConnections = 2
+	plans[access.PlanStandard] = std
+	ms := newMeteredServer(t, ctr, keys, plans, clk)
+	ls := &liveServer{testServer: ms.testServer, addr: listen(t, ms.testServer)}
+	key := newTestKey(t, keys, access.PlanStandard)
+	var third *wsClient
+	for i := range 3 {
+		c, resp, err := ls.dial(t, "token="+ls.mint(t, key))
+		if err != nil {
+			t.Fatalf("dial %d: %v (%v)", i+1, err, resp)
+		}
+		if i < 2 {
+			waitFor(t, "the connection to be admitted", func() bool { return ls.Push().Stats().Connections == int64(i+1) })
+		}
+		third = c
+	}
+	if f, err := third.read(); err != nil || f.Type != "error" || f.Code != "connection_limit" {
+		t.Fatalf("a 3rd connection on a plan capped at 2: %+v %v", f, err)
+	}
+}
+
 func TestWSConnectionCap(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	var conns []*wsClient
 	for i := 0; i < 5; i++ {
 		conns = append(conns, ls.open(t))
 	}
-	waitFor(t, "5 connections", func() bool { return ls.LiveStats().Connections == 5 })
+	waitFor(t, "5 connections", func() bool { return ls.Push().Stats().Connections == 5 })
 	sixth := ls.open(t)
 	f, err := sixth.read()
 	if err != nil || f.Type != "error" || f.Code != "connection_limit" {
@@ -290,9 +329,9 @@ func TestWSConnectionCap(t *testing.T) {
 	waitMetrics(t, ls.testServer, map[string]float64{`eo_ws_connections_refused_total{reason="connection_limit"}`: 1,
 		"eo_ws_connections_total": 5, "eo_ws_connections": 5})
 	// The refused connection holds no slot; closing one frees a slot at once.
-	conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	_ = conns[0].c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	conns[0].c.Close()
-	waitFor(t, "the slot to be freed", func() bool { return ls.LiveStats().Connections == 4 })
+	waitFor(t, "the slot to be freed", func() bool { return ls.Push().Stats().Connections == 4 })
 	again := ls.open(t)
 	again.send(map[string]string{"type": "subscribe", "target": "match:" + ls.snap().Matches()[0].ID.String()})
 	again.expect("subscribed", "match:"+ls.snap().Matches()[0].ID.String())
@@ -315,10 +354,10 @@ const (
 )
 
 func TestWSPingTimeout(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{PingInterval: 40 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
+	ls := newLiveServer(t, push.Options{PingInterval: 40 * time.Millisecond, PongTimeout: 300 * time.Millisecond})
 	answering := ls.open(t)
 	silent := ls.open(t) // never reads, so never answers a ping
-	waitFor(t, "2 connections", func() bool { return ls.LiveStats().Connections == 2 })
+	waitFor(t, "2 connections", func() bool { return ls.Push().Stats().Connections == 2 })
 	// The answering client reads (its library answers pings while reading).
 	go func() {
 		for {
@@ -327,9 +366,9 @@ func TestWSPingTimeout(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "the silent client to be closed", func() bool { return ls.LiveStats().Connections == 1 })
+	waitFor(t, "the silent client to be closed", func() bool { return ls.Push().Stats().Connections == 1 })
 	time.Sleep(600 * time.Millisecond) // two time-outs later the answering client is still there
-	if n := ls.LiveStats().Connections; n != 1 {
+	if n := ls.Push().Stats().Connections; n != 1 {
 		t.Fatalf("connections %d, want the answering one", n)
 	}
 	if !silent.closed(2 * time.Second) {
@@ -338,7 +377,7 @@ func TestWSPingTimeout(t *testing.T) {
 }
 
 func TestWSSlowConsumer(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{WriteTimeout: 500 * time.Millisecond})
+	ls := newLiveServer(t, push.Options{WriteTimeout: 500 * time.Millisecond})
 	m, up := liveMatchOf(t, ls)
 	target := "match:" + m.ID.String()
 	fast := ls.open(t)
@@ -421,7 +460,7 @@ func TestWSSlowConsumer(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the fast client stalled")
 	}
-	waitFor(t, "the slow client to be cut off", func() bool { return ls.LiveStats().Connections == 1 })
+	waitFor(t, "the slow client to be cut off", func() bool { return ls.Push().Stats().Connections == 1 })
 	// The slow_consumer error frame is best effort: it queues behind
 	// megabytes the client never read, so it is not asserted here.
 }
@@ -429,7 +468,7 @@ func TestWSSlowConsumer(t *testing.T) {
 func intp(v int) *int { return &v }
 
 func TestWSEndToEnd(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	m, up := liveMatchOf(t, ls)
 	mt, ot := "match:"+m.ID.String(), "odds:"+m.ID.String()
 	c := ls.open(t)
@@ -475,7 +514,7 @@ func TestWSEndToEnd(t *testing.T) {
 	// A score change.
 	ctx := context.Background()
 	at := fixtureNow.Add(time.Hour).UTC()
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(0),
 		LiveState: json.RawMessage(`{"map_number":2,"map_name":"de_nuke","round":4,"rounds_a":3,"rounds_b":0,"side_a":"ct"}`),
 		Maps:      []live.MapScore{{MapNumber: 1, MapName: "de_mirage", ScoreA: 13, ScoreB: 7, Done: true}, {MapNumber: 2, MapName: "de_nuke", ScoreA: 3}},
 		ChangedAt: at.Add(123456789 * time.Nanosecond)})
@@ -504,13 +543,13 @@ func TestWSEndToEnd(t *testing.T) {
 	// A score the pipeline would quarantine (a live series cannot stand at
 	// 9:0 in any format) changes nothing: no frame (the price updates
 	// below come first), REST keeps 1:0, and it is counted by reason.
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(9), ScoreB: intp(0),
 		ChangedAt: at.Add(time.Second)})
 
 	// A price the pipeline would quarantine (a draw in a two-way market)
 	// is not in the line: the de-vigged prices below are those of the
 	// home and away prices alone.
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: "bk-01", Market: "match_winner",
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: "bk-01", Market: "match_winner",
 		Outcome: "draw", Price: 3.2, CapturedAt: at.Add(time.Second)})
 
 	// Price changes: two contributors pricing both legs publish a line.
@@ -519,7 +558,7 @@ func TestWSEndToEnd(t *testing.T) {
 		price                 float64
 	}{{"bk-01", "", "home", 1.60}, {"bk-01", "", "away", 2.40}, {"bk-06", "bk-01", "home", 1.60},
 		{"bk-02", "", "home", 1.55}, {"bk-02", "", "away", 2.50}} {
-		ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
+		_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindPrice, MatchID: up, Book: p.book, CopiesBook: p.copies,
 			Market: "match_winner", Outcome: p.outcome, Price: p.price, CapturedAt: at.Add(time.Second)})
 	}
 	// The first lines also flip the match's data_available.odds: its
@@ -567,7 +606,7 @@ func TestWSEndToEnd(t *testing.T) {
 	var page struct {
 		Data []view.OddsLine `json:"data"`
 	}
-	json.Unmarshal(r.body, &page)
+	_ = json.Unmarshal(r.body, &page)
 	if r.status != 200 || len(page.Data) < 2 || page.Data[0].BookCount == nil || len(page.Data) > 3 {
 		t.Fatalf("/odds?match= without the live lines: %s", r.body)
 	}
@@ -579,7 +618,7 @@ func TestWSEndToEnd(t *testing.T) {
 	// Unsubscribe stops the updates.
 	c.send(map[string]string{"type": "unsubscribe", "target": mt})
 	c.expect("unsubscribed", mt)
-	ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
+	_ = ls.feed.Publish(ctx, live.Event{Kind: live.KindScore, MatchID: up, Status: "live", ScoreA: intp(1), ScoreB: intp(1), ChangedAt: at.Add(time.Minute)})
 	c.send(map[string]string{"type": "subscribe", "target": ot})
 	c.expect("subscribed", ot) // not an update of mt in between
 }
@@ -593,9 +632,9 @@ func abs(x float64) float64 {
 
 // redisLive is the live path of an instance sharing rc's Redis with the
 // others: feed, tickets and connection leases.
-func redisLive(rc *redis.Client) LiveOptions {
-	return LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-		Limiter: &live.RedisLimiter{Client: rc}}
+func redisLive(rc *redis.Client) push.Options {
+	return push.Options{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+		Limiter: &push.RedisLimiter{Client: rc}}
 }
 
 func TestWSRedisFanOut(t *testing.T) {
@@ -649,7 +688,7 @@ func TestWSRedisFanOut(t *testing.T) {
 // The metering rules of the ticket mint (the lead's middleware): sandbox keys
 // get 403 sandbox_scope, and a mint draws a bucket token but no quota.
 func TestWSTicketMetering(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{})
+	ls := newLiveServer(t, push.Options{})
 	counters, err := access.OpenEmbedded(filepath.Join(t.TempDir(), "counters.db"), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -698,7 +737,7 @@ func (noAccounts) GetAccount(id string) (access.Account, error) {
 // then a close frame (1008, reason slow_consumer), not a dropped
 // connection: the frames queued before it still arrive in order.
 func TestSlowConsumerGetsACloseFrame(t *testing.T) {
-	ls := newLiveServer(t, LiveOptions{SendQueue: 8})
+	ls := newLiveServer(t, push.Options{SendQueue: 8})
 	m, _ := liveMatchOf(t, ls)
 	target := "match:" + m.ID.String()
 	c := ls.open(t)
@@ -709,9 +748,9 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 	// overflow on "subscribed" and "snapshot" alone). Frames pushed
 	// faster than the writer drains it overflow it within a few (each
 	// write takes a system call).
-	frame := []byte(`{"type":"update","target":"` + target + `","data":{}}`)
-	for i := 0; i < 1_000_000 && ls.Server.live.hub.Broadcast(target, frame) > 0; i++ {
-		if !ls.Server.live.hub.Has(target) {
+	frame := push.Frame([]byte(`{"type":"update","target":"` + target + `","data":{}}`))
+	for i := 0; i < 1_000_000 && ls.Push().Hub().Broadcast(target, frame) > 0; i++ {
+		if !ls.Push().Hub().Has(target) {
 			break
 		}
 	}
@@ -750,7 +789,7 @@ func TestSlowConsumerGetsACloseFrame(t *testing.T) {
 // for its own requests, whatever the queue size).
 func TestUnpacedSubscribesPastTheCap(t *testing.T) {
 	const limit, frames = 5, 2000
-	ls := newLiveServer(t, LiveOptions{MaxSubscriptions: limit, SendQueue: 8})
+	ls := newLiveServer(t, push.Options{MaxSubscriptions: limit, SendQueue: 8})
 	var targets []string
 	for _, m := range ls.snap().Matches()[:10] {
 		targets = append(targets, "match:"+m.ID.String(), "odds:"+m.ID.String())
@@ -810,10 +849,10 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 		300*time.Millisecond, 300*time.Millisecond
 	proxied := redis.NewClient(opt)
 	defer proxied.Close()
-	ls := newLiveServer(t, LiveOptions{Feed: &live.RedisFeed{Client: proxied, Idle: 200 * time.Millisecond}})
+	ls := newLiveServer(t, push.Options{Feed: &live.RedisFeed{Client: proxied, Idle: 200 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go ls.Server.keepLive(ctx, true)
+	ls.Push().Start(ctx)
 	m, up := liveMatchOf(t, ls)
 	pub := &live.RedisFeed{Client: direct}
 	scoreShows := func(a int, at time.Time) {
@@ -831,11 +870,11 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	}
 	scoreShows(0, fixtureNow.Add(time.Hour))
 	link.Blackhole()
-	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.live.tracker.Running() }) {
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Push().Tracker().Running() }) {
 		t.Fatal("the subscription over the silent link never ended")
 	}
 	// /ready's live_feed fails while the live path is not subscribed.
-	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !ls.Server.feed.check().OK }) {
+	if !proctest.Within(10*time.Second, 20*time.Millisecond, func() bool { return !readyCheck(t, ls.Server, "live_feed").OK }) {
 		t.Fatal("live_feed stayed ok while the subscription was down")
 	}
 	time.Sleep(2 * time.Second) // attempts through the silent link fail
@@ -852,7 +891,7 @@ func TestLivePathSubscribesAgainAfterASilentLink(t *testing.T) {
 	}) {
 		t.Fatal("the live path never subscribed again: REST never showed the score published after the link came back")
 	}
-	if c := ls.Server.feed.check(); !c.OK || c.Required {
+	if c := readyCheck(t, ls.Server, "live_feed"); !c.OK || c.Required {
 		t.Fatalf("live_feed after the link came back: %+v", c)
 	}
 }

@@ -50,8 +50,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // Sources are the accepted --source values.
@@ -177,7 +177,7 @@ func Read(source, path string) (*Dataset, error) {
 
 // Land writes the dataset as ONE raw batch (source "import:<source>") and
 // lands it in the store. Files are staged under tmpDir ("" = system default).
-func Land(ctx context.Context, st publish.Store, ds *Dataset, tmpDir string, now time.Time) (raw.BatchManifest, error) {
+func Land(ctx context.Context, st store.Store, ds *Dataset, tmpDir string, now time.Time) (raw.BatchManifest, error) {
 	b, err := raw.NewBatch(tmpDir, "import:"+ds.Source, now)
 	if err != nil {
 		return raw.BatchManifest{}, err

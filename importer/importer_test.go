@@ -13,10 +13,11 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -27,14 +28,14 @@ func (noAuth) Authenticate(context.Context, string) (access.Principal, error) {
 	return access.Principal{}, access.ErrInvalidKey
 }
 
-// snapshot lands the dataset in a temp store, runs the real pipeline and
+// landAndLoad lands the dataset in a temp store, runs the real pipeline and
 // publish, checks the edge can load the snapshot, and returns a DuckDB
 // connection with one view per published table.
-func snapshot(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
+func landAndLoad(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func snapshot(t *testing.T, ds *Dataset) (*sql.DB, pipelines.Report) {
 		t.Fatal(err)
 	}
 	// eo serve's loader reads the published snapshot
-	srv, err := edge.New(edge.Options{Store: st, Auth: noAuth{}, CacheDir: filepath.Join(dir, "cache"),
+	srv, err := edge.New(edge.Options{Snapshots: snapshot.Options{Store: st, CacheDir: filepath.Join(dir, "cache")}, Auth: noAuth{},
 		CursorSecret: []byte("x"), Now: func() time.Time { return now }, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestCSGO2015(t *testing.T) {
 	if len(ds.Matches) != 12 || ds.Skipped["drawn match (best-of-two 1-1 or a tied single map): the contract has no draw"] != 1 {
 		t.Fatalf("matches %d, skipped %v", len(ds.Matches), ds.Skipped)
 	}
-	db, rep := snapshot(t, ds)
+	db, rep := landAndLoad(t, ds)
 	noQuarantine(t, rep)
 	wantCounts(t, db,
 		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 12},
@@ -151,7 +152,7 @@ func TestCS22024(t *testing.T) {
 	if ds.Notes["duplicate hltv_match_id across the enhanced files (de-duplicated)"] != 2 {
 		t.Errorf("notes %v", ds.Notes)
 	}
-	db, rep := snapshot(t, ds)
+	db, rep := landAndLoad(t, ds)
 	noQuarantine(t, rep)
 	wantCounts(t, db,
 		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 7},
@@ -177,7 +178,7 @@ func TestCS22026(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, rep := snapshot(t, ds)
+	db, rep := landAndLoad(t, ds)
 	noQuarantine(t, rep)
 	wantCounts(t, db,
 		countCheck{"completed matches", `SELECT count(*) FROM matches WHERE status = 'completed'`, 5},
@@ -261,7 +262,7 @@ func TestImportedTimesAreEstimates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			db, rep := snapshot(t, ds)
+			db, rep := landAndLoad(t, ds)
 			noQuarantine(t, rep)
 			n := one[int](t, db, `SELECT count(*) FROM matches WHERE status = 'completed'`)
 			wantCounts(t, db,

@@ -207,61 +207,58 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 	}
 	defer lock.Close()
 	ctx = context.WithValue(ctx, lockKey{}, lock)
-	st := r.o.Pipeline.Store
-	log := r.o.Pipeline.Logger
 	r.compact(ctx)
-	batches, skipped, err := raw.ScanBatches(ctx, st)
-	if err != nil {
-		return Result{}, err
-	}
-	if len(batches) == 0 && len(skipped) == 0 {
-		return Result{Skipped: true}, pipelines.ErrNoBatches
-	}
-	if !r.o.Force {
-		var ids []string
-		for _, b := range batches {
-			ids = append(ids, b.Lineage()...)
-		}
-		_, cur, err := publish.LoadLatest(ctx, st)
-		if err == nil && cur.Extra[batchesKey] == batchFingerprint(ids, skipped) {
-			log.Info("no new raw batch since the current snapshot; skipping", "snapshot", cur.SnapshotID)
-			return Result{Skipped: true, Manifest: cur}, nil
-		}
+	if res, done, err := r.nothingNew(ctx); done {
+		return res, err
 	}
 	rep, err := r.o.Exec(ctx, r.o.Pipeline)
 	if err != nil {
 		return Result{Report: rep}, err
 	}
+	return r.publishRun(ctx, rep)
+}
+
+// nothingNew reports, done true, a run with nothing to do: no raw batch
+// at all, or (unless Force) none since the current snapshot.
+func (r *Runner) nothingNew(ctx context.Context) (res Result, done bool, err error) {
+	st := r.o.Pipeline.Store
+	batches, skipped, err := raw.ScanBatches(ctx, st)
+	if err != nil {
+		return Result{}, true, err
+	}
+	if len(batches) == 0 && len(skipped) == 0 {
+		return Result{Skipped: true}, true, pipelines.ErrNoBatches
+	}
+	if r.o.Force {
+		return Result{}, false, nil
+	}
+	var ids []string
+	for _, b := range batches {
+		ids = append(ids, b.Lineage()...)
+	}
+	_, cur, err := publish.LoadLatest(ctx, st)
+	if err == nil && cur.Extra[batchesKey] == batchFingerprint(ids, skipped) {
+		r.o.Pipeline.Logger.Info("no new raw batch since the current snapshot; skipping", "snapshot", cur.SnapshotID)
+		return Result{Skipped: true, Manifest: cur}, true, nil
+	}
+	return Result{}, false, nil
+}
+
+// publishRun publishes what run rep exported, unless a snapshot published
+// while it ran holds all it read (it is superseded), and cleans the
+// snapshots past retention.
+func (r *Runner) publishRun(ctx context.Context, rep pipelines.Report) (Result, error) {
+	st, log := r.o.Pipeline.Store, r.o.Pipeline.Logger
 	// The snapshot records the batches this run read (a batch that landed
 	// since the listing above is in it, and not run again next time).
 	fp := batchFingerprint(rep.Lineage, rep.SkippedBatches)
 	// Checked before the upload (nothing to upload when it is superseded
 	// already) and again as the pointer moves (PublishIf: another
 	// publisher may have moved it in between).
-	guard := func(cur *publish.Manifest) error {
-		if cur == nil || !cur.CreatedAt.After(rep.StartedAt) {
-			return nil
-		}
-		if missing := unread(cur.Extra[batchesKey], fp); missing != "" {
-			return &supersededError{by: *cur, batch: missing}
-		}
-		if cur.Extra[batchesKey] == fp {
-			return &supersededError{by: *cur}
-		}
-		return nil
-	}
-	superseded := func(err error) (Result, error) {
-		var se *supersededError
-		if !errors.As(err, &se) {
-			return Result{}, err
-		}
-		log.Warn("run superseded: a snapshot published while it ran holds all it read; not published",
-			"snapshot", se.by.SnapshotID, "why", se.Error(), "run", rep.RunID)
-		return Result{Skipped: true, Report: rep, Manifest: se.by}, nil
-	}
+	guard := supersededGuard(rep, fp)
 	if _, cur, err := publish.LoadLatest(ctx, st); err == nil {
 		if err := guard(&cur); err != nil {
-			return superseded(err)
+			return r.superseded(err, rep)
 		}
 	}
 	now := r.o.Now().UTC()
@@ -273,9 +270,9 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		RawContractVersion: raw.ContractVersion,
 		Extra:              map[string]string{batchesKey: fp, "run_id": rep.RunID, "run_mode": rep.Mode},
 	}
-	m, err = publish.PublishIf(ctx, st, m, rep.Tables, guard)
+	m, err := publish.PublishIf(ctx, st, m, rep.Tables, guard)
 	if err != nil {
-		if res, serr := superseded(err); serr == nil {
+		if res, serr := r.superseded(err, rep); serr == nil {
 			return res, nil
 		}
 		return Result{Report: rep}, fmt.Errorf("jobs: publish: %w", err)
@@ -293,6 +290,35 @@ func (r *Runner) runOnce(ctx context.Context) (Result, error) {
 		r.o.Published(res)
 	}
 	return res, nil
+}
+
+// supersededGuard refuses to publish run rep (whose read batches fp names)
+// over a snapshot published after it started that read all it read.
+func supersededGuard(rep pipelines.Report, fp string) publish.Guard {
+	return func(cur *publish.Manifest) error {
+		if cur == nil || !cur.CreatedAt.After(rep.StartedAt) {
+			return nil
+		}
+		if missing := unread(cur.Extra[batchesKey], fp); missing != "" {
+			return &supersededError{by: *cur, batch: missing}
+		}
+		if cur.Extra[batchesKey] == fp {
+			return &supersededError{by: *cur}
+		}
+		return nil
+	}
+}
+
+// superseded is the result of run rep when err says it is superseded (it
+// is skipped, and says by which snapshot); any other err is returned.
+func (r *Runner) superseded(err error, rep pipelines.Report) (Result, error) {
+	var se *supersededError
+	if !errors.As(err, &se) {
+		return Result{}, err
+	}
+	r.o.Pipeline.Logger.Warn("run superseded: a snapshot published while it ran holds all it read; not published",
+		"snapshot", se.by.SnapshotID, "why", se.Error(), "run", rep.RunID)
+	return Result{Skipped: true, Report: rep, Manifest: se.by}, nil
 }
 
 // workLock is the file, in the pipeline's work folder, whose flock a run

@@ -14,25 +14,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // landFixture lands the pipeline's test fixture as one batch at at.
-func landFixture(t *testing.T, st publish.Store, at time.Time) {
+func landFixture(t *testing.T, st store.Store, at time.Time) {
 	t.Helper()
 	worldtest.LandDir(t, st, filepath.Join("..", "pipelines", "testdata", "fixture"), at, nil)
 }
 
-func newTestRunner(t *testing.T, st publish.Store) *Runner {
+func newTestRunner(t *testing.T, st store.Store) *Runner {
 	return NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}})
 }
 
 func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	r := newTestRunner(t, st)
 	if _, err := r.RunOnce(ctx); !errors.Is(err, pipelines.ErrNoBatches) {
 		t.Fatalf("empty store: got %v, want ErrNoBatches", err)
@@ -58,7 +59,7 @@ func TestRunOncePublishesThenSkipsUntilNewBatch(t *testing.T) {
 }
 
 func TestNeverTwoRunsAtOnce(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	r := newTestRunner(t, st)
 	r.mu.Lock() // a run in progress
@@ -80,7 +81,7 @@ func TestNeverTwoRunsAtOnce(t *testing.T) {
 // killed: an flock needs no clean-up), the next run publishes.
 func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	work := t.TempDir()
 	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: work}})
@@ -100,7 +101,7 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	kill := func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
+	kill := func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
 	defer kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -122,7 +123,7 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 		t.Fatalf("a refused run must not publish: %v", err)
 	}
 	kill()
-	holder.Wait()
+	_ = holder.Wait()
 	// The group's last process gone, the kernel drops the lock.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		lock, err := lockWork(work)
@@ -141,14 +142,14 @@ func TestNeverTwoRunsOnOneWorkFolder(t *testing.T) {
 }
 
 func TestScheduleRejectsBadSpec(t *testing.T) {
-	r := newTestRunner(t, publish.NewMemory())
+	r := newTestRunner(t, store.NewMemory())
 	if err := r.Schedule(context.Background(), "not a schedule"); err == nil {
 		t.Fatal("a bad cron spec must be an error")
 	}
 }
 
 func TestScheduleRuns(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	r := newTestRunner(t, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -176,10 +177,10 @@ func TestScheduleRuns(t *testing.T) {
 // tick, with nothing new landed, skips instead of re-running for it forever.
 func TestBadBatchManifestDoesNotBlockRuns(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	bad := "20250311T000000.000Z-0badba"
-	if err := publish.PutBytes(ctx, st, raw.BatchesPrefix+bad+"/"+raw.BatchManifestName, []byte(`{"batch_id":`)); err != nil {
+	if err := store.PutBytes(ctx, st, raw.BatchesPrefix+bad+"/"+raw.BatchManifestName, []byte(`{"batch_id":`)); err != nil {
 		t.Fatal(err)
 	}
 	r := newTestRunner(t, st)
@@ -199,12 +200,12 @@ func TestBadBatchManifestDoesNotBlockRuns(t *testing.T) {
 // landingStore lands a fixture batch right after the first listing of the
 // raw batches: between the runner's check and the pipeline's own listing.
 type landingStore struct {
-	publish.Store
+	store.Store
 	t      *testing.T
 	landed bool
 }
 
-func (s *landingStore) List(ctx context.Context, prefix string) ([]publish.ObjectInfo, error) {
+func (s *landingStore) List(ctx context.Context, prefix string) ([]store.ObjectInfo, error) {
 	objs, err := s.Store.List(ctx, prefix)
 	if prefix == raw.BatchesPrefix && !s.landed {
 		s.landed = true
@@ -217,7 +218,7 @@ func (s *landingStore) List(ctx context.Context, prefix string) ([]publish.Objec
 // after the runner's check is in the snapshot, so the next tick skips.
 func TestFingerprintIsTheBatchesTheRunRead(t *testing.T) {
 	ctx := context.Background()
-	mem := publish.NewMemory()
+	mem := store.NewMemory()
 	landFixture(t, mem, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	st := &landingStore{Store: mem, t: t}
 	r := newTestRunner(t, st)
@@ -240,7 +241,7 @@ func TestFingerprintIsTheBatchesTheRunRead(t *testing.T) {
 // does not make it stale, and the next run skips.
 func TestCompactionDoesNotTriggerARun(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	at := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
 	landFixture(t, st, at)
 	for i := 0; i < 3; i++ {
@@ -280,7 +281,7 @@ func TestCompactionDoesNotTriggerARun(t *testing.T) {
 // wantSuperseded fails the test unless res is a run that did not publish
 // because the snapshot the pointer names (the other runner's) superseded
 // it; it returns the pointer.
-func wantSuperseded(t *testing.T, st publish.Store, res Result) publish.Pointer {
+func wantSuperseded(t *testing.T, st store.Store, res Result) publish.Pointer {
 	t.Helper()
 	ptr, err := publish.ReadPointer(context.Background(), st)
 	if err != nil {
@@ -297,7 +298,7 @@ func wantSuperseded(t *testing.T, st publish.Store, res Result) publish.Pointer 
 // manifest is written through it: between a publish's upload and its
 // pointer move.
 type manifestHookStore struct {
-	publish.Store
+	store.Store
 	onManifest func()
 }
 
@@ -341,10 +342,10 @@ func TestRunDoesNotReplaceASnapshotOfTheSameBatches(t *testing.T) {
 // manifest is uploaded (its pointer not moved yet), another runner lands
 // a second batch (when land) and publishes. It returns the store and the
 // first runner's result.
-func raceAtUpload(t *testing.T, land bool) (publish.Store, Result) {
+func raceAtUpload(t *testing.T, land bool) (store.Store, Result) {
 	t.Helper()
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	other := newTestRunner(t, st)
 	hook := &manifestHookStore{Store: st}
@@ -365,7 +366,7 @@ func raceAtUpload(t *testing.T, land bool) (publish.Store, Result) {
 
 func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	other := newTestRunner(t, st)
 	slow := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()},
@@ -409,7 +410,7 @@ func TestRunDoesNotPublishOverANewerSnapshot(t *testing.T) {
 // publishes the same tables as a run never cut.
 func TestRunTimeoutCutsARunAnywhere(t *testing.T) {
 	ctx := context.Background()
-	ref := publish.NewMemory()
+	ref := store.NewMemory()
 	landFixture(t, ref, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	want, err := newTestRunner(t, ref).RunOnce(ctx)
 	if err != nil {
@@ -424,7 +425,7 @@ func TestRunTimeoutCutsARunAnywhere(t *testing.T) {
 	}
 	cut := 0
 	for _, limit := range []time.Duration{time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond} {
-		st := publish.NewMemory()
+		st := store.NewMemory()
 		landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 		o := Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, RunTimeout: limit}
 		_, err := NewRunner(o).RunOnce(ctx)

@@ -12,16 +12,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
-// gather reads collectors (scrape.Values).
+// gather reads collectors (proctest.Values).
 func gather(t *testing.T, cs []prometheus.Collector) map[string]float64 {
 	t.Helper()
-	m, err := scrape.Values(cs...)
+	m, err := proctest.Values(cs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func gather(t *testing.T, cs []prometheus.Collector) map[string]float64 {
 // publishFails fails every write under snapshots/ while on: the pipeline
 // runs, its publish fails.
 type publishFails struct {
-	publish.Store
+	store.Store
 	on atomic.Bool
 }
 
@@ -47,7 +47,7 @@ func (s *publishFails) Put(ctx context.Context, key string, r io.Reader, size in
 // failed one is timed but leaves them as the last success set them.
 func TestRunMetrics(t *testing.T) {
 	ctx := context.Background()
-	st := &publishFails{Store: publish.NewMemory()}
+	st := &publishFails{Store: store.NewMemory()}
 	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	r := NewRunner(Options{Pipeline: pipelines.Options{Store: st, WorkDir: t.TempDir()}, Now: func() time.Time { return at }})
 	if m := gather(t, r.Collectors()); m[`eo_pipeline_runs_total{outcome="ok"}`] != 0 ||
@@ -60,7 +60,7 @@ func TestRunMetrics(t *testing.T) {
 	landFixture(t, st, time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC))
 	// A batch with a broken _batch.json: quarantined as one _batch line.
 	bad := raw.BatchesPrefix + "20250311T000000.000Z-0badba/" + raw.BatchManifestName
-	if err := publish.PutBytes(ctx, st, bad, []byte(`{"batch_id":`)); err != nil {
+	if err := store.PutBytes(ctx, st, bad, []byte(`{"batch_id":`)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := r.RunOnce(ctx)
@@ -121,7 +121,7 @@ func sumReasons(reasons map[string]int) int {
 
 // A run refused because another is in progress is a skipped run.
 func TestBusyRunIsSkipped(t *testing.T) {
-	r := newTestRunner(t, publish.NewMemory())
+	r := newTestRunner(t, store.NewMemory())
 	r.mu.Lock()
 	_, err := r.RunOnce(context.Background())
 	r.mu.Unlock()

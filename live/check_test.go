@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // TestLiveChecksAgreeWithThePipeline lands hostile score events (scores
@@ -23,7 +23,7 @@ import (
 // REST and the WebSocket never show a score that no snapshot will hold.
 func TestLiveChecksAgreeWithThePipeline(t *testing.T) {
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	at := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
 	worldtest.LandDir(t, st, filepath.Join("..", "pipelines", "testdata", "fixture"), at, nil)
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -114,7 +114,7 @@ func TestLiveChecksAgreeWithThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pipeline's verdict on each line of the live batch.
-	b, err := publish.GetBytes(ctx, st, pipelines.QuarantinePrefix+rep.RunID+".ndjson")
+	b, err := store.GetBytes(ctx, st, pipelines.QuarantinePrefix+rep.RunID+".ndjson")
 	if err != nil {
 		t.Fatal(err)
 	}

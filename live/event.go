@@ -1,11 +1,10 @@
 // Package live owns the live path between the batch snapshots: the event
 // feed (in-process or Redis pub/sub, so every edge instance sees every
 // event), the Tracker that applies each batch of events to the served view
-// (view.Current), the per-target fan-out to WebSocket subscribers, the live
-// eo_market aggregator (the batch pipeline's rules, in Go), the shared
-// WebSocket tickets and connection leases, the writer that lands live events
-// in the raw area for the next pipeline run, and the local replay that
-// drives the embedded default.
+// (view.Current), the live eo_market aggregator (the batch pipeline's
+// rules, in Go), the writer that lands live events in the raw area for the
+// next pipeline run, and the local replay that drives the embedded
+// default. What the clients are pushed is package push's.
 //
 // Events are upstream-facing: they carry upstream ids (and, for prices, the
 // upstream book), exactly like raw records. The edge maps them to service ids

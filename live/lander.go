@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // Lander appends live events to the raw landing area, so the next pipeline
@@ -30,7 +30,7 @@ import (
 // them first.
 type Lander struct {
 	Feed  Feed
-	Store publish.Store
+	Store store.Store
 	// TmpDir stages batch files and holds the spool ("" = system default;
 	// give a folder that outlives the process to keep the spool across
 	// restarts).
@@ -293,7 +293,7 @@ func (l *Lander) land(ctx context.Context, recs []rawRec) error {
 
 // LandEvents lands events in the raw area as one batch, as a Lander does
 // (tests drive the live path without a lander's timer).
-func LandEvents(ctx context.Context, st publish.Store, tmpDir, source string, evs []Event, now time.Time) (raw.BatchManifest, error) {
+func LandEvents(ctx context.Context, st store.Store, tmpDir, source string, evs []Event, now time.Time) (raw.BatchManifest, error) {
 	var recs []rawRec
 	for _, ev := range evs {
 		recs = append(recs, rawRecords(ev)...)
@@ -301,7 +301,7 @@ func LandEvents(ctx context.Context, st publish.Store, tmpDir, source string, ev
 	return landRecords(ctx, st, tmpDir, source, recs, now)
 }
 
-func landRecords(ctx context.Context, st publish.Store, tmpDir, source string, recs []rawRec, now time.Time) (raw.BatchManifest, error) {
+func landRecords(ctx context.Context, st store.Store, tmpDir, source string, recs []rawRec, now time.Time) (raw.BatchManifest, error) {
 	b, err := raw.NewBatch(tmpDir, source, now)
 	if err != nil {
 		return raw.BatchManifest{}, err

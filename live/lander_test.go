@@ -15,17 +15,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // frozenStore is a store whose writes hang while it is frozen (a stopped
 // MinIO: the connection is accepted and nothing comes back) and then fail
 // with the caller's context.
 type frozenStore struct {
-	publish.Store
+	store.Store
 	mu     sync.Mutex
 	frozen chan struct{} // closed: thawed
 	down   atomic.Bool   // writes fail at once (a stopped server)
@@ -33,7 +33,7 @@ type frozenStore struct {
 }
 
 func newFrozenStore() *frozenStore {
-	return &frozenStore{Store: publish.NewMemory(), frozen: make(chan struct{})}
+	return &frozenStore{Store: store.NewMemory(), frozen: make(chan struct{})}
 }
 
 func (s *frozenStore) gate() chan struct{} {
@@ -65,7 +65,7 @@ func priceEvent(i int) live.Event {
 }
 
 // landedCaptures counts the price capture lines of every landed batch.
-func landedCaptures(t *testing.T, st publish.Store) int {
+func landedCaptures(t *testing.T, st store.Store) int {
 	t.Helper()
 	ctx := context.Background()
 	batches, err := raw.ListBatches(ctx, st)
@@ -214,7 +214,7 @@ func TestLanderSpoolSurvivesAKill(t *testing.T) {
 	}
 	child.Kill()
 
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func (f *subscriptions) Subscribe(context.Context) (<-chan live.Event, error) {
 func TestLanderCountsTheEventsItNeverReceived(t *testing.T) {
 	ev := func(seq uint64) live.Event { e := priceEvent(int(seq)); e.Seq = seq; return e }
 	feed := &subscriptions{runs: [][]live.Event{{ev(10), ev(11), ev(14)}, {ev(20)}}}
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	var log proctest.Buffer
 	l := &live.Lander{Feed: feed, Store: st, TmpDir: t.TempDir(), Interval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))}

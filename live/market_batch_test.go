@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/market"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/raw"

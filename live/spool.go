@@ -143,7 +143,7 @@ func (s *spool) write(ev Event, flush bool) error {
 	if err != nil {
 		return err
 	}
-	s.w.Write(line)
+	_, _ = s.w.Write(line)
 	if err := s.w.WriteByte('\n'); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *spool) seal() (sealed bool, dropped int, err error) {
 	s.held = s.held[:0]
 	dropped, s.dropped = s.dropped, 0
 	if d, err := os.Open(s.dir); err == nil { // the rename survives a power loss too
-		d.Sync()
+		_ = d.Sync()
 		d.Close()
 	}
 	return true, dropped, nil

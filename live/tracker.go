@@ -176,78 +176,11 @@ func (t *Tracker) Apply(evs []Event) {
 			t.dropped.Add(int64(len(evs)))
 			return nil, nil
 		}
-		snap := v.Snapshot()
 		now := time.Now()
 		if t.Now != nil {
 			now = t.Now()
 		}
-		t.last = map[tables.ID][2]uint64{}
-		type touched struct {
-			match tables.ID
-			at    time.Time
-		}
-		markets := map[market.Key]*touched{}
-		var order []market.Key
-		var ch view.Changes
-		for i := range evs {
-			ev := pipelinePrecision(&evs[i])
-			id, ok := snap.MatchByUpstream(ev.MatchID)
-			if !ok {
-				t.dropped.Add(1)
-				continue
-			}
-			var format, why string
-			if m, _ := v.Match(id); m != nil {
-				format = m.Format
-			}
-			if recs := rawRecords(*ev); len(recs) > 0 && (ev.Kind == KindScore || ev.Market != "outright") { // outrights are not served live
-				why = problem(recs[0].e, recs[0].rec, format, now)
-			}
-			if why != "" {
-				t.reject(why)
-				continue
-			}
-			t.events.Add(1)
-			seqs := t.last[id]
-			seqs[eventSlot(ev.Kind)] = max(seqs[eventSlot(ev.Kind)], ev.Seq)
-			t.last[id] = seqs
-			switch ev.Kind {
-			case KindScore:
-				ch.Matches = append(ch.Matches, t.matchState(id, ev, format, now))
-			case KindPrice:
-				if ev.Market == "outright" {
-					continue // not served live
-				}
-				k := market.Key{Market: ev.Market, MatchID: id.String()}
-				if ev.Market == "map_winner" {
-					if ev.MapNumber == nil {
-						continue
-					}
-					k.MapNumber = *ev.MapNumber
-				}
-				if ev.Line != nil {
-					k.Line, k.HasLine = *ev.Line, true
-				}
-				t.agg.Apply(k, market.Quote{Contributor: ev.Contributor(), Book: ev.Book, Outcome: ev.Outcome,
-					Price: ev.Price, At: ev.CapturedAt})
-				tm := markets[k]
-				if tm == nil {
-					tm = &touched{match: id}
-					markets[k] = tm
-					order = append(order, k)
-				}
-				if ev.CapturedAt.After(tm.at) {
-					tm.at = ev.CapturedAt
-				}
-			}
-		}
-		for _, k := range order {
-			tm := markets[k]
-			for _, ln := range t.agg.Evaluate(k, tm.at) {
-				ch.Lines = append(ch.Lines, liveLine(tm.match, k, ln))
-			}
-		}
-		nv, ap := v.Apply(ch)
+		nv, ap := v.Apply(t.changes(v, evs, now))
 		t.skipped.Add(int64(ap.Skipped))
 		t.withheld.Add(int64(ap.Withheld))
 		if nv == v {
@@ -259,6 +192,103 @@ func (t *Tracker) Apply(evs []Event) {
 		// The frames go out once nv is served (Current.Update).
 		return nv, func() { t.onApply(nv, ap) }
 	})
+}
+
+// touchedMarkets are the markets a batch's price events touched, in the
+// order first touched, with their match and newest capture.
+type touchedMarkets struct {
+	at    map[market.Key]*touchedMarket
+	order []market.Key
+}
+
+type touchedMarket struct {
+	match tables.ID
+	at    time.Time
+}
+
+// changes are the view's changes of a batch: each score event's match
+// state, and the eo_market lines of the markets its price events touched.
+// Events of matches the view does not know are dropped, those the
+// pipeline would quarantine rejected (both counted).
+func (t *Tracker) changes(v *view.View, evs []Event, now time.Time) view.Changes {
+	snap := v.Snapshot()
+	t.last = map[tables.ID][2]uint64{}
+	touched := touchedMarkets{at: map[market.Key]*touchedMarket{}}
+	var ch view.Changes
+	for i := range evs {
+		ev := pipelinePrecision(&evs[i])
+		id, ok := snap.MatchByUpstream(ev.MatchID)
+		if !ok {
+			t.dropped.Add(1)
+			continue
+		}
+		var format string
+		if m, _ := v.Match(id); m != nil {
+			format = m.Format
+		}
+		if !t.admit(ev, format, now) {
+			continue
+		}
+		seqs := t.last[id]
+		seqs[eventSlot(ev.Kind)] = max(seqs[eventSlot(ev.Kind)], ev.Seq)
+		t.last[id] = seqs
+		switch ev.Kind {
+		case KindScore:
+			ch.Matches = append(ch.Matches, t.matchState(id, ev, format, now))
+		case KindPrice:
+			t.price(&touched, id, ev)
+		}
+	}
+	for _, k := range touched.order {
+		tm := touched.at[k]
+		for _, ln := range t.agg.Evaluate(k, tm.at) {
+			ch.Lines = append(ch.Lines, liveLine(tm.match, k, ln))
+		}
+	}
+	return ch
+}
+
+// admit checks an event as the pipeline checks what it lands as (outright
+// prices are not served live, so not checked): false, counted as
+// rejected, when the pipeline would quarantine it; else counted.
+func (t *Tracker) admit(ev *Event, format string, now time.Time) bool {
+	if recs := rawRecords(*ev); len(recs) > 0 && (ev.Kind == KindScore || ev.Market != "outright") {
+		if why := problem(recs[0].e, recs[0].rec, format, now); why != "" {
+			t.reject(why)
+			return false
+		}
+	}
+	t.events.Add(1)
+	return true
+}
+
+// price applies a price event of match id to its market's aggregation and
+// records the market as touched (outright prices are not served live).
+func (t *Tracker) price(touched *touchedMarkets, id tables.ID, ev *Event) {
+	if ev.Market == "outright" {
+		return
+	}
+	k := market.Key{Market: ev.Market, MatchID: id.String()}
+	if ev.Market == "map_winner" {
+		if ev.MapNumber == nil {
+			return
+		}
+		k.MapNumber = *ev.MapNumber
+	}
+	if ev.Line != nil {
+		k.Line, k.HasLine = *ev.Line, true
+	}
+	t.agg.Apply(k, market.Quote{Contributor: ev.Contributor(), Book: ev.Book, Outcome: ev.Outcome,
+		Price: ev.Price, At: ev.CapturedAt})
+	tm := touched.at[k]
+	if tm == nil {
+		tm = &touchedMarket{match: id}
+		touched.at[k] = tm
+		touched.order = append(touched.order, k)
+	}
+	if ev.CapturedAt.After(tm.at) {
+		tm.at = ev.CapturedAt
+	}
 }
 
 // EventSeq is the feed position of the last event of kind (KindScore or

@@ -272,8 +272,11 @@ func TestReportPlots(t *testing.T) {
 	for _, f := range res.Forecasts {
 		ps, ys = append(ps, f.PHome), append(ys, f.Outcome)
 	}
-	own := s[strings.Index(s, "eo_model on every settled forecast"):]
-	own = own[:strings.Index(own, "</svg>")]
+	_, own, ok := strings.Cut(s, "eo_model on every settled forecast")
+	own, _, _ = strings.Cut(own, "</svg>")
+	if !ok {
+		t.Fatal("no eo_model reliability plot")
+	}
 	for _, b := range Reliability(ps, ys) {
 		if b.N > 0 && !strings.Contains(own, fmt.Sprintf(">n=%d</text>", b.N)) {
 			t.Errorf("bin %d: no count label n=%d", b.Bin, b.N)

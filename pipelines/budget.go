@@ -106,7 +106,7 @@ func (r *run) raise(ctx context.Context, q string, err error) bool {
 	// A statement that ran out of memory as it committed leaves its
 	// transaction open (the next statement then conflicts with it): it is
 	// rolled back first; with none open, ROLLBACK fails, harmlessly.
-	r.do(ctx, "run/rollback.sql", nil)
+	_ = r.do(ctx, "run/rollback.sql", nil)
 	to := cmp.Or(r.o.MemoryLimit, b.limit)
 	if next := 2 * b.bytes >> 20; b.bytes > 0 && next<<20 < byteSize(to) {
 		b.bytes = next << 20
@@ -151,8 +151,8 @@ func (r *run) releaseCache(ctx context.Context) {
 	if !r.budget.raised {
 		now = fmt.Sprintf("%dKiB", r.budget.bytes>>10)
 	}
-	r.setLimit(ctx, fmt.Sprintf("%dKiB", keep>>10+cacheSlack>>10))
-	r.setLimit(ctx, now)
+	_ = r.setLimit(ctx, fmt.Sprintf("%dKiB", keep>>10+cacheSlack>>10))
+	_ = r.setLimit(ctx, now)
 }
 
 // cacheSlack is what releaseCache leaves DuckDB above what it must hold.

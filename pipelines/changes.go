@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // The change log behind GET /v1/{game}/changes (SNAPSHOT.md, changes):
@@ -91,7 +91,7 @@ func (r *run) changeLog(ctx context.Context, d map[string]bool) (int64, error) {
 		if err := r.do(ctx, "changes/save.sql", map[string]any{"Log": s.log, "Path": path}); err != nil {
 			return 0, err
 		}
-		if err := publish.PutFile(ctx, r.o.Store, s.key, path); err != nil {
+		if err := store.PutFile(ctx, r.o.Store, s.key, path); err != nil {
 			return 0, fmt.Errorf("save %s: %w", s.key, err)
 		}
 	}
@@ -103,8 +103,8 @@ func (r *run) changeLog(ctx context.Context, d map[string]bool) (int64, error) {
 // loadStateTable fills table from the store's Parquet file at key; false
 // when the store has none (a first run).
 func (r *run) loadStateTable(ctx context.Context, key, table string) (bool, error) {
-	b, err := publish.GetBytes(ctx, r.o.Store, key)
-	if errors.Is(err, publish.ErrNotFound) {
+	b, err := store.GetBytes(ctx, r.o.Store, key)
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

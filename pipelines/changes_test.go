@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // changeEntry is a row of the published changes table.
@@ -113,7 +113,7 @@ func has(es []changeEntry, typ, id, kind string) bool {
 func TestChangeLog(t *testing.T) {
 	defer func(r time.Duration) { pipelines.ChangeRetention = r }(pipelines.ChangeRetention)
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestChangeLog(t *testing.T) {
 // match, on the work folder of the run before) appends the match it
 // changed, continuing the log of the full run before it, and publishes it.
 func TestChangeLogIncremental(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	work := t.TempDir()
 	run := func() pipelines.Report {

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
@@ -86,7 +86,7 @@ func TestCompactionChangesNothingPublished(t *testing.T) {
 // landSpread lands split's match updates and price captures spread over n
 // live batches, 5 s apart, in the hour after now, as the live lander lands
 // them.
-func landSpread(t *testing.T, st publish.Store, dir string, now time.Time, split *liveSplit, n int) []raw.BatchManifest {
+func landSpread(t *testing.T, st store.Store, dir string, now time.Time, split *liveSplit, n int) []raw.BatchManifest {
 	t.Helper()
 	var live []raw.BatchManifest
 	for i := 0; i < n; i++ {
@@ -102,7 +102,7 @@ func landSpread(t *testing.T, st publish.Store, dir string, now time.Time, split
 // compactingStore runs compact once, just before the first read of a live
 // batch's file: another runner's compaction, in the middle of this run.
 type compactingStore struct {
-	publish.Store
+	store.Store
 	compact func()
 }
 
@@ -179,7 +179,7 @@ func maps2Equal(a, b map[raw.Entity]string) bool {
 }
 
 // concatenated is each entity's lines of the batches, in batch order.
-func concatenated(t *testing.T, st publish.Store, bs []raw.BatchManifest) map[raw.Entity]string {
+func concatenated(t *testing.T, st store.Store, bs []raw.BatchManifest) map[raw.Entity]string {
 	t.Helper()
 	out := map[raw.Entity]string{}
 	for _, m := range bs {

@@ -20,6 +20,7 @@ import (
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
 	eosql "github.com/eodata/eo/sql"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 )
 
@@ -393,7 +394,7 @@ func (r *run) save(ctx context.Context) (int64, error) {
 		if err := r.do(ctx, "save/registry.sql", map[string]string{"Table": table, "Path": path}); err != nil {
 			return 0, err
 		}
-		if err := publish.PutFile(ctx, r.o.Store, key, path); err != nil {
+		if err := store.PutFile(ctx, r.o.Store, key, path); err != nil {
 			return 0, fmt.Errorf("save %s: %w", key, err)
 		}
 	}
@@ -423,7 +424,7 @@ func (r *run) save(ctx context.Context) (int64, error) {
 		if err := r.do(ctx, "save/quarantine_file.sql", path); err != nil {
 			return 0, err
 		}
-		if err := publish.PutFile(ctx, r.o.Store, QuarantinePrefix+r.rep.RunID+".ndjson", path); err != nil {
+		if err := store.PutFile(ctx, r.o.Store, QuarantinePrefix+r.rep.RunID+".ndjson", path); err != nil {
 			return 0, fmt.Errorf("save quarantine: %w", err)
 		}
 	}
@@ -431,7 +432,7 @@ func (r *run) save(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := publish.PutBytes(ctx, r.o.Store, RunsPrefix+r.rep.RunID+".json", body); err != nil {
+	if err := store.PutBytes(ctx, r.o.Store, RunsPrefix+r.rep.RunID+".json", body); err != nil {
 		return 0, fmt.Errorf("save run report: %w", err)
 	}
 	return total, r.commit(ctx)

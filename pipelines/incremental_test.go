@@ -11,16 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
 // landLive lands recs (the live split of a world) as one live batch at t,
 // with extra raw lines appended to entity files.
-func landLive(t *testing.T, st publish.Store, dir string, at time.Time, recs []liveRec, hostile map[raw.Entity][]string) raw.BatchManifest {
+func landLive(t *testing.T, st store.Store, dir string, at time.Time, recs []liveRec, hostile map[raw.Entity][]string) raw.BatchManifest {
 	t.Helper()
 	b, err := raw.NewBatch(dir, "live", at)
 	if err != nil {
@@ -53,7 +53,7 @@ type liveRec = struct {
 // liveWorld lands a synthetic world of n matches as of 2026-06-01 12:00
 // UTC without its match updates and price captures, which it returns
 // (split.kept) for the test to land as live batches.
-func liveWorld(t *testing.T, seed int64, n int) (publish.Store, string, time.Time, *liveSplit) {
+func liveWorld(t *testing.T, seed int64, n int) (store.Store, string, time.Time, *liveSplit) {
 	t.Helper()
 	dir := t.TempDir()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -16,16 +16,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // quarantineLines returns the run's quarantine file, one decoded line each.
-func quarantineLines(t *testing.T, st publish.Store, rep pipelines.Report) []map[string]any {
+func quarantineLines(t *testing.T, st store.Store, rep pipelines.Report) []map[string]any {
 	t.Helper()
-	body, err := publish.GetBytes(context.Background(), st, pipelines.QuarantinePrefix+rep.RunID+".ndjson")
+	body, err := store.GetBytes(context.Background(), st, pipelines.QuarantinePrefix+rep.RunID+".ndjson")
 	if err != nil {
 		t.Fatalf("quarantine file of run %s: %v", rep.RunID, err)
 	}
@@ -41,9 +41,9 @@ func quarantineLines(t *testing.T, st publish.Store, rep pipelines.Report) []map
 }
 
 // runReport returns the run report the run saved in the store, decoded.
-func runReport(t *testing.T, st publish.Store, rep pipelines.Report) map[string]any {
+func runReport(t *testing.T, st store.Store, rep pipelines.Report) map[string]any {
 	t.Helper()
-	body, err := publish.GetBytes(context.Background(), st, pipelines.RunsPrefix+rep.RunID+".json")
+	body, err := store.GetBytes(context.Background(), st, pipelines.RunsPrefix+rep.RunID+".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func runReport(t *testing.T, st publish.Store, rep pipelines.Report) map[string]
 // cleanTables is every table of a run on the fixture alone.
 func cleanTables(t *testing.T) map[string]string {
 	t.Helper()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	return dump(t, runPipeline(t, st))
 }
@@ -115,7 +115,7 @@ func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := publish.NewMemory()
+			st := store.NewMemory()
 			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 			worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{c.e: {c.line}})
 			rep := runPipeline(t, st)
@@ -140,7 +140,7 @@ func TestRejectedCorrectionDoesNotDeleteTheGoodRecordOrItsChildren(t *testing.T)
 // an update breaking that is quarantined and changes nothing published.
 func TestImpossibleTeamKillsAreQuarantined(t *testing.T) {
 	clean := cleanTables(t)
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.MatchUpdates: {
 		`{"match_id":"m-1","status":"completed","score_a":2,"score_b":0,"result_type":"played","kills_a":-1,"kills_b":30,"changed_at":"2025-03-02T17:00:01Z"}`,
@@ -160,7 +160,7 @@ func TestImpossibleTeamKillsAreQuarantined(t *testing.T) {
 // A duel names two players; one whose opponent is unknown used to vanish in
 // normalise's join. It is quarantined like any broken reference.
 func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.DepthDuels: {
 		`{"match_id":"m-1","map_number":1,"player_id":"pl-11","opponent_id":"pl-404","kills":1,"deaths":0,"changed_at":"2025-03-02T17:00:00Z"}`}})
 	rep := runPipeline(t, st)
@@ -171,7 +171,7 @@ func TestDuelWithUnknownOpponentIsQuarantined(t *testing.T) {
 // Go's JSON accepts and DuckDB's does not) is quarantined; the run and the
 // rest of the file go on.
 func TestUnparseableLineIsQuarantinedNotFatal(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
 		"{\"id\":\"tm-9\",\"name\":\"Bad \xff\xfe name\",\"changed_at\":\"2025-03-01T10:00:00Z\"}",
 		`{"id":"tm-8","name":"Eight \ud800","changed_at":"2025-03-01T10:00:00Z"}`,
@@ -197,9 +197,9 @@ func TestUnparseableLineIsQuarantinedNotFatal(t *testing.T) {
 }
 
 // overwrite replaces a landed object.
-func overwrite(t *testing.T, st publish.Store, key string, body []byte) {
+func overwrite(t *testing.T, st store.Store, key string, body []byte) {
 	t.Helper()
-	if err := publish.PutBytes(context.Background(), st, key, body); err != nil {
+	if err := store.PutBytes(context.Background(), st, key, body); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -232,7 +232,7 @@ func TestBadBatchManifestIsSkippedNotFatal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := publish.NewMemory()
+			st := store.NewMemory()
 			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 			bad := worldtest.LandDir(t, st, t.TempDir(), later, map[raw.Entity][]string{raw.Teams: {
 				`{"id":"tm-1","name":"Should Not Land","changed_at":"2025-03-10T12:00:00Z"}`}})
@@ -267,7 +267,7 @@ func TestBadBatchManifestIsSkippedNotFatal(t *testing.T) {
 // A file listed in _batch.json but absent is quarantined; the batch's other
 // files land (local store: read in place; memory store: copied to a cache).
 func TestListedFileMissingIsQuarantinedAndTheBatchLands(t *testing.T) {
-	for name, st := range map[string]publish.Store{"memory": publish.NewMemory(), "local": must(publish.NewLocal(t.TempDir()))} {
+	for name, st := range map[string]store.Store{"memory": store.NewMemory(), "local": must(store.NewLocal(t.TempDir()))} {
 		t.Run(name, func(t *testing.T) {
 			worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 			id := worldtest.LandDir(t, st, t.TempDir(), landedAt.Add(24*time.Hour), map[raw.Entity][]string{raw.Teams: {
@@ -295,7 +295,7 @@ func must[T any](v T, err error) T {
 // the store is read.
 func TestBatchIDIsNotUsedAsAPath(t *testing.T) {
 	dir := t.TempDir()
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,10 +329,10 @@ func TestBatchIDIsNotUsedAsAPath(t *testing.T) {
 // an entity the contract does not have is never read or copied, and is
 // quarantined; the run goes on.
 func TestUnknownEntityFileIsNotReadAndIsQuarantined(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	id := worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	ctx := context.Background()
-	if err := publish.PutBytes(ctx, st, raw.BatchesPrefix+id+"/coaches.ndjson", []byte("{}\n")); err != nil {
+	if err := store.PutBytes(ctx, st, raw.BatchesPrefix+id+"/coaches.ndjson", []byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
 	overwrite(t, st, raw.BatchesPrefix+id+"/"+raw.BatchManifestName, []byte(`{"batch_id":"`+id+`",`+
@@ -355,7 +355,7 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 	const maxLine = 64 << 20 // raw.MaxLineBytes
 	// two-byte runes: the kept prefix ends inside one
 	long := `{"id":"tm-9","name":"` + strings.Repeat("é", maxLine/2) + `","changed_at":"2025-03-01T10:00:00Z"}`
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {long,
 		`{"id":"tm-7","name":"After One","changed_at":"2025-03-01T10:00:00Z"}`,
 		`{"id":"tm-8","name":"After Two","changed_at":"2025-03-01T10:00:00Z"}`,
@@ -382,7 +382,7 @@ func TestOverlongLineIsQuarantinedAndTheRestOfTheFileLands(t *testing.T) {
 // A change time far in the future would win last-write-wins over every real
 // correction forever; it is quarantined instead.
 func TestFutureChangeTimeDoesNotWinOverLaterCorrections(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
 		raw.Teams: {`{"id":"tm-1","name":"Alpha Forever","changed_at":"2099-01-01T00:00:00Z"}`},
 		raw.PriceCaptures: {`{"book":"bk-1","market":"match_winner","match_id":"m-1","outcome":"home","price":1.5,` +
@@ -411,7 +411,7 @@ func TestFutureChangeTimeDoesNotWinOverLaterCorrections(t *testing.T) {
 // A value of the wrong JSON type, an integer outside its column's range and
 // a text longer than its field's limit are rejected with the field named.
 func TestWrongJSONTypeOutOfRangeAndOversizedValuesAreRejected(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{
 		raw.Teams: {
 			`{"id":"tm-20","name":123,"changed_at":"2025-03-01T10:00:00Z"}`,
@@ -466,7 +466,7 @@ func TestSlugIsBounded(t *testing.T) {
 // A raw line naming a field twice is quarantined ("duplicate key"): neither
 // value is published (parsers disagree on which one counts).
 func TestDuplicateKeyIsQuarantined(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Teams: {
 		`{"id":"tm-5","name":"Dup","name":"Dup Two","changed_at":"2025-03-01T10:00:00Z"}`,
 	}})

@@ -282,7 +282,7 @@ func (r *run) inCatalog(ctx context.Context, catalog string, fn func() (int64, e
 	if err := r.do(ctx, "run/use.sql", catalog); err != nil {
 		return 0, err
 	}
-	defer r.do(context.WithoutCancel(ctx), "run/use.sql", "memory")
+	defer func() { _ = r.do(context.WithoutCancel(ctx), "run/use.sql", "memory") }()
 	return fn()
 }
 

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
 // runWorld lands a synthetic world and runs the pipeline with the given
 // model options; it returns the report and a DuckDB with every exported
 // table as a view.
-func runWorld(t *testing.T, o synth.Options, mo pipelines.ModelOptions) (pipelines.Report, publish.Store, *sql.DB) {
+func runWorld(t *testing.T, o synth.Options, mo pipelines.ModelOptions) (pipelines.Report, store.Store, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	if err := worldtest.Land(ctx, st, o, t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ WHERE r.entity_type = 'team' AND r.metric = 'glicko2_conservative' AND r."window
 		t.Fatalf("only %d continuity values", n)
 	}
 	// The report is in the store, and it is the snapshot's model_report.
-	b, err := publish.GetBytes(context.Background(), st, pipelines.ModelReportLatestKey)
+	b, err := store.GetBytes(context.Background(), st, pipelines.ModelReportLatestKey)
 	if err != nil || len(b) < 1000 {
 		t.Fatalf("report: %v (%d bytes)", err, len(b))
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 
 func oddsWorld(t *testing.T) pipelines.Report {
 	t.Helper()
-	_, rep := oddsShared.Get(t, func(ctx context.Context, st *publish.Local, dir string) (pipelines.Report, error) {
+	_, rep := oddsShared.Get(t, func(ctx context.Context, st *store.Local, dir string) (pipelines.Report, error) {
 		return pipelines.Run(ctx, pipelines.Options{Store: st, WorkDir: filepath.Join(dir, "work")})
 	})
 	return rep
@@ -173,12 +173,6 @@ FROM latest GROUP BY ALL`)
 }
 
 // --- hand-made captures -----------------------------------------------------
-
-// book is one hand-made contributor's quote set in a hand test.
-type quote struct {
-	book  string
-	probs map[string]float64 // outcome -> 1/price
-}
 
 // reference computes the eo_market line from each contributor's current
 // prices, independently of the SQL: de-vig per contributor (>= 2 outcomes),
@@ -322,7 +316,7 @@ var handCaptures = []string{
 // pipeline and requires that nothing was quarantined.
 func runCaptures(t *testing.T, caps []string) pipelines.Report {
 	t.Helper()
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: caps})
 	rep := runPipeline(t, st)
 	if q := rep.QuarantinedTotal(); q != 0 {
@@ -573,7 +567,7 @@ func TestOddsHandCases(t *testing.T) {
 // TestOddsNoBookLeaks: no book name or id appears in any exported file, in
 // the raw bytes or in any decoded value, nor in the run's log.
 func TestOddsNoBookLeaks(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, map[raw.Entity][]string{raw.Books: handBooks, raw.PriceCaptures: handCaptures})
 	var logBuf bytes.Buffer
 	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir(),

@@ -26,6 +26,7 @@ import (
 
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 )
 
@@ -40,7 +41,7 @@ const SchemaVersion = 2
 // Options configures one run.
 type Options struct {
 	// Store holds the raw landing area and the pipeline's saved registries.
-	Store publish.Store
+	Store store.Store
 	// WorkDir holds the pipeline state, DuckDB's spill files, remote raw
 	// copies and the exported Parquet files. Required.
 	WorkDir string

@@ -14,10 +14,10 @@ import (
 
 	_ "github.com/marcboeker/go-duckdb/v2"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 )
 
@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 var landedAt = time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
 
-func runPipeline(t *testing.T, st publish.Store) pipelines.Report {
+func runPipeline(t *testing.T, st store.Store) pipelines.Report {
 	t.Helper()
 	rep, err := pipelines.Run(context.Background(), pipelines.Options{Store: st, WorkDir: t.TempDir()})
 	if err != nil {
@@ -38,7 +38,7 @@ func runPipeline(t *testing.T, st publish.Store) pipelines.Report {
 // DuckDB to read what it published.
 func fixtureRun(t *testing.T) (pipelines.Report, *sql.DB) {
 	t.Helper()
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func eachRow(t *testing.T, rows *sql.Rows, f func(vals []any)) {
 }
 
 func TestGolden(t *testing.T) {
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestGolden(t *testing.T) {
 // rebuild into a fresh store from the same batches).
 func TestRerunIsIdentical(t *testing.T) {
 	dir := t.TempDir()
-	st, err := publish.NewLocal(dir)
+	st, err := store.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestRerunIsIdentical(t *testing.T) {
 }
 
 func TestRenameChangesSlugOnly(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	worldtest.LandDir(t, st, "testdata/fixture", landedAt, nil)
 	before := dump(t, runPipeline(t, st))
 	if !strings.Contains(before["teams"], "bravo-reborn") {
@@ -246,7 +246,7 @@ func TestRenameChangesSlugOnly(t *testing.T) {
 }
 
 func TestBadRowsAreQuarantined(t *testing.T) {
-	st := publish.NewMemory()
+	st := store.NewMemory()
 	bad := map[raw.Entity][]string{
 		raw.Teams: {
 			`{"id":"tm-9","name":"Broken`, // malformed JSON
@@ -293,7 +293,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 		t.Errorf("quarantined %d lines, want %d: %v", rep.QuarantinedTotal(), len(want), rep.Quarantined)
 	}
 	// The rest of the batch landed: the fixture's tables are unchanged.
-	clean := publish.NewMemory()
+	clean := store.NewMemory()
 	worldtest.LandDir(t, clean, "testdata/fixture", landedAt, nil)
 	want2, got2 := dump(t, runPipeline(t, clean)), dump(t, rep)
 	for _, name := range []string{"teams", "matches", "map_results", "players"} {
@@ -306,7 +306,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("quarantine objects: %v %v", objs, err)
 	}
-	body, _ := publish.GetBytes(context.Background(), st, objs[0].Key)
+	body, _ := store.GetBytes(context.Background(), st, objs[0].Key)
 	for _, s := range []string{`"reason":"unknown team_b_id"`, `tm-404`, `"reason":"malformed JSON"`, `Broken`} {
 		if !strings.Contains(string(body), s) {
 			t.Errorf("quarantine file lacks %s:\n%s", s, body)
@@ -315,7 +315,7 @@ func TestBadRowsAreQuarantined(t *testing.T) {
 }
 
 func TestNoBatches(t *testing.T) {
-	_, err := pipelines.Run(context.Background(), pipelines.Options{Store: publish.NewMemory(), WorkDir: t.TempDir()})
+	_, err := pipelines.Run(context.Background(), pipelines.Options{Store: store.NewMemory(), WorkDir: t.TempDir()})
 	if !errors.Is(err, pipelines.ErrNoBatches) {
 		t.Fatalf("got %v, want ErrNoBatches", err)
 	}
@@ -354,7 +354,7 @@ func TestSlugify(t *testing.T) {
 // publishes: a section per exported table (and none for a table that is not
 // exported), listing exactly the table's columns.
 func TestSnapshotDocumentsEveryTable(t *testing.T) {
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // MintID returns the service id of an upstream key: a UUIDv7 whose time is
@@ -97,8 +97,8 @@ func (r *run) loadRegistries(ctx context.Context) error {
 	}
 	for key, table := range map[string]string{idsKey: "id_map", slugsKey: "slug_map"} {
 		path := filepath.Join(r.o.WorkDir, filepath.Base(key))
-		b, err := publish.GetBytes(ctx, r.o.Store, key)
-		if errors.Is(err, publish.ErrNotFound) {
+		b, err := store.GetBytes(ctx, r.o.Store, key)
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {

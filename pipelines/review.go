@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/model"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // modelRun is what the ratings and model step computed, kept for the model
@@ -57,7 +57,7 @@ func (r *run) reviewModel(ctx context.Context) (int64, error) {
 	}
 	if r.o.Store != nil {
 		for _, key := range []string{ModelReportKey(r.rep.RunID), ModelReportLatestKey} {
-			if err := publish.PutBytes(ctx, r.o.Store, key, buf.Bytes()); err != nil {
+			if err := store.PutBytes(ctx, r.o.Store, key, buf.Bytes()); err != nil {
 				return 0, fmt.Errorf("model review: put report: %w", err)
 			}
 		}

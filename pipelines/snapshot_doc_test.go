@@ -15,6 +15,7 @@ import (
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // Every table a snapshot publishes has its section in SNAPSHOT.md (a
@@ -120,10 +121,7 @@ func checkDocFigures(t *testing.T, doc string, rep pipelines.Report) {
 	}
 	slices.Sort(internal)
 	names := func(list string) []string {
-		var out []string
-		for _, m := range regexp.MustCompile("[a-z_]+").FindAllString(list, -1) {
-			out = append(out, m)
-		}
+		out := regexp.MustCompile("[a-z_]+").FindAllString(list, -1)
 		slices.Sort(out)
 		return out
 	}
@@ -135,13 +133,14 @@ func checkDocFigures(t *testing.T, doc string, rep pipelines.Report) {
 	if m := regexp.MustCompile(`The (\d+) internal tables are for the edge`).FindStringSubmatch(doc); m == nil || m[1] != strconv.Itoa(len(internal)) {
 		t.Errorf("SNAPSHOT.md, Internal tables: %q; the pipeline publishes %d", m, len(internal))
 	}
-	layout, _, _ := strings.Cut(doc[strings.Index(doc, "## Layout in the store"):], "\n## ")
+	_, layout, _ := strings.Cut(doc, "## Layout in the store")
+	layout, _, _ = strings.Cut(layout, "\n## ")
 	if m := regexp.MustCompile(`internal tables \(([^)]+)\)`).FindStringSubmatch(layout); m == nil || !slices.Equal(names(m[1]), internal) {
 		t.Errorf("SNAPSHOT.md, Layout: the internal tables are %q; the pipeline publishes %v", m, internal)
 	}
 	// Every object a publish writes under snapshots/, by file name, is in
 	// the layout (the tables as <table>.parquet).
-	st, err := publish.NewLocal(t.TempDir())
+	st, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eodata/eo/store"
 )
 
 // getCounter counts the Gets of a store, by key.
 type getCounter struct {
-	Store
+	store.Store
 	mu   sync.Mutex
 	gets map[string]int
 }
@@ -31,7 +33,7 @@ func (g *getCounter) Get(ctx context.Context, key string) (io.ReadCloser, error)
 // cached copy that does not verify is not used.
 func TestFetchReusesTablesOfCachedSnapshots(t *testing.T) {
 	ctx := context.Background()
-	mem := NewMemory()
+	mem := store.NewMemory()
 	dir := t.TempDir()
 	filesA := writeTables(t, dir, "matches", "teams", "players")
 	t0 := time.Now().Add(-time.Hour)

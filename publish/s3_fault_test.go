@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/store"
 )
 
 // TestS3FrozenOrKilledServerFailsFast: with the MinIO process frozen
@@ -20,9 +21,9 @@ import (
 func TestS3FrozenOrKilledServerFailsFast(t *testing.T) {
 	srv := miniotest.Start(t)
 	ctx := context.Background()
-	opts := S3Options{Endpoint: srv.Endpoint, Bucket: "faults", AccessKey: miniotest.AccessKey,
+	opts := store.S3Options{Endpoint: srv.Endpoint, Bucket: "faults", AccessKey: miniotest.AccessKey,
 		SecretKey: miniotest.SecretKey, CreateBucket: true, IOTimeout: time.Second, MaxRetries: 2}
-	s, err := NewS3(ctx, opts)
+	s, err := store.NewS3(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,10 +34,10 @@ func TestS3FrozenOrKilledServerFailsFast(t *testing.T) {
 	}
 	big := bytes.Repeat([]byte("x"), 8<<20)
 	calls := map[string]func() error{
-		"Get":  func() error { _, err := GetBytes(ctx, s, "snapshots/latest.json"); return err },
+		"Get":  func() error { _, err := store.GetBytes(ctx, s, "snapshots/latest.json"); return err },
 		"Stat": func() error { _, err := s.Stat(ctx, "snapshots/latest.json"); return err },
 		"List": func() error { _, err := s.List(ctx, "snapshots/"); return err },
-		"Put":  func() error { return PutBytes(ctx, s, "big.bin", big) },
+		"Put":  func() error { return store.PutBytes(ctx, s, "big.bin", big) },
 		"Publish": func() error {
 			src2 := t.TempDir()
 			_, err := Publish(ctx, s, newManifest(time.Now().Add(time.Minute)), writeTables(t, src2, "matches", "teams"))
@@ -79,7 +80,7 @@ func TestS3FrozenOrKilledServerFailsFast(t *testing.T) {
 	srv.Kill()
 	lazy := opts
 	lazy.SkipBucketCheck = true
-	ls, err := NewS3(ctx, lazy)
+	ls, err := store.NewS3(ctx, lazy)
 	if err != nil {
 		t.Fatalf("lazy open with the server down: %v", err)
 	}

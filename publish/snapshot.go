@@ -1,3 +1,9 @@
+// Package publish owns the snapshots in the object store (package store).
+// Snapshots are published atomically (table files, then the manifest,
+// then the pointer, moved by compare-and-swap: store.Store.Update),
+// fetched with their checksums verified, listed as current, published or
+// orphan, and cleaned (those past retention, complete or partial, removed
+// manifest first).
 package publish
 
 import (
@@ -16,7 +22,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/eodata/eo/store"
 )
+
+// ErrNoSnapshot reports that no snapshot pointer has been published yet.
+var ErrNoSnapshot = errors.New("publish: no snapshot published")
 
 const (
 	// snapshotsPrefix holds every snapshot folder and the pointer.
@@ -102,7 +113,7 @@ func validSnapshotID(id string) error {
 		return errors.New("empty snapshot id")
 	}
 	if strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." ||
-		strings.HasPrefix(id, tempPrefix) || id == path.Base(PointerKey) {
+		strings.HasPrefix(id, store.TempPrefix) || id == path.Base(PointerKey) {
 		return fmt.Errorf("bad snapshot id %q", id)
 	}
 	return nil
@@ -114,7 +125,7 @@ func validTableFile(file string) error {
 		file == manifestName || strings.HasPrefix(file, "../") || file == ".." {
 		return fmt.Errorf("bad table file name %q", file)
 	}
-	return validKey(file)
+	return store.ValidKey(file)
 }
 
 // Publish uploads every table file to snapshots/<id>/<name>.parquet (an
@@ -126,7 +137,7 @@ func validTableFile(file string) error {
 // m carries SnapshotID, CreatedAt and the versions; an empty SnapshotID is
 // generated from CreatedAt and a zero CreatedAt becomes now. Publish fills
 // m.Tables and returns the manifest it wrote.
-func Publish(ctx context.Context, s Store, m Manifest, files []TableFile) (Manifest, error) {
+func Publish(ctx context.Context, s store.Store, m Manifest, files []TableFile) (Manifest, error) {
 	return PublishIf(ctx, s, m, files, nil)
 }
 
@@ -142,7 +153,7 @@ type Guard func(cur *Manifest) error
 // the snapshot's files are removed again (best effort: what is left is an
 // orphan, never served, which Clean removes) and guard's error is
 // returned, wrapped.
-func PublishIf(ctx context.Context, s Store, m Manifest, files []TableFile, guard Guard) (Manifest, error) {
+func PublishIf(ctx context.Context, s store.Store, m Manifest, files []TableFile, guard Guard) (Manifest, error) {
 	m, sorted, err := prepareManifest(m, files)
 	if err != nil {
 		return Manifest{}, err
@@ -150,7 +161,7 @@ func PublishIf(ctx context.Context, s Store, m Manifest, files []TableFile, guar
 	// Never overwrite a published snapshot.
 	if _, err := s.Stat(ctx, manifestKey(m.SnapshotID)); err == nil {
 		return Manifest{}, fmt.Errorf("publish: snapshot %s is already published", m.SnapshotID)
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return Manifest{}, fmt.Errorf("publish: snapshot %s: check manifest: %w", m.SnapshotID, err)
 	}
 
@@ -168,7 +179,7 @@ func PublishIf(ctx context.Context, s Store, m Manifest, files []TableFile, guar
 		return Manifest{}, fmt.Errorf("publish: encode manifest: %w", err)
 	}
 	mb = append(mb, '\n')
-	if err := PutBytes(ctx, s, manifestKey(m.SnapshotID), mb); err != nil {
+	if err := store.PutBytes(ctx, s, manifestKey(m.SnapshotID), mb); err != nil {
 		return Manifest{}, fmt.Errorf("publish: write manifest of %s: %w", m.SnapshotID, err)
 	}
 
@@ -209,7 +220,7 @@ func PublishIf(ctx context.Context, s Store, m Manifest, files []TableFile, guar
 	// The snapshot is published now; the marker only records it for the
 	// listing once the pointer moves on, so its failure is not the
 	// publish's (ListSnapshots counts the current snapshot without one).
-	_ = PutBytes(ctx, s, publishedKey(m.SnapshotID), pb)
+	_ = store.PutBytes(ctx, s, publishedKey(m.SnapshotID), pb)
 	return m, nil
 }
 
@@ -247,7 +258,7 @@ func prepareManifest(m Manifest, files []TableFile) (Manifest, []TableFile, erro
 // nil when there is no pointer or it names nothing readable (a damaged
 // pointer, a snapshot removed by hand), which a publish may replace; an
 // error when the store does not answer.
-func pointedManifest(ctx context.Context, s Store, b []byte) (*Manifest, error) {
+func pointedManifest(ctx context.Context, s store.Store, b []byte) (*Manifest, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -256,7 +267,7 @@ func pointedManifest(ctx context.Context, s Store, b []byte) (*Manifest, error) 
 		return nil, nil
 	}
 	m, err := loadPointed(ctx, s, p)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrChecksum) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrChecksum) {
 		return nil, nil
 	}
 	if err != nil {
@@ -267,7 +278,7 @@ func pointedManifest(ctx context.Context, s Store, b []byte) (*Manifest, error) 
 
 // unpublish removes a snapshot whose pointer move was refused, manifest
 // first (as Clean does), best effort.
-func unpublish(ctx context.Context, s Store, m Manifest) {
+func unpublish(ctx context.Context, s store.Store, m Manifest) {
 	sn := &storedSnapshot{id: m.SnapshotID, complete: true}
 	for _, t := range m.Tables {
 		sn.keys = append(sn.keys, tableKey(m.SnapshotID, t.File))
@@ -293,7 +304,7 @@ func (c *hashCounter) Write(p []byte) (int, error) {
 
 func (c *hashCounter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
 
-func uploadTable(ctx context.Context, s Store, id string, f TableFile) (TableEntry, error) {
+func uploadTable(ctx context.Context, s store.Store, id string, f TableFile) (TableEntry, error) {
 	file := f.Name + ".parquet"
 	if f.Internal {
 		file = InternalDir + "/" + file
@@ -321,10 +332,10 @@ func uploadTable(ctx context.Context, s Store, id string, f TableFile) (TableEnt
 
 // ReadPointer returns the current pointer; the error wraps ErrNoSnapshot if
 // nothing has been published.
-func ReadPointer(ctx context.Context, s Store) (Pointer, error) {
-	b, err := GetBytes(ctx, s, PointerKey)
+func ReadPointer(ctx context.Context, s store.Store) (Pointer, error) {
+	b, err := store.GetBytes(ctx, s, PointerKey)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return Pointer{}, fmt.Errorf("publish: read pointer in %s: %w", s, ErrNoSnapshot)
 		}
 		return Pointer{}, fmt.Errorf("publish: read pointer: %w", err)
@@ -345,11 +356,11 @@ func decodePointer(b []byte) (Pointer, error) {
 
 // ReadManifest reads the manifest of one snapshot; the error wraps
 // ErrNotFound if the snapshot has no manifest.
-func ReadManifest(ctx context.Context, s Store, snapshotID string) (Manifest, error) {
+func ReadManifest(ctx context.Context, s store.Store, snapshotID string) (Manifest, error) {
 	if err := validSnapshotID(snapshotID); err != nil {
 		return Manifest{}, fmt.Errorf("publish: read manifest: %w", err)
 	}
-	b, err := GetBytes(ctx, s, manifestKey(snapshotID))
+	b, err := store.GetBytes(ctx, s, manifestKey(snapshotID))
 	if err != nil {
 		return Manifest{}, fmt.Errorf("publish: read manifest of %s: %w", snapshotID, err)
 	}
@@ -369,7 +380,7 @@ func decodeManifest(b []byte, snapshotID string) (Manifest, error) {
 
 // LoadLatest reads the pointer and the manifest it names, verifying the
 // manifest's SHA-256 against the pointer (ErrChecksum on mismatch).
-func LoadLatest(ctx context.Context, s Store) (Pointer, Manifest, error) {
+func LoadLatest(ctx context.Context, s store.Store) (Pointer, Manifest, error) {
 	p, err := ReadPointer(ctx, s)
 	if err != nil {
 		return Pointer{}, Manifest{}, err
@@ -382,19 +393,19 @@ func LoadLatest(ctx context.Context, s Store) (Pointer, Manifest, error) {
 }
 
 // loadPointed reads the manifest p names and checks it against p.
-func loadPointed(ctx context.Context, s Store, p Pointer) (Manifest, error) {
+func loadPointed(ctx context.Context, s store.Store, p Pointer) (Manifest, error) {
 	key := p.Manifest
 	if key == "" {
 		key = manifestKey(p.SnapshotID)
 	}
-	b, err := GetBytes(ctx, s, key)
+	b, err := store.GetBytes(ctx, s, key)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("publish: load snapshot %s: %w", p.SnapshotID, err)
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, p.ManifestSHA256) {
 		return Manifest{}, fmt.Errorf("publish: load snapshot %s: manifest sha256 %s, pointer says %s: %w",
-			p.SnapshotID, got, p.ManifestSHA256, ErrChecksum)
+			p.SnapshotID, got, p.ManifestSHA256, store.ErrChecksum)
 	}
 	return decodeManifest(b, p.SnapshotID)
 }
@@ -404,7 +415,7 @@ func loadPointed(ctx context.Context, s Store, p Pointer) (Manifest, error) {
 // writing each file atomically. Files already present with the right size
 // and checksum are kept, so destDir works as a local cache. Fetch also writes
 // destDir/<id>/manifest.json and returns the snapshot folder.
-func Fetch(ctx context.Context, s Store, m Manifest, destDir string) (string, error) {
+func Fetch(ctx context.Context, s store.Store, m Manifest, destDir string) (string, error) {
 	dir, _, err := FetchCounted(ctx, s, m, destDir)
 	return dir, err
 }
@@ -421,7 +432,7 @@ type FetchStats struct {
 // manifest.json says and its file verifies) is hard-linked from there
 // instead of downloaded: after an incremental run most tables are the
 // bytes of the snapshot before.
-func FetchCounted(ctx context.Context, s Store, m Manifest, destDir string) (string, FetchStats, error) {
+func FetchCounted(ctx context.Context, s store.Store, m Manifest, destDir string) (string, FetchStats, error) {
 	var st FetchStats
 	if err := validSnapshotID(m.SnapshotID); err != nil {
 		return "", st, fmt.Errorf("publish: fetch: %w", err)
@@ -441,7 +452,7 @@ func FetchCounted(ctx context.Context, s Store, m Manifest, destDir string) (str
 		return "", st, fmt.Errorf("publish: fetch %s: encode manifest: %w", m.SnapshotID, err)
 	}
 	mb = append(mb, '\n')
-	if err := writeFileAtomic(ctx, filepath.Join(dir, manifestName), bytes.NewReader(mb), int64(len(mb))); err != nil {
+	if err := store.WriteFileAtomic(ctx, filepath.Join(dir, manifestName), bytes.NewReader(mb), int64(len(mb))); err != nil {
 		return "", st, fmt.Errorf("publish: fetch %s: write manifest: %w", m.SnapshotID, err)
 	}
 	return dir, st, nil
@@ -469,16 +480,18 @@ func cachedTables(destDir, except string) map[string]string {
 		}
 		for _, t := range m.Tables {
 			if validTableFile(t.File) == nil {
-				out[contentKey(t)] = filepath.Join(destDir, e.Name(), filepath.FromSlash(t.File))
+				out[ContentKey(t)] = filepath.Join(destDir, e.Name(), filepath.FromSlash(t.File))
 			}
 		}
 	}
 	return out
 }
 
-func contentKey(t TableEntry) string { return fmt.Sprintf("%d:%s", t.Bytes, strings.ToLower(t.SHA256)) }
+// ContentKey names a table's bytes: two tables with the same key hold the
+// same file.
+func ContentKey(t TableEntry) string { return fmt.Sprintf("%d:%s", t.Bytes, strings.ToLower(t.SHA256)) }
 
-func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir string, cached map[string]string, st *FetchStats) error {
+func fetchTable(ctx context.Context, s store.Store, id string, t TableEntry, dir string, cached map[string]string, st *FetchStats) error {
 	if err := validTableFile(t.File); err != nil {
 		return fmt.Errorf("publish: fetch table %s: %w", t.Name, err)
 	}
@@ -489,7 +502,7 @@ func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir strin
 		st.Kept += t.Bytes
 		return nil
 	}
-	if src, ok := cached[contentKey(t)]; ok {
+	if src, ok := cached[ContentKey(t)]; ok {
 		if linked, err := linkVerified(src, dst, t); err == nil && linked {
 			st.Reused += t.Bytes
 			return nil
@@ -506,8 +519,8 @@ func fetchTable(ctx context.Context, s Store, id string, t TableEntry, dir strin
 	// detected without downloading all of it.
 	r := io.TeeReader(io.LimitReader(rc, t.Bytes+1), hc)
 	v := &verifyReader{r: r, hc: hc, want: t}
-	if err := writeFileAtomic(ctx, dst, v, -1); err != nil {
-		if errors.Is(err, ErrChecksum) {
+	if err := store.WriteFileAtomic(ctx, dst, v, -1); err != nil {
+		if errors.Is(err, store.ErrChecksum) {
 			return fmt.Errorf("publish: fetch table %s (%s): %w", t.Name, t.File, errors.Unwrap(err))
 		}
 		return fmt.Errorf("publish: fetch table %s (%s): %w", t.Name, t.File, err)
@@ -525,7 +538,7 @@ func linkVerified(src, dst string, t TableEntry) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return false, err
 	}
-	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s%s-link-%d", tempPrefix, filepath.Base(dst), time.Now().UnixNano()))
+	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s%s-link-%d", store.TempPrefix, filepath.Base(dst), time.Now().UnixNano()))
 	if err := os.Link(src, tmp); err != nil {
 		return false, err
 	}
@@ -548,10 +561,10 @@ func (v *verifyReader) Read(p []byte) (int, error) {
 	n, err := v.r.Read(p)
 	if err == io.EOF {
 		if v.hc.n != v.want.Bytes {
-			return n, checksumError{fmt.Errorf("size %d, manifest says %d: %w", v.hc.n, v.want.Bytes, ErrChecksum)}
+			return n, checksumError{fmt.Errorf("size %d, manifest says %d: %w", v.hc.n, v.want.Bytes, store.ErrChecksum)}
 		}
 		if got := v.hc.sum(); !strings.EqualFold(got, v.want.SHA256) {
-			return n, checksumError{fmt.Errorf("sha256 %s, manifest says %s: %w", got, v.want.SHA256, ErrChecksum)}
+			return n, checksumError{fmt.Errorf("sha256 %s, manifest says %s: %w", got, v.want.SHA256, store.ErrChecksum)}
 		}
 	}
 	return n, err
@@ -604,7 +617,7 @@ type Listed struct {
 
 // ListSnapshots returns the published snapshots (current or once current),
 // oldest first by CreatedAt. Orphans are left out: see ListAll.
-func ListSnapshots(ctx context.Context, s Store) ([]Manifest, error) {
+func ListSnapshots(ctx context.Context, s store.Store) ([]Manifest, error) {
 	all, err := ListAll(ctx, s)
 	if err != nil {
 		return nil, err
@@ -620,7 +633,7 @@ func ListSnapshots(ctx context.Context, s Store) ([]Manifest, error) {
 
 // ListAll returns every snapshot with a manifest and its state, oldest
 // first by CreatedAt.
-func ListAll(ctx context.Context, s Store) ([]Listed, error) {
+func ListAll(ctx context.Context, s store.Store) ([]Listed, error) {
 	objs, err := s.List(ctx, snapshotsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("publish: list snapshots: %w", err)
@@ -646,7 +659,7 @@ func ListAll(ctx context.Context, s Store) ([]Listed, error) {
 		}
 		m, err := ReadManifest(ctx, s, id)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile
 			}
 			return nil, fmt.Errorf("publish: list snapshots: %w", err)
@@ -717,7 +730,7 @@ type CleanOptions struct {
 // under "snapshots/" are touched; in a local store, temp files left by a
 // killed writer an hour or more ago are removed too (SweepTemp). Clean
 // returns the removed ids, sorted.
-func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
+func Clean(ctx context.Context, s store.Store, o CleanOptions) ([]string, error) {
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("publish: clean: negative retention %s", o.Retention)
 	}
@@ -729,8 +742,8 @@ func Clean(ctx context.Context, s Store, o CleanOptions) ([]string, error) {
 		now = time.Now()
 	}
 	cutoff := now.Add(-o.Retention)
-	if l, ok := s.(*Local); ok {
-		if _, err := SweepTemp(l.Dir(), now.Add(-time.Hour)); err != nil {
+	if l, ok := s.(*store.Local); ok {
+		if _, err := store.SweepTemp(l.Dir(), now.Add(-time.Hour)); err != nil {
 			return nil, fmt.Errorf("publish: clean: %w", err)
 		}
 	}
@@ -789,7 +802,7 @@ type storedSnapshot struct {
 
 // listSnapshots groups the objects under snapshots/ by snapshot, in listing
 // order; created is the newest object's ModTime until the manifest says.
-func listSnapshots(ctx context.Context, s Store, current string) ([]*storedSnapshot, error) {
+func listSnapshots(ctx context.Context, s store.Store, current string) ([]*storedSnapshot, error) {
 	objs, err := s.List(ctx, snapshotsPrefix)
 	if err != nil {
 		return nil, err
@@ -824,7 +837,7 @@ func listSnapshots(ctx context.Context, s Store, current string) ([]*storedSnaps
 // readCreated sets each complete snapshot's created time from its manifest
 // and returns the complete ones, newest first. A manifest removed meanwhile
 // makes its snapshot incomplete (judged by ModTime).
-func readCreated(ctx context.Context, s Store, order []*storedSnapshot) ([]*storedSnapshot, error) {
+func readCreated(ctx context.Context, s store.Store, order []*storedSnapshot) ([]*storedSnapshot, error) {
 	var complete []*storedSnapshot
 	for _, sn := range order {
 		if !sn.complete {
@@ -832,7 +845,7 @@ func readCreated(ctx context.Context, s Store, order []*storedSnapshot) ([]*stor
 		}
 		m, err := ReadManifest(ctx, s, sn.id)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				sn.complete = false
 				continue
 			}
@@ -852,7 +865,7 @@ func readCreated(ctx context.Context, s Store, order []*storedSnapshot) ([]*stor
 
 // deleteSnapshot removes one snapshot, its manifest first: from then on the
 // snapshot is invisible, however far the rest gets.
-func deleteSnapshot(ctx context.Context, s Store, sn *storedSnapshot) error {
+func deleteSnapshot(ctx context.Context, s store.Store, sn *storedSnapshot) error {
 	if sn.complete {
 		if err := s.Delete(ctx, manifestKey(sn.id)); err != nil {
 			return fmt.Errorf("publish: clean %s: delete manifest: %w", sn.id, err)

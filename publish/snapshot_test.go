@@ -19,7 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/store"
 )
 
 // writeTables writes fake Parquet files (the package never parses them) of
@@ -61,7 +62,7 @@ func newManifest(created time.Time) Manifest {
 	}
 }
 
-func mustPublish(t *testing.T, s Store, m Manifest, files []TableFile) Manifest {
+func mustPublish(t *testing.T, s store.Store, m Manifest, files []TableFile) Manifest {
 	t.Helper()
 	got, err := Publish(context.Background(), s, m, files)
 	if err != nil {
@@ -80,7 +81,7 @@ func snapshotIDs(ms []Manifest) []string {
 
 // checkFetched fetches m into a fresh folder and compares each table with
 // the local source file.
-func checkFetched(t *testing.T, s Store, m Manifest, files []TableFile) {
+func checkFetched(t *testing.T, s store.Store, m Manifest, files []TableFile) {
 	t.Helper()
 	dir, err := Fetch(context.Background(), s, m, t.TempDir())
 	if err != nil {
@@ -96,7 +97,7 @@ func checkFetched(t *testing.T, s Store, m Manifest, files []TableFile) {
 }
 
 // testSnapshots runs the snapshot life cycle against one store.
-func testSnapshots(t *testing.T, s Store) {
+func testSnapshots(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 
@@ -106,7 +107,7 @@ func testSnapshots(t *testing.T, s Store) {
 	if _, _, err := LoadLatest(ctx, s); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("LoadLatest on empty store: err = %v, want ErrNoSnapshot", err)
 	}
-	if _, err := ReadManifest(ctx, s, "20200101T000000Z-000000"); !errors.Is(err, ErrNotFound) {
+	if _, err := ReadManifest(ctx, s, "20200101T000000Z-000000"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ReadManifest missing: err = %v, want ErrNotFound", err)
 	}
 	if ms, err := ListSnapshots(ctx, s); err != nil || len(ms) != 0 {
@@ -124,10 +125,12 @@ func testSnapshots(t *testing.T, s Store) {
 	}
 
 	src := t.TempDir()
-	files1 := writeTables(t, filepath.Join(src), "players", "matches", "teams")
+	files1 := writeTables(t, src, "players", "matches", "teams")
 	m1 := mustPublish(t, s, newManifest(now.Add(-48*time.Hour)), files1)
 	src2 := filepath.Join(src, "two")
-	os.Mkdir(src2, 0o755)
+	if err := os.Mkdir(src2, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	files2 := writeTables(t, src2, "matches", "players", "teams")
 	m2 := mustPublish(t, s, newManifest(now.Add(-time.Hour)), files2)
 
@@ -226,7 +229,7 @@ func testSnapshots(t *testing.T, s Store) {
 	}
 	cold := t.TempDir()
 	_, err = Fetch(ctx, s, m2, cold)
-	if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "players") {
+	if !errors.Is(err, store.ErrChecksum) || !strings.Contains(err.Error(), "players") {
 		t.Errorf("Fetch of corrupted table: err = %v, want ErrChecksum naming players", err)
 	}
 	if _, err := os.Stat(filepath.Join(cold, m2.SnapshotID, "players.parquet")); !errors.Is(err, os.ErrNotExist) {
@@ -237,17 +240,17 @@ func testSnapshots(t *testing.T, s Store) {
 	if err := os.WriteFile(filepath.Join(dir, "players.parquet"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fetch(ctx, s, m2, cache); !errors.Is(err, ErrChecksum) {
+	if _, err := Fetch(ctx, s, m2, cache); !errors.Is(err, store.ErrChecksum) {
 		t.Errorf("Fetch with a damaged cache and a corrupted store: err = %v, want ErrChecksum", err)
 	}
 	// Truncated object: size mismatch is also ErrChecksum.
 	mustPut(t, s, playersKey, good[:len(good)-7])
-	if _, err := Fetch(ctx, s, m2, t.TempDir()); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "players") {
+	if _, err := Fetch(ctx, s, m2, t.TempDir()); !errors.Is(err, store.ErrChecksum) || !strings.Contains(err.Error(), "players") {
 		t.Errorf("Fetch of truncated table: err = %v, want ErrChecksum naming players", err)
 	}
 	// Oversized object too.
 	mustPut(t, s, playersKey, append(bytes.Clone(good), "extra"...))
-	if _, err := Fetch(ctx, s, m2, t.TempDir()); !errors.Is(err, ErrChecksum) {
+	if _, err := Fetch(ctx, s, m2, t.TempDir()); !errors.Is(err, store.ErrChecksum) {
 		t.Errorf("Fetch of oversized table: err = %v, want ErrChecksum", err)
 	}
 	mustPut(t, s, playersKey, good)
@@ -258,7 +261,7 @@ func testSnapshots(t *testing.T, s Store) {
 
 	// A tampered manifest no longer matches the pointer.
 	mustPut(t, s, p.Manifest, append(bytes.Clone(mb), ' '))
-	if _, _, err := LoadLatest(ctx, s); !errors.Is(err, ErrChecksum) {
+	if _, _, err := LoadLatest(ctx, s); !errors.Is(err, store.ErrChecksum) {
 		t.Errorf("LoadLatest with tampered manifest: err = %v, want ErrChecksum", err)
 	}
 	mustPut(t, s, p.Manifest, mb)
@@ -281,7 +284,7 @@ func testSnapshots(t *testing.T, s Store) {
 	if err != nil || !equalStrings(removed, []string{m1.SnapshotID}) {
 		t.Fatalf("Clean(keep 1) removed %v, %v; want [m1]", removed, err)
 	}
-	if _, err := ReadManifest(ctx, s, m1.SnapshotID); !errors.Is(err, ErrNotFound) {
+	if _, err := ReadManifest(ctx, s, m1.SnapshotID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("m1 manifest still there: %v", err)
 	}
 	if keys := listKeys(t, s, "snapshots/"+m1.SnapshotID+"/"); len(keys) != 0 {
@@ -305,7 +308,7 @@ func testSnapshots(t *testing.T, s Store) {
 		t.Errorf("after Clean snapshots/ = %q\nwant %q", got, wantKeys)
 	}
 	for k, v := range foreign {
-		if got, err := GetBytes(ctx, s, k); err != nil || string(got) != v {
+		if got, err := store.GetBytes(ctx, s, k); err != nil || string(got) != v {
 			t.Errorf("Clean touched %s: %q, %v", k, got, err)
 		}
 	}
@@ -326,7 +329,7 @@ func TestNewSnapshotID(t *testing.T) {
 	if !regexp.MustCompile(`^20261123T085500Z-[0-9a-f]{6}$`).MatchString(id) {
 		t.Errorf("NewSnapshotID = %q", id)
 	}
-	if NewSnapshotID(at) == id && NewSnapshotID(at) == id {
+	if a, b := NewSnapshotID(at), NewSnapshotID(at); a == id && b == id {
 		t.Errorf("NewSnapshotID is not random: %q three times", id)
 	}
 	if later := NewSnapshotID(at.Add(time.Second)); later <= id {
@@ -336,7 +339,7 @@ func TestNewSnapshotID(t *testing.T) {
 
 func TestPublishRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	s := NewMemory()
+	s := store.NewMemory()
 	files := writeTables(t, t.TempDir(), "matches")
 	for name, tc := range map[string]struct {
 		m     Manifest
@@ -365,7 +368,7 @@ func TestPublishRejectsBadInput(t *testing.T) {
 
 // faultStore fails the failAt-th Put (1-based) without storing anything.
 type faultStore struct {
-	Store
+	store.Store
 	mu     sync.Mutex
 	puts   int
 	failAt int
@@ -388,7 +391,7 @@ func (f *faultStore) fault(key string) bool {
 
 func (f *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if f.fault(key) {
-		io.CopyN(io.Discard, r, size/2) // a partial read, like a dropped connection
+		_, _ = io.CopyN(io.Discard, r, size/2) // a partial read, like a dropped connection
 		return fmt.Errorf("put %s: %w", key, errInjected)
 	}
 	return f.Store.Put(ctx, key, r, size)
@@ -410,10 +413,10 @@ func (f *faultStore) Update(ctx context.Context, key string, fn func([]byte) ([]
 }
 
 func TestPublishCrashSafety(t *testing.T) {
-	backends := map[string]func(t *testing.T) Store{
-		"memory": func(t *testing.T) Store { return NewMemory() },
-		"local":  func(t *testing.T) Store { return newTestLocal(t) },
-		"s3":     func(t *testing.T) Store { return newTestS3(t, "crash") },
+	backends := map[string]func(t *testing.T) store.Store{
+		"memory": func(t *testing.T) store.Store { return store.NewMemory() },
+		"local":  func(t *testing.T) store.Store { return newTestLocal(t) },
+		"s3":     func(t *testing.T) store.Store { return newTestS3(t, "crash") },
 	}
 	for bname, newStore := range backends {
 		// 3 table files + manifest + pointer = 5 Puts.
@@ -426,7 +429,9 @@ func TestPublishCrashSafety(t *testing.T) {
 				m1 := mustPublish(t, base, newManifest(time.Now().Add(-time.Hour)), files1)
 
 				src2 := filepath.Join(src, "2")
-				os.Mkdir(src2, 0o755)
+				if err := os.Mkdir(src2, 0o755); err != nil {
+					t.Fatal(err)
+				}
 				fs := &faultStore{Store: base, failAt: failAt}
 				m2 := newManifest(time.Now())
 				_, err := Publish(ctx, fs, m2, writeTables(t, src2, "matches", "players", "teams"))
@@ -493,7 +498,7 @@ func TestPublishCrashSafety(t *testing.T) {
 // slowStore lets the first Put through, then blocks every later Put for a
 // long time, so the parent process can kill it mid-publish.
 type slowStore struct {
-	Store
+	store.Store
 	puts int
 }
 
@@ -514,7 +519,7 @@ func TestHelperPublishProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestPublishKilledProcess")
 	}
-	s, err := NewLocal(dir)
+	s, err := store.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +533,7 @@ func TestHelperPublishProcess(t *testing.T) {
 func TestPublishKilledProcess(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := NewLocal(dir)
+	s, err := store.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +596,7 @@ func TestPublishKilledProcess(t *testing.T) {
 // goes and the served previous snapshot stays.
 func TestOrphanIsNotKeptOverAServedSnapshot(t *testing.T) {
 	ctx := context.Background()
-	s := NewMemory()
+	s := store.NewMemory()
 	t0 := time.Now().Add(-time.Hour)
 	m1, err := Publish(ctx, s, newManifest(t0), writeTables(t, t.TempDir(), "matches", "teams"))
 	if err != nil {
@@ -628,7 +633,7 @@ func TestOrphanIsNotKeptOverAServedSnapshot(t *testing.T) {
 
 // An internal table is stored under internal/, flagged in the manifest,
 // fetched to the same relative path and removed with its snapshot.
-func testInternalTables(t *testing.T, s Store) {
+func testInternalTables(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	files := writeTables(t, t.TempDir(), "matches", "live_ids")

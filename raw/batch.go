@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // NewBatchID returns a sortable batch id: the UTC landing time to the
@@ -101,7 +101,7 @@ func (b *Batch) Count(e Entity) int { return b.counts[e] }
 // Land uploads every file, then the batch manifest last, and removes the
 // staging folder. A batch interrupted before its manifest is written has not
 // landed and is invisible to the pipeline.
-func (b *Batch) Land(ctx context.Context, s publish.Store, now time.Time) (BatchManifest, error) {
+func (b *Batch) Land(ctx context.Context, s store.Store, now time.Time) (BatchManifest, error) {
 	defer os.RemoveAll(b.dir)
 	m := BatchManifest{BatchID: b.id, ContractVersion: ContractVersion, Source: b.source,
 		LandedAt: now.UTC(), Files: map[Entity]int{}, Replaces: b.replaces}
@@ -118,7 +118,7 @@ func (b *Batch) Land(ctx context.Context, s publish.Store, now time.Time) (Batch
 			return m, fmt.Errorf("raw: close %s: %w", e, err)
 		}
 		key := BatchesPrefix + b.id + "/" + string(e) + ".ndjson"
-		if err := publish.PutFile(ctx, s, key, b.files[e].Name()); err != nil {
+		if err := store.PutFile(ctx, s, key, b.files[e].Name()); err != nil {
 			return m, fmt.Errorf("raw: land %s: %w", e, err)
 		}
 		m.Files[e] = b.counts[e]
@@ -127,7 +127,7 @@ func (b *Batch) Land(ctx context.Context, s publish.Store, now time.Time) (Batch
 	if err != nil {
 		return m, err
 	}
-	if err := publish.PutBytes(ctx, s, BatchesPrefix+b.id+"/"+BatchManifestName, body); err != nil {
+	if err := store.PutBytes(ctx, s, BatchesPrefix+b.id+"/"+BatchManifestName, body); err != nil {
 		return m, fmt.Errorf("raw: land batch manifest: %w", err)
 	}
 	return m, nil

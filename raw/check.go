@@ -38,7 +38,7 @@ func (s Spec) FieldProblems(rec any, landedAt time.Time) string {
 		var str string
 		isStr := present && len(v) > 0 && v[0] == '"'
 		if isStr {
-			json.Unmarshal(v, &str)
+			_ = json.Unmarshal(v, &str)
 		}
 		if f.Required && (!present || (f.Type == "VARCHAR" && isStr && str == "")) {
 			why = append(why, "missing "+f.Name)

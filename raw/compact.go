@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // Compaction. The live lander lands a small batch every few seconds (17,000
@@ -50,7 +50,7 @@ type Compacted struct {
 // Compact merges the settled hours of o.Source batches (at least two
 // batches each) and deletes the batches merged more than o.Keep ago; it
 // returns what it merged.
-func Compact(ctx context.Context, s publish.Store, now time.Time, o CompactOptions) ([]Compacted, error) {
+func Compact(ctx context.Context, s store.Store, now time.Time, o CompactOptions) ([]Compacted, error) {
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Minute
 	}
@@ -126,7 +126,7 @@ func sharesMillisecond(batches, run []BatchManifest) bool {
 }
 
 // mergeRun lands one batch with the run's lines, then deletes the run.
-func mergeRun(ctx context.Context, s publish.Store, run []BatchManifest, tmpDir string) (Compacted, error) {
+func mergeRun(ctx context.Context, s store.Store, run []BatchManifest, tmpDir string) (Compacted, error) {
 	var suffix [3]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return Compacted{}, err
@@ -162,7 +162,7 @@ func mergeRun(ctx context.Context, s publish.Store, run []BatchManifest, tmpDir 
 // deleteMerged deletes the batches that a merged batch landed (written)
 // before cutoff replaces. all holds every readable batch, replaced ones
 // too; a merged batch whose batches are gone costs nothing here.
-func deleteMerged(ctx context.Context, s publish.Store, all []BatchManifest, cutoff time.Time) error {
+func deleteMerged(ctx context.Context, s store.Store, all []BatchManifest, cutoff time.Time) error {
 	present := map[string]bool{}
 	for _, m := range all {
 		present[m.BatchID] = true
@@ -196,7 +196,7 @@ func deleteMerged(ctx context.Context, s publish.Store, all []BatchManifest, cut
 }
 
 // copyLines appends every line of the object at key to b's entity e.
-func copyLines(ctx context.Context, s publish.Store, b *Batch, e Entity, key string) (int64, error) {
+func copyLines(ctx context.Context, s store.Store, b *Batch, e Entity, key string) (int64, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
 		return 0, err
@@ -223,7 +223,7 @@ func copyLines(ctx context.Context, s publish.Store, b *Batch, e Entity, key str
 
 // deleteBatch removes a batch: its manifest first (the batch is then not
 // landed), then its files.
-func deleteBatch(ctx context.Context, s publish.Store, id string) error {
+func deleteBatch(ctx context.Context, s store.Store, id string) error {
 	prefix := BatchesPrefix + id + "/"
 	if err := s.Delete(ctx, prefix+BatchManifestName); err != nil {
 		return err

@@ -141,7 +141,7 @@ func duplicateKeyDecoded(line []byte) bool {
 				name := line[i+1 : j]
 				if escaped {
 					var s string
-					json.Unmarshal(line[i:j+1], &s)
+					_ = json.Unmarshal(line[i:j+1], &s)
 					name = []byte(s)
 				}
 				if stack[len(stack)-1].add(name) {

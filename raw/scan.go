@@ -12,13 +12,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // ListBatches returns the landed batches the pipeline can read (those with a
 // valid manifest), oldest first. Batches it cannot read are left out; see
 // ScanBatches.
-func ListBatches(ctx context.Context, s publish.Store) ([]BatchManifest, error) {
+func ListBatches(ctx context.Context, s store.Store) ([]BatchManifest, error) {
 	ok, _, err := ScanBatches(ctx, s)
 	return ok, err
 }
@@ -49,14 +49,14 @@ const maxManifestBytes = 1 << 20
 // those the pipeline can read (oldest first) and those it must skip (by
 // folder name). Only a store error is an error: a bad manifest never stops
 // the other batches.
-func ScanBatches(ctx context.Context, s publish.Store) ([]BatchManifest, []SkippedBatch, error) {
+func ScanBatches(ctx context.Context, s store.Store) ([]BatchManifest, []SkippedBatch, error) {
 	ok, skipped, err := scanAll(ctx, s)
 	return dropReplaced(ok), skipped, err
 }
 
 // scanAll is ScanBatches with the batches a compacted one replaces (kept
 // for CompactOptions.Keep after it landed) left in.
-func scanAll(ctx context.Context, s publish.Store) ([]BatchManifest, []SkippedBatch, error) {
+func scanAll(ctx context.Context, s store.Store) ([]BatchManifest, []SkippedBatch, error) {
 	objs, err := s.List(ctx, BatchesPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("raw: list batches: %w", err)
@@ -112,7 +112,7 @@ func dropReplaced(ms []BatchManifest) []BatchManifest {
 }
 
 // readManifest reads a manifest, at most maxManifestBytes+1 bytes of it.
-func readManifest(ctx context.Context, s publish.Store, key string) ([]byte, error) {
+func readManifest(ctx context.Context, s store.Store, key string) ([]byte, error) {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("raw: read %s: %w", key, err)
@@ -165,7 +165,7 @@ type localPather interface {
 // returns, per batch id, the local folder holding its entity files. Stores on
 // a local folder are read in place; remote ones are copied into cacheDir once
 // (a landed batch is immutable, so a cached copy never goes stale).
-func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, cacheDir string) (map[string]string, error) {
+func Materialize(ctx context.Context, s store.Store, batches []BatchManifest, cacheDir string) (map[string]string, error) {
 	out := make(map[string]string, len(batches))
 	lp, local := s.(localPather)
 	for _, m := range batches {
@@ -190,7 +190,7 @@ func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, 
 				continue // not an entity of the contract: never read (the pipeline quarantines it)
 			}
 			err := download(ctx, s, prefix+string(e)+".ndjson", filepath.Join(dir, string(e)+".ndjson"))
-			if errors.Is(err, publish.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue // listed but absent: the pipeline quarantines the file as missing
 			}
 			if err != nil {
@@ -205,7 +205,7 @@ func Materialize(ctx context.Context, s publish.Store, batches []BatchManifest, 
 	return out, nil
 }
 
-func download(ctx context.Context, s publish.Store, key, path string) error {
+func download(ctx context.Context, s store.Store, key, path string) error {
 	rc, err := s.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("raw: fetch %s: %w", key, err)

@@ -200,7 +200,7 @@ echo "| --- | ---: | ---: | ---: |"
 ((${#MROWS[@]})) && printf '%s\n' "${MROWS[@]}"
 [[ -n "${LIST100:-}" ]] && echo "$LIST100"
 echo
-echo "### Snapshot load (eo serve's \"snapshot loaded ... elapsed= heap_bytes=\" line; VmRSS once /ready answers)"
+echo "### Snapshot load (eo serve's \"snapshot loaded ... elapsed= heap_alloc_bytes=\" line; VmRSS once /ready answers)"
 echo
 echo "| matches | load time | VmRSS MiB | live heap MiB |"
 echo "| ---: | ---: | ---: | ---: |"

@@ -117,7 +117,7 @@ serve() {
 load_stats() {
 	local el rss heap
 	el=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*elapsed=\([^ ]*\).*/\1/p')
-	heap=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*heap_bytes=\([0-9]*\).*/\1/p')
+	heap=$(grep -m1 'snapshot loaded' "$1" | sed -n 's/.*heap_alloc_bytes=\([0-9]*\).*/\1/p')
 	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$2/status")
 	echo "$el|$rss|$(awk -v h="${heap:-0}" 'BEGIN { printf "%.0f", h / 1048576 }')"
 }

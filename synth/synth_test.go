@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +25,6 @@ var testNow = time.Date(2026, 3, 14, 15, 7, 30, 0, time.UTC)
 type memSink struct {
 	h     [32]byte
 	lines map[raw.Entity][][]byte
-	sum   []byte
 	keep  bool
 	n     int
 }
@@ -240,7 +240,7 @@ func TestWorldShape(t *testing.T) {
 		t.Fatalf("renames %d", renames)
 	}
 	for _, tr := range decode[raw.Tournament](t, w.sink, raw.Tournaments) {
-		if !regs[deref(tr.Region)] || !strings.Contains("SABC", deref(tr.Tier)) || len(deref(tr.Tier)) != 1 {
+		if !regs[deref(tr.Region)] || !slices.Contains([]string{"S", "A", "B", "C"}, deref(tr.Tier)) {
 			t.Fatalf("bad tournament %+v", tr)
 		}
 	}
@@ -544,9 +544,9 @@ func TestPrices(t *testing.T) {
 	w := smallWorld(t)
 	pcs := decode[raw.PriceCapture](t, w.sink, raw.PriceCaptures)
 	type mkey struct {
-		book, market, match, tour string
-		mp                        int
-		line                      float64
+		book, market, match string
+		mp                  int
+		line                float64
 	}
 	keyOf := func(p raw.PriceCapture) mkey {
 		k := mkey{book: p.Book, market: p.Market, match: p.MatchID}

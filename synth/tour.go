@@ -68,7 +68,6 @@ func (w *world) sizeTournaments(r *rand.Rand) []*tplan {
 			k = w.o.Matches - total
 			if k < 3 && len(ts) > 0 {
 				ts[len(ts)-1].k += k
-				total += k
 				break
 			}
 		}

@@ -281,7 +281,6 @@ type batches struct {
 	rec    arrow.RecordBatch
 	segs   []string
 	i      int
-	err    error
 }
 
 func openBatches(ctx context.Context, path string, segment []string) (*batches, error) {

@@ -45,8 +45,6 @@ type patchRow struct {
 	label       *string
 }
 
-func (r patchRow) seg() string { return SegmentKey(r.match, r.tour) }
-
 func strp(s string) *string { return &s }
 
 // randomRows makes rows of the segments segs (in file order), 0 to 5 each,

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/eodata/eo/importer"
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/model"
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // publishedSnapshot lands ds as `eo import` does, runs the pipeline once
@@ -25,7 +25,7 @@ func publishedSnapshot(t *testing.T, ds *importer.Dataset) *sql.DB {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := publish.NewLocal(filepath.Join(dir, "store"))
+	st, err := store.NewLocal(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,6 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		heap = ms.HeapAlloc
 		runtime.KeepAlive(s)
-		s = nil
 		runtime.GC()
 		b.StartTimer()
 	}

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/parquettest"
-	"github.com/eodata/eo/tables"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/eodata/eo/internal/testkit/parquettest"
+	"github.com/eodata/eo/tables"
 )
 
 // TestReadOddsRowGroupAtATime reads an odds_lines file in the published

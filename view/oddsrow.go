@@ -184,10 +184,9 @@ func (x *oddsIndex) appendLine(b []byte, i int32) []byte {
 	b = append(b, `,"price":`...)
 	b = appendJSONFloat(b, r.price)
 	b = append(b, `,"is_winner":`...)
-	switch {
-	case f&hasWinner == 0:
+	if f&hasWinner == 0 {
 		b = append(b, "null"...)
-	default:
+	} else {
 		b = strconv.AppendBool(b, f&isWinner != 0)
 	}
 	b = append(b, `,"is_closing":`...)

@@ -26,10 +26,6 @@ func strPtrVal(p *string) SortVal {
 	return SortVal{Str: *p}
 }
 
-// strEq is an exact filter on a nullable text column: null (unknown, e.g.
-// an imported tournament's tier) matches no value.
-func strEq(p *string, v string) bool { return p != nil && *p == v }
-
 // AnyOf is a set filter: a row matches when its value is one of the set's
 // (a comma-separated query value); an empty set matches every row.
 type AnyOf []string

@@ -190,7 +190,8 @@ type loaded struct {
 }
 
 // Load reads every table of a fetched snapshot folder (dir/<table>.parquet)
-// and builds the indexes and pre-rendered JSON, on every core. A table the
+// and builds the indexes and pre-rendered JSON, on every core; a table no
+// resource reads is read whole and dropped (verifyUnread). A table the
 // snapshot does not list (one built before that table existed) is empty.
 func Load(ctx context.Context, dir string, m Meta) (*Snapshot, error) {
 	return LoadWith(ctx, dir, m, LoadOptions{})
@@ -204,6 +205,10 @@ type LoadOptions struct {
 	// cores and requests keep their latency during a swap; a load at
 	// start, with nothing served yet, takes them all.
 	Workers int
+	// Verified reports a table whose bytes were verified before (the same
+	// bytes as a table of a snapshot loaded earlier): when this load does
+	// not read it, it is not read whole again (nil: every table unread is).
+	Verified func(table string) bool
 }
 
 // LoadWith is Load with options.
@@ -212,7 +217,8 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	if o.Workers > 0 {
 		g.SetLimit(o.Workers)
 	}
-	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}, files: m.Files, bigWorkers: cmp.Or(o.Workers, 2)}
+	l := &loader{g: g, ctx: gctx, dir: dir, id: m.ID, has: map[string]bool{}, reads: map[string]bool{}, files: m.Files,
+		bigWorkers: cmp.Or(o.Workers, 2)}
 	for _, name := range m.Tables {
 		l.has[name] = true
 	}
@@ -224,6 +230,7 @@ func LoadWith(ctx context.Context, dir string, m Meta, o LoadOptions) (*Snapshot
 	t := loaded{serial: o.Workers == 1}
 	l.readRows(&t)
 	l.readMatchParts(&t)
+	l.verifyUnread(m.Tables, o.Verified)
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil || errors.Is(err, tables.ErrCorrupt) {
 			return nil, err
@@ -258,6 +265,7 @@ type loader struct {
 	ctx     context.Context // the group's: cancelled on the first failure
 	dir, id string
 	has     map[string]bool   // the tables the manifest lists
+	reads   map[string]bool   // the tables read (the rest are verified)
 	files   map[string]string // Meta.Files
 	missing []string          // the tables this build reads that it does not
 	// parts: the match parts come from match_parts.parquet (matchparts.go);
@@ -291,7 +299,21 @@ func (l *loader) read(name string, fn func(path string) error) {
 		l.missing = append(l.missing, name)
 		return
 	}
+	l.reads[name] = true
 	l.run(name, func() error { return fn(l.path(name)) })
+}
+
+// verifyUnread reads whole every table of the snapshot this load does not
+// read (the exported tables no resource serves, the part tables the
+// pipeline rendered into match_parts), so a corrupt one fails the load as
+// a corrupt table it reads does: nothing of a snapshot is served or
+// exported before all of it decodes.
+func (l *loader) verifyUnread(names []string, verified func(string) bool) {
+	for _, name := range names {
+		if !l.reads[name] && (verified == nil || !verified(name)) {
+			l.run("verify "+name, func() error { return tables.VerifyParquet(l.ctx, l.path(name)) })
+		}
+	}
 }
 
 // readInto reads table name's rows into *dst (see loader.read).
@@ -346,6 +368,7 @@ func (l *loader) readMatchParts(t *loaded) {
 		if !l.has[name] && name != "match_events" {
 			l.missing = append(l.missing, name)
 		}
+		l.reads[name] = true
 	}
 	l.run("match parts", func() (err error) {
 		t.packed, err = tables.RenderParts(l.ctx, func(name string) (string, bool) { return l.path(name), l.has[name] }, l.bigWorkers)

@@ -46,7 +46,7 @@ func cmdBenchBare(ctx context.Context, cfg Config, args []string) error {
 	fmt.Printf("bench-bare serving %d bytes on http://%s\n", len(body), ln.Addr())
 	go func() {
 		<-ctx.Done()
-		app.ShutdownWithTimeout(5 * time.Second)
+		_ = app.ShutdownWithTimeout(5 * time.Second)
 	}()
 	return app.Listener(ln)
 }

@@ -95,7 +95,7 @@ func (f *flood) hold(ctx context.Context, slowly bool) {
 func (f *flood) trickle(ctx context.Context, c net.Conn, slowly bool) bool {
 	closed := make(chan struct{})
 	go func() { // notice the edge closing it
-		io.Copy(io.Discard, c)
+		_, _ = io.Copy(io.Discard, c)
 		close(closed)
 	}()
 	// A header that never ends: its bytes, then 'a' forever.
@@ -115,7 +115,7 @@ func (f *flood) trickle(ctx context.Context, c net.Conn, slowly bool) bool {
 					b = header[i]
 				}
 				i++
-				c.Write([]byte{b})
+				_, _ = c.Write([]byte{b})
 			}
 		}
 	}
@@ -142,7 +142,7 @@ func (f *flood) measure(ctx context.Context, all []*floodSeries, d time.Duration
 			t0 := time.Now()
 			code := 0
 			if resp, err := client.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				code = resp.StatusCode
 			}

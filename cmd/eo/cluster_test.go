@@ -23,11 +23,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/store"
 )
 
 // clusterPlans are the plan limits of the cluster test: a trial allowance
@@ -156,7 +157,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Second)
 		for i, ws := range open {
 			// The open connections are told and closed (1008).
-			ws.SetReadDeadline(deadline.Add(time.Second)) // the edges check every second
+			_ = ws.SetReadDeadline(deadline.Add(time.Second)) // the edges check every second
 			_, msg, err := ws.ReadMessage()
 			if err != nil || !strings.Contains(string(msg), `"code":"invalid_api_key"`) {
 				t.Fatalf("edge %s: the revoked key's WebSocket got %s %v, want an invalid_api_key frame", c.edges[i].addr, msg, err)
@@ -183,7 +184,7 @@ func TestClusterBehavesAsOneService(t *testing.T) {
 	})
 
 	// kill -9 edge A: B serves and streams on.
-	c.edges[0].cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.edges[0].cmd.Process.Signal(syscall.SIGKILL)
 	if code, body := c.edges[1].get("/v1/cs2/matches/"+id, c.keys["internal"]); code != 200 {
 		t.Fatalf("edge B after edge A was killed: %d %s", code, body)
 	}
@@ -263,7 +264,7 @@ type cluster struct {
 	minio  *miniotest.Server
 	redis  *redistest.Server
 	store  string
-	st     publish.Store
+	st     store.Store
 	jobs   *edgeProc
 	edges  []*edgeProc
 	keys   map[string]string // plan -> key
@@ -277,10 +278,10 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	c := &cluster{minio: miniotest.Start(t), redis: redistest.StartServer(t), store: "s3://eo-cluster/world"}
 	ctx := context.Background()
-	s3 := publish.S3Options{Endpoint: c.minio.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
+	s3 := store.S3Options{Endpoint: c.minio.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
 	b := s3
 	b.Bucket, b.CreateBucket = "eo-cluster", true
-	if _, err := publish.NewS3(ctx, b); err != nil {
+	if _, err := store.NewS3(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -297,7 +298,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c.env = env
 	var err error
-	if c.st, err = publish.Open(ctx, c.store, s3); err != nil {
+	if c.st, err = store.Open(ctx, c.store, s3); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(ctx, []string{"generate", "--store", c.store, "--work", t.TempDir(), "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
@@ -559,7 +560,7 @@ func (c *cluster) ticket(t *testing.T, mint *edgeProc, key string) string {
 
 func (ws *wsConn) read(t *testing.T) wsFrame {
 	t.Helper()
-	ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(15 * time.Second))
 	_, msg, err := ws.ReadMessage()
 	if err != nil {
 		t.Fatalf("websocket read: %v", err)

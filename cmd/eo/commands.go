@@ -25,6 +25,7 @@ import (
 	"github.com/eodata/eo/pipelines"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
 )
 
@@ -98,19 +99,19 @@ func (c *common) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }
 
-func (c *common) openStore(ctx context.Context) (publish.Store, error) {
-	return c.openStoreWith(ctx, publish.Open)
+func (c *common) openStore(ctx context.Context) (store.Store, error) {
+	return c.openStoreWith(ctx, store.Open)
 }
 
 // openStoreWith opens the command's store with the S3 settings of its
-// config (open: publish.Open or publish.OpenLazy).
+// config (open: store.Open or store.OpenLazy).
 func (c *common) openStoreWith(ctx context.Context,
-	open func(context.Context, string, publish.S3Options) (publish.Store, error)) (publish.Store, error) {
+	open func(context.Context, string, store.S3Options) (store.Store, error)) (store.Store, error) {
 	if strings.HasPrefix(c.store, "s3://") && c.cfg.S3.Endpoint == "" {
 		return nil, fmt.Errorf("store %s: EO_S3_ENDPOINT is not set", c.store)
 	}
 	if c.readsStore {
-		if err := publish.MustExist(c.store); err != nil {
+		if err := store.MustExist(c.store); err != nil {
 			return nil, fmt.Errorf("%w (check --store or EO_STORE)", err)
 		}
 	}
@@ -151,7 +152,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, required ...strin
 }
 
 // parseOpen parses a command's flags, then opens its logger and store.
-func (c *common) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) (*slog.Logger, publish.Store, error) {
+func (c *common) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) (*slog.Logger, store.Store, error) {
 	if err := parseFlags(fs, args, ""); err != nil {
 		return nil, nil, err
 	}
@@ -224,14 +225,14 @@ func generate(ctx context.Context, c common, o synth.Options) error {
 
 // newRunner builds the pipeline + publish runner; published (may be nil) is
 // called after each run that published a snapshot.
-func newRunner(c common, log *slog.Logger, st publish.Store, force bool, published func(jobs.Result)) *jobs.Runner {
+func newRunner(c common, log *slog.Logger, st store.Store, force bool, published func(jobs.Result)) *jobs.Runner {
 	return jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Force: force, Published: published})
 }
 
 // newScheduledRunner is newRunner for the commands that run the pipeline
 // again and again (eo jobs, eo up): each run's pipeline in a child process
 // (childPipeline), so that a crash in DuckDB ends that run, not them.
-func newScheduledRunner(c common, log *slog.Logger, st publish.Store, published func(jobs.Result)) (*jobs.Runner, error) {
+func newScheduledRunner(c common, log *slog.Logger, st store.Store, published func(jobs.Result)) (*jobs.Runner, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("the pipeline's child process: %w", err)
@@ -241,7 +242,7 @@ func newScheduledRunner(c common, log *slog.Logger, st publish.Store, published 
 }
 
 // pipelineOptions are the pipeline's options from c's flags.
-func (c common) pipelineOptions(log *slog.Logger, st publish.Store) pipelines.Options {
+func (c common) pipelineOptions(log *slog.Logger, st store.Store) pipelines.Options {
 	po := pipelines.Options{Store: st, WorkDir: filepath.Join(c.work, "pipeline"), Logger: log, MemoryLimit: c.duckMemory,
 		Threads: c.duckThreads, Full: c.full}
 	if isTerminal(os.Stderr) {

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // DefaultDuckDBMemory is the pipeline's DuckDB memory limit unless
@@ -38,7 +37,7 @@ type Config struct {
 
 	// S3 holds the endpoint, credentials and call bounds of an s3:// store
 	// (EO_S3_*); the bucket and prefix come from the location.
-	S3 publish.S3Options
+	S3 store.S3Options
 
 	RedisURL    string              // EO_REDIS_URL; empty: embedded counters, in-memory live path
 	RedisPrefix string              // EO_REDIS_PREFIX
@@ -52,8 +51,6 @@ type Config struct {
 	JobsMetricsAddr     string        // EO_JOBS_METRICS_ADDR: eo jobs' metrics listener; empty: none
 	CORSOrigins         []string      // EO_CORS_ORIGINS, comma-separated
 	CursorSecret        string        // EO_CURSOR_SECRET; empty: WORK/cursor.secret
-	CursorGrace         time.Duration // EO_CURSOR_GRACE (edge.NoCursorGrace for "0" or negative)
-	CursorGraceSnaps    int           // EO_CURSOR_GRACE_SNAPSHOTS
 	PollInterval        time.Duration // EO_POLL_INTERVAL
 	MaxConns            int           // EO_MAX_CONNS; 0: the open-file limit less a reserve
 	// GoMemLimit is set when GOMEMLIMIT is: the runtime then has the
@@ -82,14 +79,14 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Schedule:      e.str("EO_SCHEDULE", "*/15 * * * *"),
 		UpSchedule:    e.str("EO_UP_SCHEDULE", "*/2 * * * *"),
 		RunTimeout:    e.duration("EO_RUN_TIMEOUT", DefaultRunTimeout, "a duration such as 30m (0 or negative: no bound)"),
-		S3: publish.S3Options{
+		S3: store.S3Options{
 			Endpoint:   e.str("EO_S3_ENDPOINT", ""),
 			AccessKey:  e.str("EO_S3_ACCESS_KEY", ""),
 			SecretKey:  e.str("EO_S3_SECRET_KEY", ""),
 			Region:     e.str("EO_S3_REGION", ""),
 			UseSSL:     e.boolean("EO_S3_USE_SSL", false),
-			IOTimeout:  e.positive("EO_S3_IO_TIMEOUT", publish.DefaultS3IOTimeout),
-			MaxRetries: e.count("EO_S3_MAX_RETRIES", publish.DefaultS3MaxRetries, 1, "a positive count of attempts"),
+			IOTimeout:  e.positive("EO_S3_IO_TIMEOUT", store.DefaultS3IOTimeout),
+			MaxRetries: e.count("EO_S3_MAX_RETRIES", store.DefaultS3MaxRetries, 1, "a positive count of attempts"),
 		},
 		RedisURL:    e.str("EO_REDIS_URL", ""),
 		RedisPrefix: e.str("EO_REDIS_PREFIX", "eo:"),
@@ -104,8 +101,6 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 		DebugAddr:           e.str("EO_DEBUG_ADDR", ""),
 		JobsMetricsAddr:     e.str("EO_JOBS_METRICS_ADDR", ""),
 		CursorSecret:        e.str("EO_CURSOR_SECRET", ""),
-		CursorGrace:         e.duration("EO_CURSOR_GRACE", edge.DefaultCursorGrace, "a duration such as 15m (0 or negative: off)"),
-		CursorGraceSnaps:    e.count("EO_CURSOR_GRACE_SNAPSHOTS", edge.DefaultCursorGraceSnapshots, 1, "a count of at least 1"),
 		PollInterval:        e.positive("EO_POLL_INTERVAL", 10*time.Second),
 		MaxConns:            e.count("EO_MAX_CONNS", 0, 0, "a count (0: the open-file limit less a reserve)"),
 		GoMemLimit:          e.str("GOMEMLIMIT", "") != "",
@@ -120,9 +115,6 @@ func loadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.UsageMaxEvents == 0 {
 		c.UsageMaxEvents = access.NoCap
-	}
-	if c.CursorGrace <= 0 {
-		c.CursorGrace = edge.NoCursorGrace
 	}
 	return c, errors.Join(e.errs...)
 }

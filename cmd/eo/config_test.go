@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // envOf is a lookup over a fixed environment that records every name read.
@@ -39,14 +38,14 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Schedule != "*/15 * * * *" || c.UpSchedule != "*/2 * * * *" || c.RedisPrefix != "eo:" {
 		t.Errorf("schedule/prefix defaults: %q %q %q", c.Schedule, c.UpSchedule, c.RedisPrefix)
 	}
-	if c.S3.IOTimeout != publish.DefaultS3IOTimeout || c.S3.MaxRetries != publish.DefaultS3MaxRetries || c.S3.UseSSL {
+	if c.S3.IOTimeout != store.DefaultS3IOTimeout || c.S3.MaxRetries != store.DefaultS3MaxRetries || c.S3.UseSSL {
 		t.Errorf("S3 defaults: %+v", c.S3)
 	}
 	if c.Redis.Timeout != access.DefaultRedisTimeout || c.Redis.MaxRetries != access.DefaultRedisRetries {
 		t.Errorf("Redis defaults: %+v", c.Redis)
 	}
 	if c.UsageMaxEvents != access.DefaultMaxRetainedEvents || c.UsageExportInterval != 5*time.Minute ||
-		c.KeyReload != time.Second || c.CursorGrace != edge.DefaultCursorGrace || c.PollInterval != 10*time.Second ||
+		c.KeyReload != time.Second || c.PollInterval != 10*time.Second ||
 		c.MaxConns != 0 || c.CORSOrigins != nil || c.GoMemLimit || c.JobsMetricsAddr != "" {
 		t.Errorf("edge defaults: %+v", c)
 	}
@@ -56,13 +55,13 @@ func TestConfigDefaults(t *testing.T) {
 // (the libraries read 0 as "default").
 func TestConfigZeroMeansNone(t *testing.T) {
 	c, err := loadConfig(envOf(map[string]string{"EO_REDIS_RETRIES": "0", "EO_USAGE_MAX_EVENTS": "0",
-		"EO_CURSOR_GRACE": "0", "EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
+		"EO_CORS_ORIGINS": "https://a.example,https://b.example", "EO_S3_USE_SSL": "true",
 		"GOMEMLIMIT": "4GiB", "EO_ACCESS_LOG": "true"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap || c.CursorGrace != edge.NoCursorGrace {
-		t.Errorf("zero settings: retries %d, max events %d, grace %v", c.Redis.MaxRetries, c.UsageMaxEvents, c.CursorGrace)
+	if c.Redis.MaxRetries != access.NoRetries || c.UsageMaxEvents != access.NoCap {
+		t.Errorf("zero settings: retries %d, max events %d", c.Redis.MaxRetries, c.UsageMaxEvents)
 	}
 	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) || !c.S3.UseSSL || !c.GoMemLimit ||
 		!c.AccessLog {
@@ -75,7 +74,7 @@ func TestConfigRejectsMalformedValues(t *testing.T) {
 	bad := map[string]string{
 		"EO_S3_USE_SSL": "maybe", "EO_S3_IO_TIMEOUT": "0s", "EO_S3_MAX_RETRIES": "0", "EO_REDIS_TIMEOUT": "fast",
 		"EO_REDIS_RETRIES": "-1", "EO_USAGE_MAX_EVENTS": "lots", "EO_USAGE_EXPORT_INTERVAL": "-5m",
-		"EO_KEY_RELOAD": "1", "EO_CURSOR_GRACE": "15", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
+		"EO_KEY_RELOAD": "1", "EO_POLL_INTERVAL": "0", "EO_MAX_CONNS": "-3",
 		"EO_ACCESS_LOG": "sometimes",
 	}
 	_, err := loadConfig(envOf(bad, nil))
@@ -94,7 +93,9 @@ func TestConfigRejectsMalformedValues(t *testing.T) {
 // flag and quota); a malformed plan fails with its name.
 func TestPlansOverrideFieldByField(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plans.json")
-	os.WriteFile(path, []byte(`{"internal": {"burst": 5}, "gold": {"rate": 7, "exports": true}}`), 0o600)
+	if err := os.WriteFile(path, []byte(`{"internal": {"burst": 5}, "gold": {"rate": 7, "exports": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p, err := plans(path)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,9 @@ func TestPlansOverrideFieldByField(t *testing.T) {
 	if g := p["gold"]; g != (access.PlanLimits{Rate: 7, Exports: true}) {
 		t.Errorf("a new plan: %+v", g)
 	}
-	os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600)
+	if err := os.WriteFile(path, []byte(`{"internal": {"burst": "many"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := plans(path); err == nil || !strings.Contains(err.Error(), "internal") {
 		t.Errorf("a malformed plan: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/internal/chromium"
+	"github.com/eodata/eo/internal/testkit/chromium"
 )
 
 // TestConsoleInABrowser opens the console with the link make run prints, in

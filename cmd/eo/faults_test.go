@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
-	"github.com/eodata/eo/access/redistest"
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/proctest"
+	"github.com/eodata/eo/internal/testkit/redistest"
 	"github.com/eodata/eo/live"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/store"
 )
 
 // TestMain lets a test run this binary as the eo command in a child process
@@ -138,7 +139,12 @@ func startEdgeIn(t *testing.T, store, work, key string, nofile int, env ...strin
 	addr := ln.Addr().String()
 	ln.Close()
 	plans := filepath.Join(work, "plans.json")
-	os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plans, []byte(`{"standard": {"burst": 1000000, "rate": 1000000, "monthly_quota": 1000000000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env = append([]string{"EO_PLANS=" + plans, "EO_USAGE_EXPORT_INTERVAL=1h"}, env...)
 	p := startEO(t, nofile, env, "serve", "--store", store, "--work", work, "--addr", addr)
 	p.addr, p.key, p.work = addr, key, work
@@ -182,12 +188,12 @@ func startEO(t *testing.T, nofile int, env []string, args ...string) *edgeProc {
 	go func() { p.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if p.alive() {
-			cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-p.exited:
+			case <-p.exited: //nolint:errcheck // its exit status is the test's business, not the cleanup's
 			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-p.exited
+				_ = cmd.Process.Kill()
+				<-p.exited //nolint:errcheck // killed: its exit status says only that
 			}
 		}
 		if t.Failed() {
@@ -248,7 +254,7 @@ func TestConnectionFloodDoesNotStopTheEdge(t *testing.T) {
 	}
 	// A connection over the limit is answered 503 and closed at once.
 	for _, c := range conns[len(conns)-20:] {
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil && resp.StatusCode == 503 {
 			shed++
@@ -296,7 +302,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	}
 	srv := miniotest.Start(t)
 	ctx := context.Background()
-	if _, err := publish.NewS3(ctx, publish.S3Options{Endpoint: srv.Endpoint, Bucket: "eo-faults", AccessKey: miniotest.AccessKey,
+	if _, err := store.NewS3(ctx, store.S3Options{Endpoint: srv.Endpoint, Bucket: "eo-faults", AccessKey: miniotest.AccessKey,
 		SecretKey: miniotest.SecretKey, CreateBucket: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,18 +312,18 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	const store = "s3://eo-faults/world"
+	const location = "s3://eo-faults/world"
 	pwork := filepath.Join(t.TempDir(), "pipeline")
 	pipeline := func() error {
-		return run(ctx, []string{"pipeline", "run", "--store", store, "--work", pwork})
+		return run(ctx, []string{"pipeline", "run", "--store", location, "--work", pwork})
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--work", t.TempDir(), "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", location, "--work", t.TempDir(), "--matches", "60", "--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {
 		t.Fatal(err)
 	}
-	p := startEdge(t, store, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+	p := startEdge(t, location, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
 
 	// Frozen.
 	srv.Freeze()
@@ -337,7 +343,7 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	// Killed, and the edge restarted.
 	srv.Kill()
 	p.stop(t)
-	p2 := startEdgeIn(t, store, p.work, p.key, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
+	p2 := startEdgeIn(t, location, p.work, p.key, 0, append(env, "EO_POLL_INTERVAL=500ms")...)
 	if code, body := p2.get("/v1/cs2/matches?limit=1", p2.key); code != 200 {
 		t.Fatalf("edge restarted with MinIO down: %d %s", code, body)
 	}
@@ -347,13 +353,13 @@ func TestEdgeRidesOutStoreFaults(t *testing.T) {
 	if err := srv.Relaunch(); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, []string{"generate", "--store", store, "--work", t.TempDir(), "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
+	if err := run(ctx, []string{"generate", "--store", location, "--work", t.TempDir(), "--matches", "61", "--now", "2026-06-02T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pipeline(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := publish.Open(ctx, store, publish.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey,
+	st, err := store.Open(ctx, location, store.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey,
 		SecretKey: miniotest.SecretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +389,7 @@ func waitFor(t *testing.T, p *edgeProc, s string) {
 // stop ends the edge with SIGTERM and waits for it.
 func (p *edgeProc) stop(t *testing.T) {
 	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.exited:
 		p.exited <- err // alive() reads it too

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // The local replay plays the world's scheduled matches well ahead of their
@@ -29,7 +29,7 @@ const refillMatches = 24
 // fixtureRefill lands new fixtures when the replay runs dry, one refill at
 // a time.
 type fixtureRefill struct {
-	st   publish.Store
+	st   store.Store
 	work string
 	log  *slog.Logger
 	busy atomic.Bool
@@ -58,7 +58,7 @@ func (f *fixtureRefill) kick(ctx context.Context) {
 // that starts at now and n scheduled matches in it between teams of the
 // newest synthetic world batch, one every 10 minutes. It returns the
 // batch and the tournament's name.
-func landFixtures(ctx context.Context, st publish.Store, tmpDir string, now time.Time, n int) (raw.BatchManifest, string, error) {
+func landFixtures(ctx context.Context, st store.Store, tmpDir string, now time.Time, n int) (raw.BatchManifest, string, error) {
 	world, err := newestWorld(ctx, st)
 	if err != nil {
 		return raw.BatchManifest{}, "", err
@@ -123,7 +123,7 @@ func landFixtures(ctx context.Context, st publish.Store, tmpDir string, now time
 }
 
 // newestWorld is the id of the newest batch of a synthetic world.
-func newestWorld(ctx context.Context, st publish.Store) (string, error) {
+func newestWorld(ctx context.Context, st store.Store) (string, error) {
 	batches, err := raw.ListBatches(ctx, st)
 	if err != nil {
 		return "", err
@@ -138,7 +138,7 @@ func newestWorld(ctx context.Context, st publish.Store) (string, error) {
 
 // readEntity decodes every line of a batch's entity file into out (a
 // pointer to a slice).
-func readEntity[T any](ctx context.Context, st publish.Store, batch string, e raw.Entity, out *[]T) error {
+func readEntity[T any](ctx context.Context, st store.Store, batch string, e raw.Entity, out *[]T) error {
 	rc, err := st.Get(ctx, raw.BatchesPrefix+batch+"/"+string(e)+".ndjson")
 	if err != nil {
 		return err

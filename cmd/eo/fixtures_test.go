@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/eodata/eo/jobs"
-	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // The fixtures a dry replay lands pass the pipeline's checks whole: the
@@ -18,8 +18,8 @@ import (
 // nothing of them.
 func TestReplayFixturesArePublishedWhole(t *testing.T) {
 	ctx := context.Background()
-	st, store, work := fixtureWorld(t)
-	c := common{cfg: Config{}, store: store, work: work}
+	st, storeDir, work := fixtureWorld(t)
+	c := common{cfg: Config{}, store: storeDir, work: work}
 	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(slog.New(slog.NewTextHandler(io.Discard, nil)), st)})
 	before, err := r.RunOnce(ctx)
 	if err != nil {
@@ -96,11 +96,11 @@ func TestReplayFixturesNeverMeetThemselves(t *testing.T) {
 
 // fixtureWorld is a generated 40-match world the fixture tests land on:
 // its store, opened, and its store and work folders.
-func fixtureWorld(t *testing.T) (st publish.Store, store, work string) {
-	_, store, work = generatedWorld(t, 40)
-	st, err := publish.NewLocal(store)
+func fixtureWorld(t *testing.T) (st store.Store, dir, work string) {
+	_, dir, work = generatedWorld(t, 40)
+	st, err := store.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st, store, work
+	return st, dir, work
 }

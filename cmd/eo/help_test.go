@@ -144,7 +144,9 @@ func TestReadCommandsNeedAnExistingStore(t *testing.T) {
 	}
 	// A file where the folder should be.
 	file := filepath.Join(t.TempDir(), "store")
-	os.WriteFile(file, nil, 0o644)
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := run(context.Background(), []string{"snapshots", "--store", file, "--work", work}); exitCode(err) != 1 ||
 		!strings.Contains(err.Error(), "is not a folder") {
 		t.Errorf("eo snapshots on a file: %v", err)

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/worldtest"
+	"github.com/eodata/eo/internal/testkit/miniotest"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/publish"
-	"github.com/eodata/eo/publish/miniotest"
+	"github.com/eodata/eo/store"
 )
 
 // TestTwoJobsHostsNeverMoveThePointerBack runs two `eo jobs` processes,
@@ -28,14 +29,14 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 	}
 	srv := miniotest.Start(t)
 	ctx := context.Background()
-	opts := publish.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
+	opts := store.S3Options{Endpoint: srv.Endpoint, AccessKey: miniotest.AccessKey, SecretKey: miniotest.SecretKey}
 	b := opts
 	b.Bucket, b.CreateBucket = "eo-hosts", true
-	if _, err := publish.NewS3(ctx, b); err != nil {
+	if _, err := store.NewS3(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	const store = "s3://eo-hosts/world"
-	st, err := publish.Open(ctx, store, opts)
+	const location = "s3://eo-hosts/world"
+	st, err := store.Open(ctx, location, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestTwoJobsHostsNeverMoveThePointerBack(t *testing.T) {
 	dir := t.TempDir()
 	var hosts []*edgeProc
 	for _, name := range []string{"a", "b"} {
-		hosts = append(hosts, startEO(t, 0, env, "jobs", "--store", store, "--work", filepath.Join(dir, name),
+		hosts = append(hosts, startEO(t, 0, env, "jobs", "--store", location, "--work", filepath.Join(dir, name),
 			"--schedule", "@every 1s", "--land-every", "0"))
 	}
 

@@ -11,7 +11,8 @@ import (
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
 	"github.com/eodata/eo/live"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/push"
+	"github.com/eodata/eo/store"
 )
 
 // liveOptions configures the edge's live path: with EO_REDIS_URL the feed,
@@ -20,13 +21,13 @@ import (
 // redeemed on another, the per-key cap holds across them); without it the
 // in-memory defaults apply (one instance). The returned func closes the
 // Redis client.
-func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOptions, func(), error) {
+func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (push.Options, func(), error) {
 	if cfg.RedisURL == "" {
-		return edge.LiveOptions{}, func() {}, nil
+		return push.Options{}, func() {}, nil
 	}
 	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
-		return edge.LiveOptions{}, nil, err
+		return push.Options{}, nil, err
 	}
 	rc := redis.NewClient(ro)
 	if err := rc.Ping(ctx).Err(); err != nil {
@@ -34,8 +35,8 @@ func liveOptions(ctx context.Context, cfg Config, log *slog.Logger) (edge.LiveOp
 		// 503) and the edge subscribes to the feed once Redis answers.
 		log.Warn("redis unreachable at start: no WebSocket connections or live updates until it answers", "err", err)
 	}
-	return edge.LiveOptions{Feed: &live.RedisFeed{Client: rc}, Tickets: &live.RedisTickets{Client: rc},
-		Limiter: &live.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
+	return push.Options{Feed: &live.RedisFeed{Client: rc}, Tickets: &push.RedisTickets{Client: rc},
+		Limiter: &push.RedisLimiter{Client: rc}}, func() { rc.Close() }, nil
 }
 
 // localLive configures the embedded default's live source (eo up).
@@ -53,13 +54,13 @@ type localLive struct {
 // next pipeline run includes them. Book ids go to the feed and the raw
 // landing only. Everything stops with ctx; bg waits for it to have stopped
 // (the lander's last batch landed).
-func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, work string, srv *edge.Server, ll localLive,
+func startLocalLive(ctx context.Context, log *slog.Logger, st store.Store, work string, srv *edge.Server, ll localLive,
 	bg *sync.WaitGroup) error {
 	if ll.slots <= 0 {
 		return nil
 	}
 	feed := live.NewMemoryFeed()
-	if err := srv.AttachFeed(ctx, feed); err != nil {
+	if err := srv.Push().AttachFeed(ctx, feed); err != nil {
 		return err
 	}
 	landing := "off"
@@ -76,7 +77,7 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 		ll.speed = 1
 	}
 	refill := &fixtureRefill{st: st, work: work, log: log}
-	rp := &live.Replay{Feed: feed, Next: srv.ReplaySource(), Slots: ll.slots,
+	rp := &live.Replay{Feed: feed, Next: srv.Push().ReplaySource(), Slots: ll.slots,
 		RoundEvery: time.Duration(float64(3*time.Second) / ll.speed), Seed: uint64(time.Now().UnixNano()),
 		Started: func(m live.ReplayMatch) {
 			log.Info("live replay: match starts", "upstream_id", m.UpstreamID, "status", m.Status, "best_of", m.BestOf)
@@ -100,7 +101,7 @@ func startLocalLive(ctx context.Context, log *slog.Logger, st publish.Store, wor
 // what the edges showed live. It subscribes again when a subscription
 // ends (Redis restarted); events published while it is not subscribed are
 // not landed. The returned func waits for the last landing after ctx ends.
-func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st publish.Store, work string, every time.Duration) (func(), *live.Lander, error) {
+func startFeedLander(ctx context.Context, cfg Config, log *slog.Logger, st store.Store, work string, every time.Duration) (func(), *live.Lander, error) {
 	ro, err := access.ClientOptions(cfg.RedisURL, cfg.Redis)
 	if err != nil {
 		return nil, nil, err

@@ -41,8 +41,9 @@ variables (EO_STORE, EO_WORK, EO_ADDR); README.md lists every EO_* setting.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); exitCode(err) != 0 {
+	err := run(ctx, os.Args[1:])
+	stop()
+	if exitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "eo:", err)
 		os.Exit(exitCode(err))
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/eodata/eo/pipelines"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 const modelUsage = `Usage:
@@ -37,8 +37,8 @@ func cmdModel(ctx context.Context, cfg Config, args []string) error {
 	if *runID != "" {
 		key = pipelines.ModelReportKey(*runID)
 	}
-	b, err := publish.GetBytes(ctx, st, key)
-	if errors.Is(err, publish.ErrNotFound) {
+	b, err := store.GetBytes(ctx, st, key)
+	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("model report: no report at %s in the store (run the pipeline first)", key)
 	}
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
+	"github.com/eodata/eo/internal/testkit/proctest"
 )
 
 // waitOutput waits (up to a minute: the child's output arrives through a

@@ -72,7 +72,7 @@ func childPipeline(exe string, c common, grace time.Duration) func(context.Conte
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		cmd.Cancel = func() error {
 			err := cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Signal(syscall.SIGCONT)
 			return err
 		}
 		cmd.WaitDelay = grace

@@ -15,35 +15,35 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-	"github.com/eodata/eo/internal/scrape"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/jobs"
 	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/store"
 )
 
 // generatedWorld lands a synthetic world of n matches in a new folder's
 // store; it returns the folder, the store and a work folder beside it.
-func generatedWorld(t *testing.T, n int) (dir, store, work string) {
+func generatedWorld(t *testing.T, n int) (dir, storeDir, work string) {
 	t.Helper()
 	dir = t.TempDir()
-	store, work = filepath.Join(dir, "store"), filepath.Join(dir, "work")
-	if err := run(context.Background(), []string{"generate", "--store", store, "--work", work, "--matches", strconv.Itoa(n),
+	storeDir, work = filepath.Join(dir, "store"), filepath.Join(dir, "work")
+	if err := run(context.Background(), []string{"generate", "--store", storeDir, "--work", work, "--matches", strconv.Itoa(n),
 		"--now", "2026-06-01T12:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
-	return dir, store, work
+	return dir, storeDir, work
 }
 
 // childWorld is generatedWorld of 40 matches and this test binary, which
 // runs as eo for `pipeline step` (TestMain).
-func childWorld(t *testing.T) (dir, store, work, self string) {
+func childWorld(t *testing.T) (dir, storeDir, work, self string) {
 	t.Helper()
-	dir, store, work = generatedWorld(t, 40)
+	dir, storeDir, work = generatedWorld(t, 40)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, store, work, self
+	return dir, storeDir, work, self
 }
 
 // childScript writes an executable shell script of body in dir; it
@@ -63,17 +63,17 @@ func childScript(t *testing.T, dir, name, body string) string {
 // run, a real `eo pipeline step` child, publishes.
 func TestCrashedPipelineChildFailsOneRun(t *testing.T) {
 	ctx := context.Background()
-	dir, store, work, self := childWorld(t)
+	dir, storeDir, work, self := childWorld(t)
 	// The child: the first one dies of SIGSEGV, the next ones are this
 	// test binary as eo (TestMain runs main for `pipeline step`).
 	mark := filepath.Join(dir, "crashed-once")
 	script := childScript(t, dir, "eo-child",
 		"if [ ! -e '"+mark+"' ]; then touch '"+mark+"'; kill -SEGV $$; fi\nexec '"+self+"' \"$@\"")
-	st, err := publish.NewLocal(store)
+	st, err := store.NewLocal(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := common{cfg: Config{}, store: store, work: work}
+	c := common{cfg: Config{}, store: storeDir, work: work}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := jobs.NewRunner(jobs.Options{Pipeline: c.pipelineOptions(log, st), Exec: childPipeline(script, c, childStopGrace)})
 
@@ -137,8 +137,8 @@ func gone(pid int) bool {
 // The child is frozen (SIGSTOP) to hold the moment still.
 func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	ctx := context.Background()
-	_, store, work := generatedWorld(t, 200)
-	p := startEO(t, 0, nil, "jobs", "--store", store, "--work", work, "--schedule", "@every 1s")
+	_, storeDir, work := generatedWorld(t, 200)
+	p := startEO(t, 0, nil, "jobs", "--store", storeDir, "--work", work, "--schedule", "@every 1s")
 	var child int
 	if !proctest.Within(60*time.Second, 2*time.Millisecond, func() bool { child = childOf(p.cmd.Process.Pid); return child != 0 }) {
 		t.Fatalf("eo jobs started no pipeline child:\n%s", p.out)
@@ -146,7 +146,7 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(child, syscall.SIGKILL)
+	defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 	if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +161,11 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	}) {
 		t.Fatal("eo jobs outlived kill -9")
 	}
-	err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work})
+	err := run(ctx, []string{"pipeline", "run", "--store", storeDir, "--work", work})
 	if !errors.Is(err, jobs.ErrBusy) || !strings.Contains(err.Error(), "another process's run holds") {
 		t.Fatalf("a run while the orphaned child lives: %v, want ErrBusy", err)
 	}
-	syscall.Kill(child, syscall.SIGCONT)
+	_ = syscall.Kill(child, syscall.SIGCONT)
 	if !proctest.Within(2*time.Minute, 20*time.Millisecond, func() bool { return gone(child) }) {
 		t.Fatal("the orphaned child never ended")
 	}
@@ -177,7 +177,7 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	}) {
 		t.Fatal("the run lock outlived the orphaned child")
 	}
-	if err := run(ctx, []string{"pipeline", "run", "--store", store, "--work", work}); err != nil {
+	if err := run(ctx, []string{"pipeline", "run", "--store", storeDir, "--work", work}); err != nil {
 		t.Fatalf("the run after the child ended: %v", err)
 	}
 }
@@ -190,13 +190,13 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 // and stops by itself), and one that ignores SIGTERM (killed at the grace).
 func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 	ctx := context.Background()
-	dir, store, work, self := childWorld(t)
+	dir, storeDir, work, self := childWorld(t)
 	deaf := childScript(t, dir, "eo-deaf-child", "trap '' TERM\nexec sleep 600")
-	st, err := publish.NewLocal(store)
+	st, err := store.NewLocal(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := common{cfg: Config{}, store: store, work: work}
+	c := common{cfg: Config{}, store: storeDir, work: work}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tc := range []struct {
 		name, exe string
@@ -221,7 +221,7 @@ func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 				if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				defer syscall.Kill(child, syscall.SIGKILL)
+				defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 				if err := proctest.WaitStopped(child, 10*time.Second); err != nil {
 					t.Fatal(err)
 				}
@@ -276,10 +276,10 @@ func TestHungPipelineChildIsStoppedAtTheRunTimeout(t *testing.T) {
 	}
 }
 
-// gatherMetrics reads r's metrics (scrape.Values).
+// gatherMetrics reads r's metrics (proctest.Values).
 func gatherMetrics(t *testing.T, r *jobs.Runner) map[string]float64 {
 	t.Helper()
-	m, err := scrape.Values(r.Collectors()...)
+	m, err := proctest.Values(r.Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 
 	"github.com/eodata/eo/access"
 	"github.com/eodata/eo/edge"
-	"github.com/eodata/eo/publish"
+	"github.com/eodata/eo/snapshot"
+	"github.com/eodata/eo/store"
 )
 
 // counters opens the metering backend: Redis when EO_REDIS_URL is set (for
@@ -142,7 +143,7 @@ func softMemoryLimit(log *slog.Logger, operatorLimit bool) {
 	var kb int64
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, "MemTotal:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
+			_, _ = fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
 		}
 	}
 	if kb <= 0 {
@@ -158,7 +159,7 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	softMemoryLimit(log, c.cfg.GoMemLimit)
 	// Not contacting the store here: when it is down the edge serves the
 	// newest good snapshot in its local cache (edge.Server.Start).
-	st, err := c.openStoreWith(ctx, publish.OpenLazy)
+	st, err := c.openStoreWith(ctx, store.OpenLazy)
 	if err != nil {
 		return err
 	}
@@ -214,10 +215,9 @@ func serve(ctx context.Context, c common, addr string, banner func(*edge.Server,
 	if c.accessLog {
 		accessLog = log.With("log", "access")
 	}
-	srv, err := edge.New(edge.Options{Store: st, Auth: keys, CacheDir: filepath.Join(c.work, "edge-cache"),
-		CursorSecret: secret, Logger: log, AccessLog: accessLog, CORSOrigins: c.cfg.CORSOrigins, Live: lo,
-		CursorGrace: c.cfg.CursorGrace, CursorGraceSnapshots: c.cfg.CursorGraceSnaps, Meter: meter, PollInterval: c.cfg.PollInterval, MaxConns: c.cfg.MaxConns,
-		Health: health, Metrics: metrics})
+	snaps := snapshot.Options{Store: st, CacheDir: filepath.Join(c.work, "edge-cache"), PollInterval: c.cfg.PollInterval}
+	srv, err := edge.New(edge.Options{Snapshots: snaps, Auth: keys, CursorSecret: secret, Logger: log, AccessLog: accessLog,
+		CORSOrigins: c.cfg.CORSOrigins, Live: lo, Meter: meter, MaxConns: c.cfg.MaxConns, Health: health, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eodata/eo/internal/proctest"
-
 	"github.com/fasthttp/websocket"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/internal/testkit/proctest"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/raw"
+	"github.com/eodata/eo/store"
 )
 
 // TestUpIsTheWholeSystem runs `eo up` as make run does (a smaller world, a
@@ -35,11 +35,13 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		t.Skip("runs the whole system for about a minute")
 	}
 	plans := filepath.Join(t.TempDir(), "plans.json")
-	os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644)
+	if err := os.WriteFile(plans, []byte(`{"standard": {"burst": 100000, "rate": 100000, "monthly_quota": 100000000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("EO_PLANS", plans)
 	up := startUp(t, []string{access.PlanStandard, access.PlanInternal}, "--matches", "300",
 		"--schedule", "@every 15s", "--live-speed", "10", "--live-matches", "2", "--land-every", "1s")
-	base, store, key, opKey := up.base, up.store, up.keys[0], up.keys[1]
+	base, storeDir, key, opKey := up.base, up.store, up.keys[0], up.keys[1]
 	get := func(path, k string) ([]byte, int) { return up.get(t, path, k) }
 	deadline := time.Now().Add(3 * time.Minute)
 	type row struct {
@@ -78,7 +80,7 @@ func TestUpIsTheWholeSystem(t *testing.T) {
 		return ""
 	}
 	first := served()
-	st, err := publish.Open(context.Background(), store, publish.S3Options{})
+	st, err := store.Open(context.Background(), storeDir, store.S3Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func (up upStack) get(t *testing.T, path, k string) ([]byte, int) {
 
 // hasLiveBatch reports whether a snapshot was built from a batch the live
 // lander wrote.
-func hasLiveBatch(t *testing.T, st publish.Store, m publish.Manifest) bool {
+func hasLiveBatch(t *testing.T, st store.Store, m publish.Manifest) bool {
 	t.Helper()
 	bs, err := raw.ListBatches(context.Background(), st)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/eodata/eo/internal/chromium"
+	"github.com/eodata/eo/internal/testkit/chromium"
 )
 
 func main() {
