@@ -193,12 +193,10 @@ func (k *Keeper) swap(next *view.Snapshot) {
 // it replaced). After a swap beside a served view, this runs while the
 // load still holds the extra processor and the relaxed collector: setting
 // the collector back with that garbage in the heap would start a cycle at
-// once anyway, and left to the relaxed setting the garbage stayed in the
-// heap into the next swap (5,000 matches: 0.6-1.2 GB of heap after a few
-// swaps against 0.2-0.45 GB, scripts/bench-swap.sh). The pages are not
-// handed back at once (debug.FreeOSMemory holds the heap lock for tens of
-// milliseconds while requests are served, and faulting the memory back in
-// at the next swap made it the slowest): the background scavenger, under
+// once anyway, and left to the relaxed setting the garbage would stay in
+// the heap into the next swap. The pages are not handed back at once
+// (debug.FreeOSMemory holds the heap lock while requests are served, and
+// the next swap would fault the memory back in): the background scavenger, under
 // the soft memory limit eo serve sets, returns what stays unused.
 func (k *Keeper) logLoaded(next *view.Snapshot, t0 time.Time, serving bool) {
 	elapsed := time.Since(t0)
