@@ -8,14 +8,11 @@
 # live events, 5xx answered. At the end it compares the first sample after
 # warm-up (WARM minutes) with the last and prints Markdown for BENCHMARKS.md.
 #
-# The edge keeps replaced snapshots for their cursors (up to
-# EO_CURSOR_GRACE_SNAPSHOTS, default 8, for EO_CURSOR_GRACE, default 15m),
-# so its memory grows by one snapshot a swap until that many are held. The
-# warm-up therefore lasts until they are (one minute more than that many
-# swaps), and the run six minutes past it: memory that still grows then is
-# a leak, not the grace filling.
+# The edge keeps no replaced snapshot (a cursor continues on the new one by
+# key), so after a short warm-up (WARM minutes: the first swaps and the
+# heap settling) memory that still grows is a leak.
 #
-#   scripts/soak.sh                                # 15 minutes, compared from minute 9
+#   scripts/soak.sh                                # 9 minutes, compared from minute 3
 #   MINUTES=20 CONNS=64 MATCHES=3000 scripts/soak.sh
 #
 # Needs wrk, curl and jq. Loopback only; every process is stopped on exit.
@@ -29,10 +26,7 @@ MATCHES=${MATCHES:-3000}
 # apply otherwise.
 CONNS=${CONNS:-64}
 SWAP_EVERY=${SWAP_EVERY:-60}
-# The minutes until the cursor grace holds all it keeps: a swap a minute
-# (SWAP_EVERY 60), each kept for 15 minutes.
-GRACE_SNAPSHOTS=${EO_CURSOR_GRACE_SNAPSHOTS:-8}
-WARM=${WARM:-$((GRACE_SNAPSHOTS + 1))}
+WARM=${WARM:-3}
 MINUTES=${MINUTES:-$((WARM + 6))}
 LIVE_SLOTS=${LIVE_SLOTS:-4}
 # shellcheck source=scripts/bench-lib.sh
