@@ -139,9 +139,16 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	ctx := context.Background()
 	_, storeDir, work := generatedWorld(t, 200)
 	p := startEO(t, 0, nil, "jobs", "--store", storeDir, "--work", work, "--schedule", "@every 1s")
+	lockFile := filepath.Join(work, "pipeline", "run.lock")
+	// The child, once it holds the run lock it was handed (fd 3): a process
+	// caught before that, or one that already ended, proves nothing.
 	var child int
-	if !proctest.Within(60*time.Second, 2*time.Millisecond, func() bool { child = childOf(p.cmd.Process.Pid); return child != 0 }) {
-		t.Fatalf("eo jobs started no pipeline child:\n%s", p.out)
+	if !proctest.Within(60*time.Second, 2*time.Millisecond, func() bool {
+		child = childOf(p.cmd.Process.Pid)
+		fd3, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", child))
+		return child != 0 && err == nil && fd3 == lockFile && !gone(child)
+	}) {
+		t.Fatalf("eo jobs started no pipeline child holding the run lock:\n%s", p.out)
 	}
 	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -171,7 +178,6 @@ func TestOrphanedPipelineChildKeepsTheWorkFolder(t *testing.T) {
 	}
 	// A thread group's leader shows as a zombie before its last thread has
 	// exited and closed the files: the lock goes a moment later.
-	lockFile := filepath.Join(work, "pipeline", "run.lock")
 	if !proctest.Within(30*time.Second, 20*time.Millisecond, func() bool {
 		return exec.Command("flock", "-n", lockFile, "true").Run() == nil
 	}) {
