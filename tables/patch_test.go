@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/eodata/eo/internal/testkit/parquettest"
 )
 
 // patchSchema is a flat table segmented by (match_id, tournament_id), as
@@ -69,50 +70,17 @@ func randomRows(rng *rand.Rand, segs [][2]*string, version int) []patchRow {
 func writePatchRows(t *testing.T, path string, rows []patchRow, groupRows int64) {
 	t.Helper()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(groupRows))
-	writeTestParquet(t, path, patchSchema, props, func(b *array.RecordBuilder) {
+	parquettest.Write(t, path, patchSchema, props, func(b *array.RecordBuilder) {
 		for _, r := range rows {
-			appendStr(b.Field(0).(*array.StringBuilder), r.match)
-			appendStr(b.Field(1).(*array.StringBuilder), r.tour)
+			parquettest.AppendString(b.Field(0).(*array.StringBuilder), r.match)
+			parquettest.AppendString(b.Field(1).(*array.StringBuilder), r.tour)
 			b.Field(2).(*array.Int32Builder).Append(r.seq)
 			b.Field(3).(*array.Float64Builder).Append(r.price)
 			b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(r.at))
 			b.Field(5).(*array.BooleanBuilder).Append(r.open)
-			appendStr(b.Field(6).(*array.StringBuilder), r.label)
+			parquettest.AppendString(b.Field(6).(*array.StringBuilder), r.label)
 		}
 	})
-}
-
-// writeTestParquet writes one record batch of schema, which fill appends
-// to, as the Parquet file path.
-func writeTestParquet(t *testing.T, path string, schema *arrow.Schema, props *parquet.WriterProperties, fill func(*array.RecordBuilder)) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	fill(b)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendStr(b *array.StringBuilder, s *string) {
-	if s == nil {
-		b.AppendNull()
-		return
-	}
-	b.Append(*s)
 }
 
 // readPatchRows reads a file's rows back, as text (one line a row), and
