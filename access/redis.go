@@ -107,11 +107,6 @@ func (o *RedisOptions) defaults() {
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 }
 
-// NewRedis uses a go-redis client; keys are namespaced by prefix.
-func NewRedis(c redis.UniversalClient, prefix string) *Redis {
-	return NewRedisWith(c, prefix, RedisOptions{})
-}
-
 // NewRedisWith uses a go-redis client (whose timeouts are the caller's);
 // keys are namespaced by prefix.
 func NewRedisWith(c redis.UniversalClient, prefix string, o RedisOptions) *Redis {

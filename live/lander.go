@@ -87,16 +87,6 @@ const DefaultMaxSpoolBytes = 1 << 30
 // lands in several).
 const maxLandRecords = 200_000
 
-// Run lands events until ctx ends, then lands what is spooled.
-func (l *Lander) Run(ctx context.Context) error {
-	done, err := l.Start(ctx)
-	if err != nil {
-		return err
-	}
-	<-done
-	return nil
-}
-
 // Start subscribes (so no event published after it returns is missed) and
 // lands in the background until ctx ends; done closes after the last landing
 // (what it could not land stays in the spool).

@@ -220,9 +220,6 @@ func (s *Server) reap(wait time.Duration) bool {
 	}
 }
 
-// Log is the server's output so far.
-func (s *Server) Log() string { return s.log.String() }
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
