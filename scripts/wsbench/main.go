@@ -301,7 +301,11 @@ func (cl *client) read(index map[string]int32, measuring *atomic.Bool) {
 		if at <= cl.last[t] {
 			continue // no new event (a swap's repeat, a frame of the same instant)
 		}
+		first := cl.last[t] == 0
 		cl.last[t] = at
+		if first {
+			continue // a target's first update sets the baseline: it may repeat an old event (a swap's resend)
+		}
 		cl.samples = append(cl.samples, sample{target: t, at: at, lat: int32(now - at)})
 	}
 }
