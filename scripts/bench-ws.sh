@@ -69,6 +69,8 @@ log "eo up serving $SERVE_URL (pid $EDGE_PID); paging with cursors and sampling 
 PIDS+=("$!")
 
 rss() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$EDGE_PID/status"; }
+# edge_cpu is the edge process's processor time so far, in seconds.
+edge_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$EDGE_PID/stat"; }
 samples=$LOGS/rss.txt
 : >"$samples"
 while ((SECONDS - start < SWAP_MINUTES * 60)); do
@@ -84,6 +86,7 @@ declare -A result
 for client in $CLIENTS; do
 	log "minute $(((SECONDS - start) / 60)): $CONNS connections, the $client client, ${WS_DURATION}s"
 	out=$LOGS/ws-$client.json
+	cpu0=$(edge_cpu)
 	if [[ $client == go ]]; then
 		"$TMPROOT/wsbench" -url "$SERVE_URL" -key "$KEY" -conns "$CONNS" -duration "${WS_DURATION}s" >"$out"
 	else
@@ -91,7 +94,8 @@ for client in $CLIENTS; do
 	fi
 	result[$client]=$(jq -r 'def ms: . * 10 | round / 10; [(.event_to_client_ms | .p50, .p99, .max | ms),
 		(.first_to_last_client_ms | .p50, .p99 | ms), .event_to_client_ms.n, .events, .frames,
-		(.targets | length)] | map(tostring) | join("|")' "$out")
+		(.targets | length), (.client_cpu_seconds // "n/a" | if type == "number" then (. * 10 | round / 10) else . end)] | map(tostring) | join("|")' "$out")
+	result[$client]+="|$(awk -v a="$cpu0" -v b="$(edge_cpu)" 'BEGIN { printf "%.1f", b - a }')"
 done
 rss_ws=$(rss)
 load1=$(uptime)
@@ -104,9 +108,9 @@ echo
 echo "- RSS of \`eo up\` with a client paging /matches with cursors: ${rss_first} MiB at start, at most **${rss_after} MiB**"
 echo "  from minute $RSS_FROM to minute $SWAP_MINUTES (peak ${rss_peak} MiB), $swaps snapshot swaps; ${rss_ws} MiB after the WebSocket runs."
 echo
-echo "| client | connections | targets each | event to client p50 ms | p99 ms | max ms | first-to-last client p50 ms | p99 ms | updates measured | events | frames |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| client | connections | targets each | event to client p50 ms | p99 ms | max ms | first-to-last client p50 ms | p99 ms | updates measured | events | frames | edge CPU s, whole client run | client CPU s, while measuring |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for client in $CLIENTS; do
-	IFS='|' read -r p50 p99 mx s50 s99 n ev fr nt <<<"${result[$client]}"
-	echo "| $client | $CONNS | $nt | $p50 | **$p99** | $mx | $s50 | $s99 | $n | $ev | $fr |"
+	IFS='|' read -r p50 p99 mx s50 s99 n ev fr nt ccpu ecpu <<<"${result[$client]}"
+	echo "| $client | $CONNS | $nt | $p50 | **$p99** | $mx | $s50 | $s99 | $n | $ev | $fr | $ecpu | $ccpu |"
 done
