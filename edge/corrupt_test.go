@@ -18,45 +18,13 @@ import (
 	"time"
 
 	"github.com/eodata/eo/access"
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/snapshot"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/tables"
 	"github.com/eodata/eo/view"
 )
-
-// corruptCopy copies the served snapshot's files to a new folder, flips 16
-// bytes of table at the given fraction of its length, and returns the
-// folder and the table files to publish (the checksums Publish computes then
-// match the corrupt bytes, as when a writer produced them corrupt).
-func corruptCopy(t *testing.T, ts *testServer, table string, frac float64) (string, []publish.TableFile) {
-	t.Helper()
-	src := ts.Current().Meta.Dir
-	dst := t.TempDir()
-	var files []publish.TableFile
-	meta := ts.Current().Meta
-	for _, name := range meta.Tables {
-		b, err := os.ReadFile(filepath.Join(src, meta.File(name)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == table {
-			off := int(float64(len(b)) * frac)
-			for i := 0; i < 16; i++ {
-				b[off+i] ^= 0x5a
-			}
-		}
-		p := filepath.Join(dst, meta.File(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, publish.TableFile{Name: name, Path: p, Internal: meta.Internal(name)})
-	}
-	return dst, files
-}
 
 // TestCorruptParquetIsAnErrorNotAPanic sweeps corruptions over a real
 // snapshot table: each load either succeeds or fails with tables.ErrCorrupt.
@@ -70,7 +38,7 @@ func TestCorruptParquetIsAnErrorNotAPanic(t *testing.T) {
 	for _, table := range []string{"map_results", tables.MatchPartsTable} {
 		failed := 0
 		for i := 1; i < 40; i++ {
-			dir, _ := corruptCopy(t, ts, table, float64(i)/41)
+			dir, _ := worldtest.CorruptCopy(t, ts.Current().Meta, table, float64(i)/41)
 			_, err := view.Load(context.Background(), dir, ts.Current().Meta)
 			if err != nil {
 				if !errors.Is(err, tables.ErrCorrupt) {
@@ -102,7 +70,7 @@ func TestCorruptSnapshotIsRejectedNotServed(t *testing.T) {
 	// Find a corruption that fails the load (most do).
 	var files []publish.TableFile
 	for i := 1; i < 40 && files == nil; i++ {
-		dir, fs := corruptCopy(t, ts, "map_results", float64(i)/41)
+		dir, fs := worldtest.CorruptCopy(t, ts.Current().Meta, "map_results", float64(i)/41)
 		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
 			files = fs
 		}
@@ -237,7 +205,7 @@ func TestCachePruneSweepsAbandonedFetches(t *testing.T) {
 func corruptUnread(t *testing.T, ts *testServer) publish.Manifest {
 	t.Helper()
 	for i := 1; i < 40; i++ {
-		dir, files := corruptCopy(t, ts, "rounds", float64(i)/41)
+		dir, files := worldtest.CorruptCopy(t, ts.Current().Meta, "rounds", float64(i)/41)
 		if _, err := view.Load(context.Background(), dir, ts.Current().Meta); err != nil {
 			return ts.publishNext(t, files)
 		}

@@ -2,10 +2,9 @@ package snapshot
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/eodata/eo/internal/testkit/worldtest"
 	"github.com/eodata/eo/publish"
 	"github.com/eodata/eo/view"
 )
@@ -18,28 +17,7 @@ func (k *testKeeper) corruptFiles(t *testing.T, table string) []publish.TableFil
 	t.Helper()
 	meta := k.current().Meta
 	for i := 1; i < 40; i++ {
-		dst := t.TempDir()
-		var files []publish.TableFile
-		for _, name := range meta.Tables {
-			b, err := os.ReadFile(filepath.Join(meta.Dir, meta.File(name)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name == table {
-				off := len(b) * i / 41
-				for j := range 16 {
-					b[off+j] ^= 0x5a
-				}
-			}
-			p := filepath.Join(dst, meta.File(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, publish.TableFile{Name: name, Path: p, Internal: meta.Internal(name)})
-		}
+		dst, files := worldtest.CorruptCopy(t, meta, table, float64(i)/41)
 		if _, err := view.Load(context.Background(), dst, meta); err != nil {
 			return files
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/eodata/eo/raw"
 	"github.com/eodata/eo/store"
 	"github.com/eodata/eo/synth"
+	"github.com/eodata/eo/view"
 )
 
 // Land generates the synthetic world o into one batch, written under tmp,
@@ -154,4 +155,35 @@ func OpenTables(t testing.TB, tables []publish.TableFile) *sql.DB {
 		}
 	}
 	return db
+}
+
+// CorruptCopy copies the snapshot meta describes to a new folder with 16
+// bytes of table flipped at frac of its length, and returns the folder and
+// the table files to publish: the checksums Publish computes then match the
+// corrupt bytes, as when a writer produced them corrupt.
+func CorruptCopy(t testing.TB, meta view.Meta, table string, frac float64) (string, []publish.TableFile) {
+	t.Helper()
+	dst := t.TempDir()
+	var files []publish.TableFile
+	for _, name := range meta.Tables {
+		b, err := os.ReadFile(filepath.Join(meta.Dir, meta.File(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == table {
+			off := int(float64(len(b)) * frac)
+			for i := range 16 {
+				b[off+i] ^= 0x5a
+			}
+		}
+		p := filepath.Join(dst, meta.File(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, publish.TableFile{Name: name, Path: p, Internal: meta.Internal(name)})
+	}
+	return dst, files
 }
