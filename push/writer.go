@@ -3,10 +3,11 @@ package push
 // The write side of the connections. A connection's frames are queued
 // (bounded: a full queue cuts the client off as a slow consumer) and
 // written by the push side's flushers, one a processor: a flusher writes
-// what a connection has queued in one system call that does not wait, so
-// one event's frames go out to every connection subscribed without a
-// goroutine woken for each. What a socket does not take at once (a client
-// that reads slowly) is finished by a goroutine of the connection's own,
+// what a connection has queued in one system call that does not wait
+// (writev: the frames are not copied together first), so one event's
+// frames go out to every connection subscribed without a goroutine woken
+// for each. What a socket does not take at once (a client that reads
+// slowly) is finished by a goroutine of the connection's own,
 // which writes with a deadline and then drains its queue before handing
 // the connection back. Each frame was made once (Frame), for every
 // connection it goes to, and is written as is. Every write to a socket,
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"golang.org/x/sys/unix"
 )
 
 // WebSocket control opcodes.
@@ -74,7 +76,7 @@ type conn struct {
 	closing bool          // the closing frames are queued: nothing more is
 	closed  chan struct{} // closed once the closing frames are written or a write failed
 	shut    sync.Once
-	buf     []byte // several frames joined for one write
+	iov     [][]byte // the frames of one write
 	// writing counts the connection's own goroutine while it writes.
 	writing   sync.WaitGroup
 	slowOnce  sync.Once
@@ -295,22 +297,19 @@ func (w *conn) writeNow(batch []outFrame) (int, error) {
 	if w.raw == nil {
 		return 0, nil
 	}
-	b := batch[0].b
-	if len(batch) > 1 {
-		w.buf = w.buf[:0]
-		for _, f := range batch {
-			w.buf = append(w.buf, f.b...)
-		}
-		b = w.buf
+	w.iov = w.iov[:0]
+	for _, f := range batch {
+		w.iov = append(w.iov, f.b)
 	}
 	var n int
 	var werr error
 	if err := w.raw.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), b)
+		n, werr = unix.Writev(int(fd), w.iov)
 		return true // never wait here: the connection's own goroutine does
 	}); err != nil {
 		return 0, err
 	}
+	clear(w.iov)
 	if errors.Is(werr, syscall.EAGAIN) || errors.Is(werr, syscall.EINTR) {
 		return max(n, 0), nil
 	}
