@@ -161,7 +161,10 @@ func New(o Options) (*Server, error) {
 	s.app.Server().Handler = s.knownMethodsOnly(s.app.Server().Handler)
 	var err error
 	so := o.Snapshots
-	so.Swapped = func(old, cur *view.View) { s.push.Swapped(old, cur) }
+	so.Swapped = func(old, cur *view.View) {
+		s.pages.Swapped(cur)
+		s.push.Swapped(old, cur)
+	}
 	if so.Logger == nil {
 		so.Logger = o.Logger
 	}

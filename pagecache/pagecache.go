@@ -94,6 +94,16 @@ type Holder struct {
 	cur atomic.Pointer[Cache]
 }
 
+// Swapped drops the cache of a view other than cur, the view a snapshot
+// swap serves: its pages would not be inherited (a swap starts an empty
+// cache), and until the next request it would keep the replaced snapshot
+// in memory.
+func (h *Holder) Swapped(cur *view.View) {
+	if pc := h.cur.Load(); pc != nil && pc.v != cur {
+		h.cur.CompareAndSwap(pc, nil)
+	}
+}
+
 // For returns the cache of view v, creating it (with the pages of the
 // previous view's that v leaves valid) when v is the view being served
 // (served); nil for an older view.

@@ -2,9 +2,12 @@ package pagecache
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/eodata/eo/tables"
+	"github.com/eodata/eo/view"
 )
 
 // A page is stored the second time its URI is asked, not the first;
@@ -30,5 +33,29 @@ func TestPutAndGet(t *testing.T) {
 		if c.Put(big, make([]byte, MaxBody+1), 0, View, tables.ID{}) != nil {
 			t.Fatal("a body larger than MaxBody was stored")
 		}
+	}
+}
+
+// A snapshot swap drops the replaced view's cache, so the holder does not
+// keep that view (and its snapshot) in memory until the next request; the
+// cache of the view served stays.
+func TestSwapReleasesTheReplacedView(t *testing.T) {
+	var h Holder
+	old := view.New(&view.Snapshot{})
+	if h.For(old, old) == nil {
+		t.Fatal("no cache for the view served")
+	}
+	gone := weak.Make(old)
+	cur := view.New(&view.Snapshot{})
+	h.Swapped(cur)
+	old = nil
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Fatal("the page cache keeps the replaced view after a swap")
+	}
+	pc := h.For(cur, cur)
+	h.Swapped(cur)
+	if h.For(cur, cur) != pc {
+		t.Fatal("Swapped dropped the cache of the view it serves")
 	}
 }
