@@ -510,7 +510,12 @@ func (s *slowStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	return s.Store.Put(ctx, key, r, size)
 }
 
-const helperEnv = "EO_PUBLISH_HELPER_STORE"
+// The helper's store and its folder for the tables it writes (the
+// parent's: the killed helper never removes a folder of its own).
+const (
+	helperEnv     = "EO_PUBLISH_HELPER_STORE"
+	helperWorkEnv = "EO_PUBLISH_HELPER_WORK"
+)
 
 // TestHelperPublishProcess is the child of TestPublishKilledProcess; it does
 // nothing in a normal run.
@@ -523,7 +528,7 @@ func TestHelperPublishProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := writeTables(t, t.TempDir(), "matches", "players", "teams")
+	files := writeTables(t, os.Getenv(helperWorkEnv), "matches", "players", "teams")
 	if _, err := Publish(context.Background(), &slowStore{Store: s}, newManifest(time.Now()), files); err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +545,7 @@ func TestPublishKilledProcess(t *testing.T) {
 	files1 := writeTables(t, t.TempDir(), "matches", "players", "teams")
 	m1 := mustPublish(t, s, newManifest(time.Now().Add(-time.Hour)), files1)
 
-	child := proctest.StartChild(t, "TestHelperPublishProcess", helperEnv+"="+dir)
+	child := proctest.StartChild(t, "TestHelperPublishProcess", helperEnv+"="+dir, helperWorkEnv+"="+t.TempDir())
 
 	// Wait for the child's first table file to appear.
 	var newKey string
