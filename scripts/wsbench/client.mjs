@@ -24,6 +24,7 @@ if (live.length === 0) throw new Error("no match is live");
 const targets = live.flatMap((id) => [`match:${id}`, `odds:${id}`]);
 
 let measuring = false;
+let since = 0; // when measuring started, µs: an older event is a swap's resend, not an event of the measurement
 let frames = 0;
 const samples = []; // [target, at µs, latency µs]
 
@@ -56,6 +57,7 @@ async function open() {
       const at = newest(f.data, kind);
       if (!(at > (last.get(f.target) ?? 0))) return;
       last.set(f.target, at);
+      if (at < since) return;
       samples.push([f.target, at, now - at]);
     });
   });
@@ -70,6 +72,7 @@ for (let i = 0; i < conns; i += 32) {
 }
 const connect = (Date.now() - t0) / 1000;
 await new Promise((r) => setTimeout(r, warmup));
+since = Date.now() * 1000;
 measuring = true;
 await new Promise((r) => setTimeout(r, duration));
 measuring = false;

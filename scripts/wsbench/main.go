@@ -5,7 +5,9 @@
 // every update frame that carries a new event, the time from the event
 // (the match's changed_at, the newest captured_at of an odds frame: the
 // instants the local replay stamps as it publishes) to the frame's
-// arrival. It prints one JSON object: the latencies' quantiles (all
+// arrival. Only events that happened while measuring count: a snapshot
+// swap resends a target's frame with the instants the snapshot holds,
+// minutes old, which are no event of the measurement. It prints one JSON object: the latencies' quantiles (all
 // frames, match frames, odds frames), the spread from the first to the
 // last client of each event, and the counts.
 //
@@ -121,16 +123,18 @@ func run(base, key string, n, dialers int, warmup, duration time.Duration) (*res
 	}
 	connect := time.Since(t0)
 	var measuring atomic.Bool
+	var since atomic.Int64 // when measuring started, unix microseconds
 	var wg sync.WaitGroup
 	for _, cl := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl.read(index, &measuring)
+			cl.read(index, &measuring, &since)
 		}()
 	}
 	time.Sleep(warmup)
 	cpu0 := cpuTime()
+	since.Store(time.Now().UnixMicro())
 	measuring.Store(true)
 	time.Sleep(duration)
 	measuring.Store(false)
@@ -267,7 +271,7 @@ var (
 
 // read reads frames until the connection closes, recording the update
 // frames that carry a new event for their target while measuring.
-func (cl *client) read(index map[string]int32, measuring *atomic.Bool) {
+func (cl *client) read(index map[string]int32, measuring *atomic.Bool, since *atomic.Int64) {
 	var buf bytes.Buffer
 	for {
 		_, r, err := cl.c.NextReader()
@@ -301,10 +305,9 @@ func (cl *client) read(index map[string]int32, measuring *atomic.Bool) {
 		if at <= cl.last[t] {
 			continue // no new event (a swap's repeat, a frame of the same instant)
 		}
-		first := cl.last[t] == 0
 		cl.last[t] = at
-		if first {
-			continue // a target's first update sets the baseline: it may repeat an old event (a swap's resend)
+		if at < since.Load() {
+			continue // an event before the measurement: a swap's resend
 		}
 		cl.samples = append(cl.samples, sample{target: t, at: at, lat: int32(now - at)})
 	}
