@@ -42,8 +42,8 @@ type Forecast struct {
 	ScheduledAt time.Time
 	// CapturedAt is when the forecast's inputs last changed: the latest
 	// result, rank of its teams or rating-period boundary before ScheduledAt
-	// (at most ScheduledAt minus one second, never before an input it
-	// used). It is the forecast's publication time.
+	// (at most ScheduledAt minus one second and at most the as-of time,
+	// never before an input it used). It is the forecast's publication time.
 	CapturedAt time.Time
 	PHome      float64 // probability that TeamA wins
 	PRaw       float64 // the uncalibrated Glicko-2 probability
@@ -75,10 +75,12 @@ type ForecastConfig struct {
 	Stack StackConfig
 	// Ranks are the upstream's published team ranks over time (optional).
 	Ranks []RankObs
-	// HistoryAt, when set, is the as-of time of the team rating history
-	// Run records (RunResult.History): the rating periods that ended by
-	// then, and the one open then.
-	HistoryAt time.Time
+	// AsOf, when set, is the data's as-of time (the latest result known).
+	// Run records the team rating history up to it (RunResult.History: the
+	// rating periods that ended by then, and the one open then), and a
+	// forecast is published no later than it: a match after it is forecast
+	// from what is known then, not at an instant still to come.
+	AsOf time.Time
 }
 
 // DefaultForecastConfig is the pipeline's configuration (eo_model 2.0).
@@ -100,7 +102,7 @@ type RunResult struct {
 	Ratings []map[string]Rating
 	// Calibration is the final calibration (A, B): p = logistic(A + B logit(raw)).
 	CalibA, CalibB float64
-	// History is the team rating history up to ForecastConfig.HistoryAt:
+	// History is the team rating history up to ForecastConfig.AsOf:
 	// a row per team and rating period in which it played, in time order.
 	History []PeriodRating
 }
@@ -148,8 +150,8 @@ func events(matches []Match, cfg ForecastConfig) []event {
 	for i, r := range cfg.Ranks {
 		evs = append(evs, event{at: r.At, kind: evRank, i: i})
 	}
-	if !cfg.HistoryAt.IsZero() {
-		evs = append(evs, event{at: cfg.HistoryAt, kind: evHistory})
+	if !cfg.AsOf.IsZero() {
+		evs = append(evs, event{at: cfg.AsOf, kind: evHistory})
 	}
 	sort.SliceStable(evs, func(a, b int) bool {
 		x, y := evs[a], evs[b]
@@ -184,7 +186,7 @@ type runner struct {
 	sinceFit int
 	fitted   bool
 	lastRes  time.Time // the latest result used so far
-	hist     *history  // the rating history (cfg.HistoryAt), or nil
+	hist     *history  // the rating history (cfg.AsOf), or nil
 	out      RunResult
 }
 
@@ -201,8 +203,8 @@ func Run(matches []Match, cfg ForecastConfig) RunResult {
 	r := &runner{cfg: cfg, matches: matches, sys: NewSystem(cfg.Ratings), v2: newV2(cfg.Stack), calB: 1,
 		xs: make([][]float64, len(matches))}
 	r.out = RunResult{Forecasts: make([]Forecast, len(matches)), Ratings: make([]map[string]Rating, len(cfg.Checkpoints)), CalibB: 1}
-	if !cfg.HistoryAt.IsZero() {
-		r.hist = newHistory(cfg.HistoryAt, r.sys, matches)
+	if !cfg.AsOf.IsZero() {
+		r.hist = newHistory(cfg.AsOf, r.sys, matches)
 	}
 	for _, e := range events(matches, cfg) {
 		r.sys.AdvanceTo(e.at)
@@ -243,10 +245,15 @@ func (r *runner) forecast(e event) {
 	}
 	// Published once its inputs last changed: the latest result, rank of
 	// its teams or rating-period boundary, at most a second before the
-	// start, yet never before the latest result or rank it used.
+	// start and at most the as-of time (a period boundary still to come
+	// changes nothing known now), yet never before the latest result or
+	// rank it used.
 	capAt := r.sys.LastChange()
 	if limit := m.ScheduledAt.Add(-time.Second); capAt.IsZero() || capAt.After(limit) {
 		capAt = limit
+	}
+	if !r.cfg.AsOf.IsZero() && capAt.After(r.cfg.AsOf) {
+		capAt = r.cfg.AsOf
 	}
 	used := []time.Time{r.lastRes}
 	if r.v2.usesRanks() {

@@ -21,7 +21,7 @@ type PeriodRating struct {
 	Rank int
 }
 
-// history records the rating history during Run (ForecastConfig.HistoryAt).
+// history records the rating history during Run (ForecastConfig.AsOf).
 type history struct {
 	until  time.Time
 	sys    *System

@@ -73,7 +73,7 @@ func (r *run) runModel(ctx context.Context) (int64, error) {
 	prevAt := asOf.AddDate(0, 0, -7)
 	cfg.Checkpoints = []time.Time{asOf, prevAt}
 	cfg.Ranks = ranks
-	cfg.HistoryAt = asOf
+	cfg.AsOf = asOf
 	res := model.Run(matches, cfg)
 	// evaluated_at is the as-of time; with no completed match at all, the
 	// Unix epoch (the field is never null).

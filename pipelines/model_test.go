@@ -78,6 +78,12 @@ WHERE l.source = 'eo_model' AND NOT (l.market = 'match_winner' AND l.model_versi
   AND (m.status <> 'completed' OR (l.is_winner = ((l.outcome_key = 'home') = (m.winner_team_id = m.team_a_id)) AND l.is_closing)))`); bad != 0 {
 		t.Fatalf("%d malformed eo_model lines", bad)
 	}
+	// Nothing is published at an instant still to come: a forecast of a
+	// match after the world's present is captured by then.
+	if n := one[int](t, db, fmt.Sprintf(`SELECT count(*) FROM odds_lines WHERE captured_at > TIMESTAMPTZ '%s'`,
+		now.Format(time.RFC3339))); n != 0 {
+		t.Fatalf("%d lines captured after the present", n)
+	}
 	if s := one[float64](t, db, `
 SELECT max(abs(s - 1)) FROM (SELECT sum(1 / price) AS s FROM odds_lines WHERE source = 'eo_model' GROUP BY market_id)`); s > 1e-3 {
 		t.Fatalf("implied probabilities off by %g", s)
