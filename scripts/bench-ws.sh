@@ -104,7 +104,8 @@ for client in $CLIENTS; do
 	fi
 	result[$client]=$(jq -r 'def ms: . * 10 | round / 10; [(.event_to_client_ms | .p50, .p99, .max | ms),
 		(.first_to_last_client_ms | .p50, .p99 | ms), .event_to_client_ms.n, .events, .frames,
-		(.targets | length), (.client_cpu_seconds // "n/a" | if type == "number" then (. * 10 | round / 10) else . end)] | map(tostring) | join("|")' "$out")
+		(.targets | length), (.client_cpu_seconds // "n/a" | if type == "number" then (. * 10 | round / 10) else . end),
+		.events_stamped_ahead] | map(tostring) | join("|")' "$out")
 	result[$client]+="|$(awk -v a="$cpu0" -v b="$(edge_cpu)" 'BEGIN { printf "%.1f", b - a }')"
 done
 rss_ws=$(rss)
@@ -121,9 +122,9 @@ echo "- RSS of \`eo up\` with a client paging /matches with cursors: ${rss_first
 echo "  from minute $RSS_FROM to minute $SWAP_MINUTES (peak ${rss_peak} MiB), $swaps snapshot swaps; ${rss_ws} MiB after the WebSocket runs."
 echo "  The paging client read $pages pages (about $PAGE_RATE a second), $paged of them with a next cursor."
 echo
-echo "| client | connections | targets each | event to client p50 ms | p99 ms | max ms | first-to-last client p50 ms | p99 ms | updates measured | events | frames | edge CPU s, whole client run | client CPU s, while measuring |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| client | connections | targets each | event to client p50 ms | p99 ms | max ms | first-to-last client p50 ms | p99 ms | updates measured | events | frames | events stamped ahead of arrival (left out) | edge CPU s, whole client run | client CPU s, while measuring |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for client in $CLIENTS; do
-	IFS='|' read -r p50 p99 mx s50 s99 n ev fr nt ccpu ecpu <<<"${result[$client]}"
-	echo "| $client | $CONNS | $nt | $p50 | **$p99** | $mx | $s50 | $s99 | $n | $ev | $fr | $ecpu | $ccpu |"
+	IFS='|' read -r p50 p99 mx s50 s99 n ev fr nt ccpu ahead ecpu <<<"${result[$client]}"
+	echo "| $client | $CONNS | $nt | $p50 | **$p99** | $mx | $s50 | $s99 | $n | $ev | $fr | $ahead | $ecpu | $ccpu |"
 done

@@ -26,6 +26,7 @@ const targets = live.flatMap((id) => [`match:${id}`, `odds:${id}`]);
 let measuring = false;
 let since = 0; // when measuring started, µs: an older event is a swap's resend, not an event of the measurement
 let frames = 0;
+let ahead = 0; // new events stamped after their frame arrived: left out
 const samples = []; // [target, at µs, latency µs]
 
 function newest(data, kind) {
@@ -58,6 +59,7 @@ async function open() {
       if (!(at > (last.get(f.target) ?? 0))) return;
       last.set(f.target, at);
       if (at < since) return;
+      if (at > now) { ahead++; return; }
       samples.push([f.target, at, now - at]);
     });
   });
@@ -92,7 +94,7 @@ for (const [t, at, lat] of samples) {
 }
 const spread = [...first].map(([e, f]) => lastArrival.get(e) - f);
 console.log(JSON.stringify({
-  connections: conns, targets, seconds: duration / 1000, frames,
+  connections: conns, targets, seconds: duration / 1000, frames, events_stamped_ahead: ahead,
   event_to_client_ms: quant(samples.map((s) => s[2])),
   match_updates_ms: quant(samples.filter((s) => s[0].startsWith("match:")).map((s) => s[2])),
   odds_updates_ms: quant(samples.filter((s) => s[0].startsWith("odds:")).map((s) => s[2])),

@@ -68,6 +68,7 @@ type client struct {
 	last    []int64 // the newest event seen per target
 	samples []sample
 	frames  int64
+	ahead   int64 // new events stamped after their frame arrived
 }
 
 // result is what wsbench prints.
@@ -76,12 +77,16 @@ type result struct {
 	Targets     []string `json:"targets"`
 	Seconds     float64  `json:"seconds"`
 	Frames      int64    `json:"frames"`
-	All         quant    `json:"event_to_client_ms"`
-	Match       quant    `json:"match_updates_ms"`
-	Odds        quant    `json:"odds_updates_ms"`
-	Spread      quant    `json:"first_to_last_client_ms"`
-	Events      int      `json:"events"`
-	Connect     float64  `json:"connect_seconds"`
+	// Ahead counts the new events whose instant was after their frame's
+	// arrival, left out of the latencies (a clock the client cannot
+	// measure against).
+	Ahead   int64   `json:"events_stamped_ahead"`
+	All     quant   `json:"event_to_client_ms"`
+	Match   quant   `json:"match_updates_ms"`
+	Odds    quant   `json:"odds_updates_ms"`
+	Spread  quant   `json:"first_to_last_client_ms"`
+	Events  int     `json:"events"`
+	Connect float64 `json:"connect_seconds"`
 	// CPU is the processor time this client used while measuring.
 	CPU float64 `json:"client_cpu_seconds"`
 }
@@ -309,6 +314,10 @@ func (cl *client) read(index map[string]int32, measuring *atomic.Bool, since *at
 		if at < since.Load() {
 			continue // an event before the measurement: a swap's resend
 		}
+		if at > now {
+			cl.ahead++
+			continue
+		}
 		cl.samples = append(cl.samples, sample{target: t, at: at, lat: int32(now - at)})
 	}
 }
@@ -344,6 +353,7 @@ func summarize(clients []*client, targets []string, connect, duration time.Durat
 	first, last := map[event]int64{}, map[event]int64{}
 	for _, cl := range clients {
 		res.Frames += cl.frames
+		res.Ahead += cl.ahead
 		for _, s := range cl.samples {
 			all = append(all, s.lat)
 			if targets[s.target][0] == 'm' {
