@@ -41,14 +41,15 @@ func TestPutAndGet(t *testing.T) {
 // cache of the view served stays.
 func TestSwapReleasesTheReplacedView(t *testing.T) {
 	var h Holder
-	old := view.New(&view.Snapshot{})
-	if h.For(old, old) == nil {
-		t.Fatal("no cache for the view served")
-	}
-	gone := weak.Make(old)
+	gone := func() weak.Pointer[view.View] {
+		old := view.New(&view.Snapshot{})
+		if h.For(old, old) == nil {
+			t.Fatal("no cache for the view served")
+		}
+		return weak.Make(old)
+	}()
 	cur := view.New(&view.Snapshot{})
 	h.Swapped(cur)
-	old = nil
 	runtime.GC()
 	if gone.Value() != nil {
 		t.Fatal("the page cache keeps the replaced view after a swap")
