@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,7 +136,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 	m2 := mustPublish(t, s, newManifest(now.Add(-time.Hour)), files2)
 
 	// Manifest contents.
-	if got := []string{m2.Tables[0].Name, m2.Tables[1].Name, m2.Tables[2].Name}; !equalStrings(got, []string{"matches", "players", "teams"}) {
+	if got := []string{m2.Tables[0].Name, m2.Tables[1].Name, m2.Tables[2].Name}; !slices.Equal(got, []string{"matches", "players", "teams"}) {
 		t.Errorf("manifest tables not sorted by name: %v", got)
 	}
 	for _, f := range files2 {
@@ -189,7 +190,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 	if rm, err := ReadManifest(ctx, s, m1.SnapshotID); err != nil || !reflect.DeepEqual(rm, m1) {
 		t.Errorf("ReadManifest(m1) = %+v, %v", rm, err)
 	}
-	if ms, err := ListSnapshots(ctx, s); err != nil || !equalStrings(snapshotIDs(ms), []string{m1.SnapshotID, m2.SnapshotID}) {
+	if ms, err := ListSnapshots(ctx, s); err != nil || !slices.Equal(snapshotIDs(ms), []string{m1.SnapshotID, m2.SnapshotID}) {
 		t.Errorf("ListSnapshots = %v, %v; want [m1 m2]", snapshotIDs(ms), err)
 	}
 	if _, err := Publish(ctx, s, m1, files1); err == nil {
@@ -269,7 +270,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 	// Abandoned partial upload (table files, no manifest).
 	partialID := NewSnapshotID(now.Add(-2 * time.Hour))
 	mustPut(t, s, "snapshots/"+partialID+"/matches.parquet", []byte("PAR1 half PAR1"))
-	if ms, err := ListSnapshots(ctx, s); err != nil || !equalStrings(snapshotIDs(ms), []string{m1.SnapshotID, m2.SnapshotID}) {
+	if ms, err := ListSnapshots(ctx, s); err != nil || !slices.Equal(snapshotIDs(ms), []string{m1.SnapshotID, m2.SnapshotID}) {
 		t.Errorf("ListSnapshots with a partial upload = %v, %v; want [m1 m2]", snapshotIDs(ms), err)
 	}
 
@@ -281,7 +282,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 	}
 	// Keep=1: m1 is past retention and goes; the partial stays (fresh).
 	removed, err = Clean(ctx, s, CleanOptions{Retention: 24 * time.Hour, Keep: 1, Now: time.Now()})
-	if err != nil || !equalStrings(removed, []string{m1.SnapshotID}) {
+	if err != nil || !slices.Equal(removed, []string{m1.SnapshotID}) {
 		t.Fatalf("Clean(keep 1) removed %v, %v; want [m1]", removed, err)
 	}
 	if _, err := ReadManifest(ctx, s, m1.SnapshotID); !errors.Is(err, store.ErrNotFound) {
@@ -293,7 +294,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 	// Far in the future with Keep=0: everything is old, but the pointer's
 	// snapshot stays; the abandoned partial goes.
 	removed, err = Clean(ctx, s, CleanOptions{Retention: 24 * time.Hour, Keep: 0, Now: time.Now().Add(72 * time.Hour)})
-	if err != nil || !equalStrings(removed, []string{partialID}) {
+	if err != nil || !slices.Equal(removed, []string{partialID}) {
 		t.Fatalf("Clean(future) removed %v, %v; want [partial %s]", removed, err, partialID)
 	}
 	wantKeys := []string{
@@ -304,7 +305,7 @@ func testSnapshots(t *testing.T, s store.Store) {
 		"snapshots/" + m2.SnapshotID + "/teams.parquet",
 		PointerKey,
 	}
-	if got := listKeys(t, s, "snapshots/"); !equalStrings(got, wantKeys) {
+	if got := listKeys(t, s, "snapshots/"); !slices.Equal(got, wantKeys) {
 		t.Errorf("after Clean snapshots/ = %q\nwant %q", got, wantKeys)
 	}
 	for k, v := range foreign {
@@ -460,7 +461,7 @@ func TestPublishCrashSafety(t *testing.T) {
 				// Snapshot 2 is never listed as published, not even when
 				// only the pointer failed: then it is complete but an
 				// orphan, never served.
-				if got := snapshotIDs(ms); !equalStrings(got, []string{m1.SnapshotID}) {
+				if got := snapshotIDs(ms); !slices.Equal(got, []string{m1.SnapshotID}) {
 					t.Errorf("ListSnapshots = %v, want [%s]", got, m1.SnapshotID)
 				}
 				all, err := ListAll(ctx, base)
@@ -475,7 +476,7 @@ func TestPublishCrashSafety(t *testing.T) {
 				if failAt == 5 {
 					want = append(want, m2.SnapshotID+"="+StateOrphan)
 				}
-				if !equalStrings(states, want) {
+				if !slices.Equal(states, want) {
 					t.Errorf("ListAll = %v, want %v", states, want)
 				}
 
@@ -484,7 +485,7 @@ func TestPublishCrashSafety(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if failAt > 1 && !equalStrings(removed, []string{m2.SnapshotID}) {
+				if failAt > 1 && !slices.Equal(removed, []string{m2.SnapshotID}) {
 					t.Errorf("Clean removed %v, want [%s]", removed, m2.SnapshotID)
 				}
 				if _, _, err := LoadLatest(ctx, base); err != nil {
@@ -585,12 +586,12 @@ func TestPublishKilledProcess(t *testing.T) {
 		t.Fatalf("LoadLatest after kill: %v", err)
 	}
 	checkFetched(t, s, lm, files1)
-	if ms, err := ListSnapshots(ctx, s); err != nil || !equalStrings(snapshotIDs(ms), []string{m1.SnapshotID}) {
+	if ms, err := ListSnapshots(ctx, s); err != nil || !slices.Equal(snapshotIDs(ms), []string{m1.SnapshotID}) {
 		t.Errorf("ListSnapshots after kill = %v, %v", snapshotIDs(ms), err)
 	}
 	partial, _ := snapshotIDOf(newKey)
 	removed, err := Clean(ctx, s, CleanOptions{Retention: time.Minute, Now: time.Now().Add(time.Hour)})
-	if err != nil || !equalStrings(removed, []string{partial}) {
+	if err != nil || !slices.Equal(removed, []string{partial}) {
 		t.Errorf("Clean after kill removed %v, %v; want [%s]", removed, err, partial)
 	}
 }
@@ -624,7 +625,7 @@ func TestOrphanIsNotKeptOverAServedSnapshot(t *testing.T) {
 	for _, l := range all {
 		states = append(states, l.State)
 	}
-	if !equalStrings(states, []string{StatePublished, StateCurrent, StateOrphan}) {
+	if !slices.Equal(states, []string{StatePublished, StateCurrent, StateOrphan}) {
 		t.Fatalf("states = %v, want published, current, orphan", states)
 	}
 	removed, err := Clean(ctx, s, CleanOptions{Retention: time.Minute, Keep: 2, Now: time.Now().Add(time.Hour)})

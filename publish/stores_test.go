@@ -42,18 +42,6 @@ func listKeys(t *testing.T, s store.Store, prefix string) []string {
 	return keys
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // testStore checks the Store contract; every backend must pass it.
 // newTestLocal is a local store in a temporary folder.
 func newTestLocal(t *testing.T) *store.Local {

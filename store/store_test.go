@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,18 +60,6 @@ func listKeys(t *testing.T, s Store, prefix string) []string {
 		keys = append(keys, o.Key)
 	}
 	return keys
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // testStore checks the Store contract; every backend must pass it.
@@ -141,7 +130,7 @@ func testStore(t *testing.T, s Store) {
 		{"c/", []string{}},
 		{"zzz", []string{}},
 	} {
-		if got := listKeys(t, s, tc.prefix); !equalStrings(got, tc.want) {
+		if got := listKeys(t, s, tc.prefix); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%q) = %q, want %q", tc.prefix, got, tc.want)
 		}
 	}
@@ -207,7 +196,7 @@ func testStore(t *testing.T, s Store) {
 	if _, err := s.Get(ctx, "a/b/c.txt"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get after Delete: err = %v, want ErrNotFound", err)
 	}
-	if got, want := listKeys(t, s, "a/"), []string{"a/a", "a/b.txt"}; !equalStrings(got, want) {
+	if got, want := listKeys(t, s, "a/"), []string{"a/a", "a/b.txt"}; !slices.Equal(got, want) {
 		t.Errorf("List after Delete = %q, want %q", got, want)
 	}
 	if got := string(mustGet(t, s, "a/b.txt")); got != "new" {
@@ -365,7 +354,7 @@ func TestLocalInterruptedPut(t *testing.T) {
 	if err := os.WriteFile(stray, []byte("half"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := listKeys(t, s, ""), []string{"deep/dir/real"}; !equalStrings(got, want) {
+	if got, want := listKeys(t, s, ""), []string{"deep/dir/real"}; !slices.Equal(got, want) {
 		t.Errorf("List with stray temp file = %q, want %q", got, want)
 	}
 	if _, err := s.Get(ctx, "deep/dir/"+TempPrefix+"obj.parquet-123"); err == nil {
